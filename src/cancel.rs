@@ -1,0 +1,217 @@
+//! The cancel signal (SPEC §3): a one-way latch that remembers the phase it
+//! interrupted, and the [`Cancellation`] interface the gate's boundary reads.
+
+use std::future::Future;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::sync::Arc;
+use crate::waiter::WatchCell;
+
+/// What a task was doing when it was cancelled; serialised with the original
+/// runtime's wire words (`queued`, `turn`, …, `done_check`).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Waiting to start.
+    Queued,
+    /// Inside a turn, nothing more specific noted (the default).
+    #[default]
+    Turn,
+    /// Waiting on model inference.
+    Inference,
+    /// Waiting for user input.
+    Input,
+    /// Waiting on a delegated child task.
+    Delegation,
+    /// Calling a team member.
+    MemberCall,
+    /// Inside the harness.
+    Harness,
+    /// Planning.
+    Plan,
+    /// Waiting on background work.
+    BackgroundWait,
+    /// Running a shell command.
+    Shell,
+    /// Checking whether the task is done.
+    DoneCheck,
+}
+
+impl Phase {
+    /// Every phase, in wire order.
+    pub const ALL: [Phase; 11] = [
+        Self::Queued,
+        Self::Turn,
+        Self::Inference,
+        Self::Input,
+        Self::Delegation,
+        Self::MemberCall,
+        Self::Harness,
+        Self::Plan,
+        Self::BackgroundWait,
+        Self::Shell,
+        Self::DoneCheck,
+    ];
+
+    /// The wire word.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Turn => "turn",
+            Self::Inference => "inference",
+            Self::Input => "input",
+            Self::Delegation => "delegation",
+            Self::MemberCall => "member_call",
+            Self::Harness => "harness",
+            Self::Plan => "plan",
+            Self::BackgroundWait => "background_wait",
+            Self::Shell => "shell",
+            Self::DoneCheck => "done_check",
+        }
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The text is not one of [`Phase`]'s wire words.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown phase {0:?}")]
+pub struct UnknownPhase(pub String);
+
+impl FromStr for Phase {
+    type Err = UnknownPhase;
+
+    fn from_str(text: &str) -> Result<Self, UnknownPhase> {
+        Self::ALL
+            .into_iter()
+            .find(|phase| phase.as_str() == text)
+            .ok_or_else(|| UnknownPhase(text.to_owned()))
+    }
+}
+
+/// A cancellation the gate's `boundary` can read and wait on.
+///
+/// Implemented for [`CancelSignal`] and, with the `tokio-util` feature, for
+/// `tokio_util::sync::CancellationToken`. The gate keeps a clone while a
+/// handoff is held, so that `commit` reads the bit at the moment it commits
+/// (S3).
+pub trait Cancellation: Clone + Send + Sync + 'static {
+    /// Whether cancellation has fired. Must not block.
+    fn is_canceled(&self) -> bool;
+
+    /// Resolves once cancellation has fired (at once if it already has).
+    fn canceled(&self) -> impl Future<Output = ()> + Send + '_;
+}
+
+#[derive(Debug)]
+struct Latch {
+    canceled: bool,
+    phase: Option<Phase>,
+}
+
+/// A one-way cancellation latch that remembers the phase it interrupted.
+///
+/// Clones share the latch. Once [`cancel`](Self::cancel) is called it stays
+/// cancelled, and every [`canceled`](Self::canceled) future resolves.
+///
+/// ```
+/// use baton::{CancelSignal, Phase};
+///
+/// let signal = CancelSignal::new();
+/// signal.note_phase(Phase::Shell);
+/// signal.note_phase(Phase::Plan); // the first phase noted wins
+/// signal.clone().cancel();
+/// assert!(signal.is_canceled());
+/// assert_eq!(signal.phase(), Phase::Shell);
+/// ```
+#[derive(Clone, Debug)]
+pub struct CancelSignal {
+    latch: Arc<WatchCell<Latch>>,
+}
+
+impl CancelSignal {
+    /// A signal that has not fired, with no phase noted.
+    pub fn new() -> Self {
+        Self {
+            latch: Arc::new(WatchCell::new(Latch {
+                canceled: false,
+                phase: None,
+            })),
+        }
+    }
+
+    /// Fires the signal. Idempotent; wakes every waiter the first time.
+    pub fn cancel(&self) {
+        self.latch
+            .update(|latch| (!std::mem::replace(&mut latch.canceled, true), ()));
+    }
+
+    /// Whether the signal has fired.
+    pub fn is_canceled(&self) -> bool {
+        self.latch.read(|latch| latch.canceled)
+    }
+
+    /// Resolves once the signal has fired; at once if it already has.
+    /// Cancel-safe: dropping the future only frees its waker slot.
+    pub async fn canceled(&self) {
+        self.latch
+            .wait_until(|latch| latch.canceled.then_some(()))
+            .await
+    }
+
+    /// Notes what the task is doing. The first phase noted wins.
+    pub fn note_phase(&self, phase: Phase) {
+        self.latch.update(|latch| {
+            if latch.phase.is_none() {
+                latch.phase = Some(phase);
+            }
+            // A phase is not something waiters wait for: no wake-up.
+            (false, ())
+        });
+    }
+
+    /// The first phase noted, or [`Phase::Turn`] if none was.
+    pub fn phase(&self) -> Phase {
+        self.latch.read(|latch| latch.phase.unwrap_or_default())
+    }
+
+    /// The number of `canceled()` futures currently waiting (diagnostics).
+    pub fn waiter_count(&self) -> usize {
+        self.latch.waiter_count()
+    }
+}
+
+impl Default for CancelSignal {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Cancellation for CancelSignal {
+    fn is_canceled(&self) -> bool {
+        CancelSignal::is_canceled(self)
+    }
+
+    fn canceled(&self) -> impl Future<Output = ()> + Send + '_ {
+        CancelSignal::canceled(self)
+    }
+}
+
+#[cfg(feature = "tokio-util")]
+impl Cancellation for tokio_util::sync::CancellationToken {
+    fn is_canceled(&self) -> bool {
+        self.is_cancelled()
+    }
+
+    fn canceled(&self) -> impl Future<Output = ()> + Send + '_ {
+        self.cancelled()
+    }
+}

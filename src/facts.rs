@@ -1,0 +1,202 @@
+//! The facts a handoff is about, as serde types: where the Run is
+//! ([`Invocation`]), what a requester asks for ([`HandoffIntent`]) and what the
+//! worker prepared for the successor ([`HandoffPause`]).
+//!
+//! Facts arrive from other hosts, so every identifier is checked by
+//! [`HandoffIntent::validate`], and decoding malformed JSON yields a
+//! `serde_json::Error` (never a panic). Unknown fields are rejected: a fact
+//! that says more than this version understands is not silently truncated.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+mod execution;
+
+pub use execution::{
+    CompactionBudget, Digest, DigestError, ExecutionError, HandoffExecution, HandoffTools,
+    REPLAY_VERSION, ReplayEvidence,
+};
+
+/// The longest identifier accepted, in bytes (UTF-8).
+///
+/// Identifiers are opaque keys (UUIDs, ULIDs, `scheme:path` names); 256 bytes
+/// holds any of them with room to spare while bounding what one intent can
+/// make the gate store and compare.
+pub const MAX_ID_BYTES: usize = 256;
+
+/// Where a Run is: the session, turn, Run and invocation it executes in.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Invocation {
+    /// The conversation session.
+    pub session_id: String,
+    /// The turn within the session.
+    pub turn_id: String,
+    /// The Run being executed.
+    pub run_id: String,
+    /// This particular invocation (one worker's execution) of the Run.
+    pub invocation_id: String,
+}
+
+/// What a requester asks for: continue the Run under a successor.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HandoffIntent {
+    /// Identifies this handoff.
+    pub handoff_id: String,
+    /// The epoch of the host that asks, to fence out stale hosts.
+    pub host_epoch: String,
+    /// The logical Run; a handoff never changes it.
+    pub root_run_id: String,
+    /// The Run the successor will execute; differs from the source's.
+    pub successor_run_id: String,
+    /// The successor's invocation; differs from the source's.
+    pub successor_invocation_id: String,
+    /// The requester's claim on the Run.
+    pub claim_id: String,
+}
+
+/// The prepared pause: everything a successor needs to continue the Run.
+///
+/// `P` is the runtime's own payload; [`HandoffExecution`] is an example.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HandoffPause<P> {
+    /// The intent this pause answers; must equal the requested one.
+    pub intent: HandoffIntent,
+    /// The runtime's payload for the successor.
+    pub execution: P,
+}
+
+/// A field of [`HandoffIntent`], named as on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Field {
+    /// `handoff_id`
+    HandoffId,
+    /// `host_epoch`
+    HostEpoch,
+    /// `root_run_id`
+    RootRunId,
+    /// `successor_run_id`
+    SuccessorRunId,
+    /// `successor_invocation_id`
+    SuccessorInvocationId,
+    /// `claim_id`
+    ClaimId,
+}
+
+impl Field {
+    /// The field's name on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::HandoffId => "handoff_id",
+            Self::HostEpoch => "host_epoch",
+            Self::RootRunId => "root_run_id",
+            Self::SuccessorRunId => "successor_run_id",
+            Self::SuccessorInvocationId => "successor_invocation_id",
+            Self::ClaimId => "claim_id",
+        }
+    }
+}
+
+impl std::fmt::Display for Field {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why an intent is not acceptable. Every variant names the field at fault.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Error)]
+#[non_exhaustive]
+pub enum IntentError {
+    /// The identifier is the empty string.
+    #[error("{0} is empty")]
+    Empty(Field),
+    /// The identifier is longer than [`MAX_ID_BYTES`].
+    #[error("{field} is {len} bytes, over the {MAX_ID_BYTES}-byte limit")]
+    TooLong {
+        /// The field at fault.
+        field: Field,
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// The identifier contains a control character (`char::is_control`).
+    #[error("{0} contains a control character")]
+    ControlCharacter(Field),
+    /// The successor would be the source itself.
+    #[error("{0} equals the source's")]
+    SuccessorIsSource(Field),
+    /// The intent names another logical Run than the gate's ("handoff changes
+    /// the logical Run").
+    #[error("root_run_id {found:?} is not this gate's root Run {expected:?}")]
+    OtherRootRun {
+        /// The gate's root Run.
+        expected: String,
+        /// The intent's `root_run_id`.
+        found: String,
+    },
+}
+
+fn check_id(field: Field, id: &str) -> Result<(), IntentError> {
+    if id.is_empty() {
+        return Err(IntentError::Empty(field));
+    }
+    if id.len() > MAX_ID_BYTES {
+        return Err(IntentError::TooLong {
+            field,
+            len: id.len(),
+        });
+    }
+    if id.chars().any(char::is_control) {
+        return Err(IntentError::ControlCharacter(field));
+    }
+    Ok(())
+}
+
+impl HandoffIntent {
+    /// Checks the intent against the source Run it would take over: every id
+    /// is non-empty, at most [`MAX_ID_BYTES`] and free of control characters,
+    /// and the successor Run and invocation differ from the source's.
+    ///
+    /// Fields are checked in declaration order; the first fault is returned.
+    pub fn validate(&self, source: &Invocation) -> Result<(), IntentError> {
+        for (field, id) in self.fields() {
+            check_id(field, id)?;
+        }
+        if self.successor_run_id == source.run_id {
+            return Err(IntentError::SuccessorIsSource(Field::SuccessorRunId));
+        }
+        if self.successor_invocation_id == source.invocation_id {
+            return Err(IntentError::SuccessorIsSource(Field::SuccessorInvocationId));
+        }
+        Ok(())
+    }
+
+    /// [`validate`](Self::validate), then checks that the intent keeps the
+    /// logical Run `root_run_id`. This is exactly what a gate accepts.
+    pub fn validate_for(&self, source: &Invocation, root_run_id: &str) -> Result<(), IntentError> {
+        self.validate(source)?;
+        if self.root_run_id != root_run_id {
+            return Err(IntentError::OtherRootRun {
+                expected: root_run_id.to_owned(),
+                found: self.root_run_id.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    fn fields(&self) -> [(Field, &str); 6] {
+        [
+            (Field::HandoffId, &self.handoff_id),
+            (Field::HostEpoch, &self.host_epoch),
+            (Field::RootRunId, &self.root_run_id),
+            (Field::SuccessorRunId, &self.successor_run_id),
+            (Field::SuccessorInvocationId, &self.successor_invocation_id),
+            (Field::ClaimId, &self.claim_id),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,436 @@
+//! The async adapter: one [`WatchCell`] around the core [`State`], and RAII
+//! handles whose `Drop` feeds the core the event SPEC's cancel-safety table
+//! names. Every method is "lock, step, wake, return"; the decisions are the
+//! core's.
+
+use std::fmt;
+use std::future::{Future, poll_fn};
+use std::pin::pin;
+use std::task::Poll;
+
+use super::GateError;
+use super::core::{self, Config, Event, Outcome, State, Ticket};
+use crate::cancel::Cancellation;
+use crate::facts::{HandoffIntent, HandoffPause, Invocation};
+use crate::sync::Arc;
+use crate::waiter::WatchCell;
+
+/// While a handoff is held: reads the worker's cancellation bit, so that
+/// `commit` sees it at the moment it commits (S3).
+type CancelBit = Box<dyn Fn() -> bool + Send + Sync>;
+
+struct Slot<P> {
+    state: State<P>,
+    /// Set when the state becomes `Held`, cleared when it moves on.
+    cancel: Option<CancelBit>,
+}
+
+impl<P: fmt::Debug> fmt::Debug for Slot<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Slot")
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Shared<P> {
+    config: Config,
+    cell: WatchCell<Slot<P>>,
+}
+
+impl<P: PartialEq> Shared<P> {
+    /// Feeds `event` to the core under the lock. `Ok(true)`: the state moved;
+    /// `Ok(false)`: ignored. `held` is kept if the state becomes `Held`.
+    fn apply(&self, event: Event<P>, held: Option<CancelBit>) -> Result<bool, GateError> {
+        self.cell
+            .update(|slot| Self::apply_locked(&self.config, slot, event, held))
+    }
+
+    fn apply_locked(
+        config: &Config,
+        slot: &mut Slot<P>,
+        event: Event<P>,
+        held: Option<CancelBit>,
+    ) -> (bool, Result<bool, GateError>) {
+        match core::step(config, &slot.state, event) {
+            Outcome::Moved(next) => {
+                slot.cancel = if matches!(next, State::Held { .. }) {
+                    held
+                } else {
+                    None
+                };
+                slot.state = next;
+                (true, Ok(true))
+            }
+            Outcome::Ignored => (false, Ok(false)),
+            Outcome::Refused(error) => (false, Err(error)),
+        }
+    }
+
+    /// A future resolving with what `query` decides for `ticket`.
+    async fn settle(
+        &self,
+        ticket: Ticket,
+        query: fn(&State<P>, Ticket) -> core::Wait<&std::sync::Arc<HandoffPause<P>>>,
+    ) -> Option<std::sync::Arc<HandoffPause<P>>> {
+        self.cell
+            .wait_until(|slot| query(&slot.state, ticket).decided().map(|p| p.cloned()))
+            .await
+    }
+}
+
+/// Releases a ticket when dropped (`Cancel(T)`), unless disarmed. The one
+/// place that implements the "dropped → `Cancel(T)`" rows of SPEC's
+/// cancel-safety table.
+struct Release<P: PartialEq> {
+    shared: Arc<Shared<P>>,
+    ticket: Ticket,
+    armed: bool,
+}
+
+impl<P: PartialEq> Release<P> {
+    fn disarm(mut self) -> (Arc<Shared<P>>, Ticket) {
+        self.armed = false;
+        (Arc::clone(&self.shared), self.ticket)
+    }
+}
+
+impl<P: PartialEq> Drop for Release<P> {
+    fn drop(&mut self) {
+        if self.armed {
+            // Ignored by the core unless `ticket` is still the live one (S2).
+            let _ = self.shared.apply(Event::Cancel(self.ticket), None);
+        }
+    }
+}
+
+/// The worker's end of a gate. Not `Clone`; **dropping it closes the gate**,
+/// so a worker that exits or panics never leaves a waiter hanging (L1).
+pub struct HandoffGate<P: PartialEq> {
+    shared: Arc<Shared<P>>,
+}
+
+/// A requester's handle: asks for handoffs. `Clone + Send + Sync` (for
+/// `P: Send + Sync`).
+pub struct HandoffRequester<P: PartialEq> {
+    shared: Arc<Shared<P>>,
+}
+
+/// A live reservation: wait for the worker with [`ready`](Self::ready).
+/// Dropping it (or its `ready()` future) releases the Run (`Cancel(T)`).
+#[must_use = "dropping a reservation releases it at once"]
+pub struct HandoffReservation<P: PartialEq> {
+    release: Release<P>,
+}
+
+/// A held handoff: the worker prepared a pause and waits. Inspect it with
+/// [`preview`](Self::preview), then [`commit`](Self::commit); dropping it
+/// without committing releases the Run (`Cancel(T)`).
+#[must_use = "dropping a held handoff releases it at once"]
+pub struct HeldHandoff<P: PartialEq> {
+    release: Release<P>,
+    pause: std::sync::Arc<HandoffPause<P>>,
+}
+
+/// A committed handoff waiting for the worker's durable seal. Dropping it
+/// changes nothing: the commit is irreversible.
+pub struct PendingSeal<P: PartialEq> {
+    shared: Arc<Shared<P>>,
+    ticket: Ticket,
+}
+
+impl<P: PartialEq + Clone> HandoffGate<P> {
+    /// A gate for the Run executing as `source`, within the logical Run
+    /// `root_run_id`.
+    pub fn new(source: Invocation, root_run_id: String) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                config: Config::new(source, root_run_id),
+                cell: WatchCell::new(Slot {
+                    state: State::initial(),
+                    cancel: None,
+                }),
+            }),
+        }
+    }
+
+    /// A handle for requesters of this gate.
+    pub fn requester(&self) -> HandoffRequester<P> {
+        HandoffRequester {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// The logical Run every handoff of this gate keeps.
+    pub fn root_run_id(&self) -> &str {
+        self.shared.config.root_run_id()
+    }
+
+    /// Called by the worker at a step boundary.
+    ///
+    /// If no handoff is requested, returns `None` at once. Otherwise runs
+    /// `preflight(intent)`, feeds its pause (with `cancel`'s bit) to the gate,
+    /// and if the pause is held, waits until the requester commits (returns
+    /// the pause: stop the Run, append the pause durably, then
+    /// [`sealed`](Self::sealed)) or lets go (`None`: keep running).
+    /// Cancellation while held releases the Run.
+    ///
+    /// Cancel-safe: dropping the future during preflight or while held
+    /// releases the Run (`Cancel(T)`); so does a panicking preflight. Once
+    /// committed, nothing is undone.
+    pub async fn boundary<C, F, Fut>(&self, cancel: &C, preflight: F) -> Option<HandoffPause<P>>
+    where
+        C: Cancellation,
+        F: FnOnce(HandoffIntent) -> Fut,
+        Fut: Future<Output = Option<HandoffPause<P>>>,
+    {
+        let shared = &self.shared;
+        let (ticket, intent) = shared.cell.read(|slot| {
+            core::observe(&slot.state).map(|(ticket, intent)| (ticket, intent.clone()))
+        })?;
+        let release = Release {
+            shared: Arc::clone(shared),
+            ticket,
+            armed: true,
+        };
+        let pause = preflight(intent).await;
+        let bit = cancel.clone();
+        let held = shared.cell.update(|slot| {
+            let event = Event::Preflight {
+                ticket,
+                pause,
+                canceled: cancel.is_canceled(),
+            };
+            let bit: CancelBit = Box::new(move || bit.is_canceled());
+            let (changed, _) = Shared::apply_locked(&shared.config, slot, event, Some(bit));
+            (
+                changed,
+                matches!(slot.state, State::Held { ticket: t, .. } if t == ticket),
+            )
+        });
+        if !held {
+            release.disarm();
+            return None;
+        }
+        let decided = {
+            let mut settled = pin!(shared.settle(ticket, core::boundary));
+            let mut canceled = pin!(cancel.canceled());
+            poll_fn(|cx| match settled.as_mut().poll(cx) {
+                Poll::Ready(decided) => Poll::Ready(Some(decided)),
+                Poll::Pending => canceled.as_mut().poll(cx).map(|()| None),
+            })
+            .await
+        };
+        let pause = match decided {
+            Some(decided) => decided,
+            None => {
+                // Cancelled while held: release, unless a commit got there
+                // first, which is irreversible (S4).
+                let _ = shared.apply(Event::Cancel(ticket), None);
+                shared.cell.read(|slot| {
+                    core::boundary(&slot.state, ticket)
+                        .decided()
+                        .flatten()
+                        .cloned()
+                })
+            }
+        };
+        release.disarm();
+        pause.map(|pause| HandoffPause::clone(&pause))
+    }
+
+    /// Reports that `pause` is durably appended to the canonical log. Seals
+    /// the gate if `pause` is the committed one (S5); returns whether it did.
+    pub fn sealed(&self, pause: &HandoffPause<P>) -> bool {
+        self.shared.apply(Event::Seal(pause.clone()), None) == Ok(true)
+    }
+
+    /// Closes the gate: no handoff from now on; every waiter resolves `None`.
+    /// A sealed gate stays sealed.
+    pub fn close(&self) {
+        let _ = self.shared.apply(Event::Close, None);
+    }
+
+    /// A snapshot of the core state (diagnostics, tests).
+    pub fn state(&self) -> State<P> {
+        self.shared.cell.read(|slot| slot.state.clone())
+    }
+
+    /// The number of futures waiting on this gate (diagnostics, tests).
+    pub fn waiter_count(&self) -> usize {
+        self.shared.cell.waiter_count()
+    }
+}
+
+impl<P: PartialEq> Drop for HandoffGate<P> {
+    fn drop(&mut self) {
+        let _ = self.shared.apply(Event::Close, None);
+    }
+}
+
+impl<P: PartialEq + Clone> HandoffRequester<P> {
+    /// Asks for a handoff with `intent`.
+    ///
+    /// # Errors
+    ///
+    /// [`GateError::InvalidInput`] for a malformed intent or one naming
+    /// another root Run (the gate is unchanged, S9); [`GateError::Busy`]
+    /// while another reservation is live (S1); [`GateError::HandedOff`],
+    /// [`GateError::Closed`] or [`GateError::TicketsExhausted`] once final.
+    pub fn reserve(&self, intent: HandoffIntent) -> Result<HandoffReservation<P>, GateError> {
+        let shared = &self.shared;
+        let ticket = shared.cell.update(|slot| {
+            let (changed, result) =
+                Shared::apply_locked(&shared.config, slot, Event::Reserve(intent), None);
+            (changed, result.map(|_| slot.state.ticket()))
+        })?;
+        // `Reserve` only ever moves to `Requested{new T}`; the table test
+        // pins that, so this is never `Busy` in practice.
+        let ticket = ticket.ok_or(GateError::Busy)?;
+        Ok(HandoffReservation {
+            release: Release {
+                shared: Arc::clone(shared),
+                ticket,
+                armed: true,
+            },
+        })
+    }
+
+    /// The logical Run every handoff of this gate keeps.
+    pub fn root_run_id(&self) -> &str {
+        self.shared.config.root_run_id()
+    }
+
+    /// A snapshot of the core state (diagnostics, tests).
+    pub fn state(&self) -> State<P> {
+        self.shared.cell.read(|slot| slot.state.clone())
+    }
+
+    /// The number of accepted transitions so far (diagnostics, tests).
+    pub fn version(&self) -> u64 {
+        self.shared.cell.version()
+    }
+
+    /// The number of futures waiting on this gate (diagnostics, tests).
+    pub fn waiter_count(&self) -> usize {
+        self.shared.cell.waiter_count()
+    }
+}
+
+impl<P: PartialEq> Clone for HandoffRequester<P> {
+    fn clone(&self) -> Self {
+        Self {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<P: PartialEq + Clone> HandoffReservation<P> {
+    /// This reservation's ticket.
+    pub fn ticket(&self) -> Ticket {
+        self.release.ticket
+    }
+
+    /// Waits for the worker's boundary: `Some` once it holds a pause for
+    /// this reservation (S7), `None` if it released the Run (failed
+    /// preflight, cancellation) or closed the gate.
+    ///
+    /// Cancel-safe: dropping the future releases the reservation.
+    pub async fn ready(self) -> Option<HeldHandoff<P>> {
+        let ticket = self.release.ticket;
+        let pause = self.release.shared.settle(ticket, core::ready).await;
+        match pause {
+            Some(pause) => Some(HeldHandoff {
+                release: self.release,
+                pause,
+            }),
+            None => {
+                // Not live any more: a `Cancel(T)` would be ignored.
+                self.release.disarm();
+                None
+            }
+        }
+    }
+}
+
+impl<P: PartialEq + Clone> HeldHandoff<P> {
+    /// The prepared pause (its intent is the one reserved).
+    pub fn preview(&self) -> &HandoffPause<P> {
+        &self.pause
+    }
+
+    /// This handoff's ticket.
+    pub fn ticket(&self) -> Ticket {
+        self.release.ticket
+    }
+
+    /// Commits the handoff: irreversible. `None` if the Run was cancelled
+    /// (S3) or the worker let go meanwhile (closed, dropped); the Run is then
+    /// released.
+    pub fn commit(self) -> Option<PendingSeal<P>> {
+        let shared = &self.release.shared;
+        let ticket = self.release.ticket;
+        let committed = shared.cell.update(|slot| {
+            let canceled = slot.cancel.as_ref().is_some_and(|bit| bit());
+            let event = Event::Commit { ticket, canceled };
+            Shared::apply_locked(&shared.config, slot, event, None)
+        });
+        if committed != Ok(true) {
+            // `self` drops here: `Cancel(T)` releases the Run if still held.
+            return None;
+        }
+        let (shared, ticket) = self.release.disarm();
+        Some(PendingSeal { shared, ticket })
+    }
+}
+
+impl<P: PartialEq + Clone> PendingSeal<P> {
+    /// This handoff's ticket.
+    pub fn ticket(&self) -> Ticket {
+        self.ticket
+    }
+
+    /// Waits for the worker's seal: `Some(pause)` only once the pause is
+    /// durably sealed (S5); `None` if the worker closed or dropped the gate
+    /// without sealing. Then the owner must reconcile the canonical log,
+    /// never resume the old worker.
+    ///
+    /// Cancel-safe: dropping the future changes nothing.
+    pub async fn wait(self) -> Option<HandoffPause<P>> {
+        let sealed = self.shared.settle(self.ticket, core::seal).await;
+        sealed.map(|pause| HandoffPause::clone(&pause))
+    }
+}
+
+macro_rules! debug_by_ticket {
+    ($($handle:ident => |$this:ident| $ticket:expr;)*) => {$(
+        impl<P: PartialEq> fmt::Debug for $handle<P> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                let $this = self;
+                f.debug_struct(stringify!($handle)).field("ticket", &$ticket).finish_non_exhaustive()
+            }
+        }
+    )*};
+}
+
+debug_by_ticket! {
+    HandoffReservation => |this| this.release.ticket;
+    HeldHandoff => |this| this.release.ticket;
+    PendingSeal => |this| this.ticket;
+}
+
+impl<P: PartialEq> fmt::Debug for HandoffGate<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HandoffGate")
+            .field("root_run_id", &self.shared.config.root_run_id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P: PartialEq> fmt::Debug for HandoffRequester<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HandoffRequester")
+            .field("root_run_id", &self.shared.config.root_run_id())
+            .finish_non_exhaustive()
+    }
+}

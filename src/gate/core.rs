@@ -1,0 +1,430 @@
+//! The handoff gate's transition table as pure functions.
+//!
+//! [`step`] maps a state and an event to an [`Outcome`]; [`ready`],
+//! [`boundary`] and [`seal`] say what each kind of waiter should do in a
+//! state; [`observe`] is what a worker sees at a step boundary. There are no
+//! locks, no clock and no async here: the cancellation bit is an input of the
+//! events that need it. Every `(state, event)` cell is decided by an
+//! exhaustive match, so adding a state or an event does not compile until
+//! each new cell is decided.
+
+// The core shares pauses immutably; `Arc` here is a plain reference count,
+// not a synchronisation point, so it is `std`'s even under loom.
+use std::sync::Arc;
+
+use crate::facts::{HandoffIntent, HandoffPause, Invocation};
+use crate::gate::GateError;
+
+/// Identifies one reservation. Issued by the core on each successful
+/// `Reserve`, in increasing order, and never reused by a gate: a stale ticket
+/// can never touch a newer reservation (S2), even one with an equal intent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Ticket(pub u64);
+
+impl Ticket {
+    /// The ticket issued after this one.
+    ///
+    /// Saturates at `u64::MAX`, which the core never issues (a gate refuses
+    /// `Reserve` with [`GateError::TicketsExhausted`] instead).
+    pub const fn successor(self) -> Ticket {
+        Ticket(self.0.saturating_add(1))
+    }
+}
+
+impl std::fmt::Display for Ticket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// What a gate is fixed to when it is made: the Run it guards.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Config {
+    source: Invocation,
+    root_run_id: String,
+}
+
+impl Config {
+    /// A gate for the Run executing as `source`, within the logical Run
+    /// `root_run_id`.
+    pub fn new(source: Invocation, root_run_id: String) -> Self {
+        Self {
+            source,
+            root_run_id,
+        }
+    }
+
+    /// Where the Run being guarded executes.
+    pub fn source(&self) -> &Invocation {
+        &self.source
+    }
+
+    /// The logical Run every accepted intent must keep.
+    pub fn root_run_id(&self) -> &str {
+        &self.root_run_id
+    }
+}
+
+/// The state of a gate.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum State<P> {
+    /// The worker runs; no handoff is asked. `next` is the ticket the next
+    /// successful `Reserve` issues.
+    Running {
+        /// The ticket the next reservation gets.
+        next: Ticket,
+    },
+    /// A requester holds `ticket` and waits for the worker's boundary.
+    Requested {
+        /// The live ticket.
+        ticket: Ticket,
+        /// What the requester asks for.
+        intent: HandoffIntent,
+    },
+    /// The worker prepared `pause` for `ticket` and waits for a commit.
+    Held {
+        /// The live ticket.
+        ticket: Ticket,
+        /// The prepared pause; its intent is the requested one.
+        pause: Arc<HandoffPause<P>>,
+    },
+    /// The requester committed: irreversible, waiting for the durable seal.
+    Committed {
+        /// The committed ticket.
+        ticket: Ticket,
+        /// The pause to seal.
+        pause: Arc<HandoffPause<P>>,
+    },
+    /// Terminal: the pause is durable; the successor owns the Run.
+    Sealed {
+        /// The sealed ticket.
+        ticket: Ticket,
+        /// The sealed pause.
+        pause: Arc<HandoffPause<P>>,
+    },
+    /// Terminal: the worker closed the gate; no handoff happened or will.
+    Closed,
+}
+
+/// The six kinds of [`State`], without their data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum StateKind {
+    /// [`State::Running`]
+    Running,
+    /// [`State::Requested`]
+    Requested,
+    /// [`State::Held`]
+    Held,
+    /// [`State::Committed`]
+    Committed,
+    /// [`State::Sealed`]
+    Sealed,
+    /// [`State::Closed`]
+    Closed,
+}
+
+impl StateKind {
+    /// Every kind, in table order.
+    pub const ALL: [StateKind; 6] = [
+        Self::Running,
+        Self::Requested,
+        Self::Held,
+        Self::Committed,
+        Self::Sealed,
+        Self::Closed,
+    ];
+
+    /// The kind's name, as in the table.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Running => "Running",
+            Self::Requested => "Requested",
+            Self::Held => "Held",
+            Self::Committed => "Committed",
+            Self::Sealed => "Sealed",
+            Self::Closed => "Closed",
+        }
+    }
+
+    /// Whether no event can leave this kind of state (S6).
+    pub const fn is_terminal(self) -> bool {
+        matches!(self, Self::Sealed | Self::Closed)
+    }
+}
+
+impl<P> State<P> {
+    /// A new gate's state: running, the first ticket not yet issued.
+    pub const fn initial() -> Self {
+        State::Running { next: Ticket(0) }
+    }
+
+    /// The kind of this state.
+    pub fn kind(&self) -> StateKind {
+        match self {
+            State::Running { .. } => StateKind::Running,
+            State::Requested { .. } => StateKind::Requested,
+            State::Held { .. } => StateKind::Held,
+            State::Committed { .. } => StateKind::Committed,
+            State::Sealed { .. } => StateKind::Sealed,
+            State::Closed => StateKind::Closed,
+        }
+    }
+
+    /// The ticket this state is about, if any.
+    pub fn ticket(&self) -> Option<Ticket> {
+        match self {
+            State::Requested { ticket, .. }
+            | State::Held { ticket, .. }
+            | State::Committed { ticket, .. }
+            | State::Sealed { ticket, .. } => Some(*ticket),
+            State::Running { .. } | State::Closed => None,
+        }
+    }
+
+    /// The pause this state holds, if any.
+    pub fn pause(&self) -> Option<&Arc<HandoffPause<P>>> {
+        match self {
+            State::Held { pause, .. }
+            | State::Committed { pause, .. }
+            | State::Sealed { pause, .. } => Some(pause),
+            State::Running { .. } | State::Requested { .. } | State::Closed => None,
+        }
+    }
+}
+
+/// An input to the gate.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Event<P> {
+    /// A requester asks for a handoff.
+    Reserve(HandoffIntent),
+    /// The worker's preflight for `ticket` finished with `pause` (`None`:
+    /// failed), with the cancellation bit read when it finished.
+    Preflight {
+        /// The ticket the worker observed.
+        ticket: Ticket,
+        /// The prepared pause, or `None` if preflight failed.
+        pause: Option<HandoffPause<P>>,
+        /// Whether the Run was cancelled when preflight finished.
+        canceled: bool,
+    },
+    /// Release `ticket`: a handle was dropped or the Run was cancelled.
+    Cancel(Ticket),
+    /// The requester holding `ticket` commits, with the cancellation bit.
+    Commit {
+        /// The requester's ticket.
+        ticket: Ticket,
+        /// Whether the Run is cancelled now.
+        canceled: bool,
+    },
+    /// The worker reports `pause` durably appended to the canonical log.
+    Seal(HandoffPause<P>),
+    /// The worker exits: no handoff from now on.
+    Close,
+}
+
+/// What an event did and what the caller learns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use = "an outcome carries the next state"]
+pub enum Outcome<P> {
+    /// Accepted: the gate is now in this state.
+    Moved(State<P>),
+    /// The event does not apply to the current state (a stale ticket, a seal
+    /// of another pause, a terminal gate). The state is unchanged.
+    Ignored,
+    /// The event is refused for this reason. The state is unchanged.
+    Refused(GateError),
+}
+
+/// The transition table: the outcome of `event` in `state`.
+///
+/// `Reserve` validates the intent first
+/// ([`HandoffIntent::validate_for`]), so bad input is reported as such in
+/// every state and never changes anything (S9).
+pub fn step<P: PartialEq>(config: &Config, state: &State<P>, event: Event<P>) -> Outcome<P> {
+    use Outcome::{Ignored, Moved, Refused};
+    match event {
+        Event::Reserve(intent) => {
+            if let Err(error) = intent.validate_for(&config.source, &config.root_run_id) {
+                return Refused(GateError::InvalidInput(error));
+            }
+            match state {
+                State::Running { next } if next.0 == u64::MAX => {
+                    Refused(GateError::TicketsExhausted)
+                }
+                State::Running { next } => Moved(State::Requested {
+                    ticket: *next,
+                    intent,
+                }),
+                State::Requested { .. } | State::Held { .. } => Refused(GateError::Busy),
+                State::Committed { .. } | State::Sealed { .. } => Refused(GateError::HandedOff),
+                State::Closed => Refused(GateError::Closed),
+            }
+        }
+        Event::Preflight {
+            ticket,
+            pause,
+            canceled,
+        } => match state {
+            State::Requested {
+                ticket: live,
+                intent,
+            } if *live == ticket => match pause {
+                Some(pause) if !canceled && pause.intent == *intent => Moved(State::Held {
+                    ticket,
+                    pause: Arc::new(pause),
+                }),
+                Some(_) | None => Moved(State::Running {
+                    next: ticket.successor(),
+                }),
+            },
+            State::Running { .. }
+            | State::Requested { .. }
+            | State::Held { .. }
+            | State::Committed { .. }
+            | State::Sealed { .. }
+            | State::Closed => Ignored,
+        },
+        Event::Cancel(ticket) => match state {
+            State::Requested { ticket: live, .. } | State::Held { ticket: live, .. }
+                if *live == ticket =>
+            {
+                Moved(State::Running {
+                    next: ticket.successor(),
+                })
+            }
+            State::Running { .. }
+            | State::Requested { .. }
+            | State::Held { .. }
+            | State::Committed { .. }
+            | State::Sealed { .. }
+            | State::Closed => Ignored,
+        },
+        Event::Commit { ticket, canceled } => match state {
+            State::Held { ticket: live, .. } if *live == ticket && canceled => {
+                Refused(GateError::Canceled)
+            }
+            State::Held {
+                ticket: live,
+                pause,
+            } if *live == ticket => Moved(State::Committed {
+                ticket,
+                pause: Arc::clone(pause),
+            }),
+            State::Running { .. }
+            | State::Requested { .. }
+            | State::Held { .. }
+            | State::Committed { .. }
+            | State::Sealed { .. }
+            | State::Closed => Refused(GateError::NotHeld),
+        },
+        Event::Seal(offered) => match state {
+            State::Committed { ticket, pause } if **pause == offered => Moved(State::Sealed {
+                ticket: *ticket,
+                pause: Arc::clone(pause),
+            }),
+            State::Running { .. }
+            | State::Requested { .. }
+            | State::Held { .. }
+            | State::Committed { .. }
+            | State::Sealed { .. }
+            | State::Closed => Ignored,
+        },
+        Event::Close => match state {
+            State::Running { .. }
+            | State::Requested { .. }
+            | State::Held { .. }
+            | State::Committed { .. } => Moved(State::Closed),
+            State::Sealed { .. } | State::Closed => Ignored,
+        },
+    }
+}
+
+/// What a waiter should do in a state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Wait<T> {
+    /// Keep waiting: the state may still go either way.
+    Pending,
+    /// Resolve with this value.
+    Resolved(T),
+    /// Resolve with nothing: what was waited for can no longer happen.
+    Gone,
+}
+
+impl<T> Wait<T> {
+    /// `None` while pending, else the waiter's answer.
+    pub fn decided(self) -> Option<Option<T>> {
+        match self {
+            Wait::Pending => None,
+            Wait::Resolved(value) => Some(Some(value)),
+            Wait::Gone => Some(None),
+        }
+    }
+}
+
+/// `reservation.ready()` for `ticket`: pending while `Requested{ticket}`,
+/// resolved with the pause in `Held{ticket}`, gone otherwise (S7).
+pub fn ready<P>(state: &State<P>, ticket: Ticket) -> Wait<&Arc<HandoffPause<P>>> {
+    match state {
+        State::Requested { ticket: live, .. } if *live == ticket => Wait::Pending,
+        State::Held {
+            ticket: live,
+            pause,
+        } if *live == ticket => Wait::Resolved(pause),
+        State::Running { .. }
+        | State::Requested { .. }
+        | State::Held { .. }
+        | State::Committed { .. }
+        | State::Sealed { .. }
+        | State::Closed => Wait::Gone,
+    }
+}
+
+/// The worker's `boundary` after its preflight for `ticket` was accepted:
+/// pending while `Held{ticket}`, resolved with the pause in
+/// `Committed{ticket}`, gone otherwise (S7).
+pub fn boundary<P>(state: &State<P>, ticket: Ticket) -> Wait<&Arc<HandoffPause<P>>> {
+    match state {
+        State::Held { ticket: live, .. } if *live == ticket => Wait::Pending,
+        State::Committed {
+            ticket: live,
+            pause,
+        } if *live == ticket => Wait::Resolved(pause),
+        State::Running { .. }
+        | State::Requested { .. }
+        | State::Held { .. }
+        | State::Committed { .. }
+        | State::Sealed { .. }
+        | State::Closed => Wait::Gone,
+    }
+}
+
+/// `pending.wait()` for `ticket`: pending while `Committed{ticket}`,
+/// resolved with the pause only in `Sealed{ticket}` (S5), gone otherwise.
+pub fn seal<P>(state: &State<P>, ticket: Ticket) -> Wait<&Arc<HandoffPause<P>>> {
+    match state {
+        State::Committed { ticket: live, .. } if *live == ticket => Wait::Pending,
+        State::Sealed {
+            ticket: live,
+            pause,
+        } if *live == ticket => Wait::Resolved(pause),
+        State::Running { .. }
+        | State::Requested { .. }
+        | State::Held { .. }
+        | State::Committed { .. }
+        | State::Sealed { .. }
+        | State::Closed => Wait::Gone,
+    }
+}
+
+/// What the worker sees when it reaches a step boundary: the live ticket and
+/// intent if a handoff is requested, else `None` (nothing to do).
+pub fn observe<P>(state: &State<P>) -> Option<(Ticket, &HandoffIntent)> {
+    match state {
+        State::Requested { ticket, intent } => Some((*ticket, intent)),
+        State::Running { .. }
+        | State::Held { .. }
+        | State::Committed { .. }
+        | State::Sealed { .. }
+        | State::Closed => None,
+    }
+}

@@ -1,0 +1,16 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod sync;
+mod waiter;
+
+pub mod cancel;
+pub mod facts;
+pub mod gate;
+
+pub use cancel::{CancelSignal, Cancellation, Phase};
+pub use facts::{HandoffExecution, HandoffIntent, HandoffPause, IntentError, Invocation};
+pub use gate::{
+    GateError, HandoffGate, HandoffRequester, HandoffReservation, HeldHandoff, PendingSeal,
+};

@@ -1,0 +1,220 @@
+//! The waiter cell: one mutex over `{state, version, waker slots}`.
+//!
+//! Every adapter in baton is this cell plus RAII handles. `update` changes the
+//! state under the lock and wakes every registered waiter *after* unlocking;
+//! [`WaitUntil`] evaluates its query and registers its waker under the *same*
+//! lock, so no change can slip between the check and the registration (the
+//! classic lost wake-up), and it frees its slot in `Drop`, so a dropped future
+//! leaves nothing behind.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+use crate::sync::{Mutex, MutexGuard, lock};
+
+/// A state guarded by one lock, with wakers for futures waiting on it.
+#[derive(Debug)]
+pub(crate) struct WatchCell<S> {
+    inner: Mutex<Inner<S>>,
+}
+
+#[derive(Debug)]
+struct Inner<S> {
+    state: S,
+    /// Bumped on every accepted change; diagnostics and tests only.
+    version: u64,
+    /// One slot per pending `WaitUntil`; `None` once woken, until re-polled.
+    slots: Vec<Option<Waker>>,
+    /// Slot indices free for reuse.
+    free: Vec<usize>,
+    /// Number of slots held by live futures.
+    waiters: usize,
+}
+
+impl<S> WatchCell<S> {
+    pub(crate) fn new(state: S) -> Self {
+        Self {
+            inner: Mutex::new(Inner {
+                state,
+                version: 0,
+                slots: Vec::new(),
+                free: Vec::new(),
+                waiters: 0,
+            }),
+        }
+    }
+
+    /// Runs `f` on the state; if it returns `changed == true`, bumps the
+    /// version and wakes every waiter after the lock is released.
+    pub(crate) fn update<R>(&self, f: impl FnOnce(&mut S) -> (bool, R)) -> R {
+        let mut inner = lock(&self.inner);
+        let (changed, result) = f(&mut inner.state);
+        if !changed {
+            return result;
+        }
+        inner.version = inner.version.wrapping_add(1);
+        let woken: Vec<Waker> = inner.slots.iter_mut().filter_map(Option::take).collect();
+        drop(inner);
+        for waker in woken {
+            waker.wake();
+        }
+        result
+    }
+
+    /// Reads the state under the lock.
+    pub(crate) fn read<R>(&self, f: impl FnOnce(&S) -> R) -> R {
+        f(&lock(&self.inner).state)
+    }
+
+    /// The number of accepted changes so far.
+    pub(crate) fn version(&self) -> u64 {
+        lock(&self.inner).version
+    }
+
+    /// The number of futures currently registered (pending, not yet dropped).
+    pub(crate) fn waiter_count(&self) -> usize {
+        lock(&self.inner).waiters
+    }
+
+    /// A future that resolves with `query(state)` as soon as that is `Some`.
+    pub(crate) fn wait_until<T, Q>(&self, query: Q) -> WaitUntil<'_, S, Q>
+    where
+        Q: FnMut(&S) -> Option<T>,
+    {
+        WaitUntil {
+            cell: self,
+            query,
+            slot: None,
+        }
+    }
+}
+
+impl<S> Inner<S> {
+    fn register(&mut self, slot: &mut Option<usize>, waker: &Waker) {
+        match *slot {
+            Some(index) => match &mut self.slots[index] {
+                Some(current) if current.will_wake(waker) => {}
+                entry => *entry = Some(waker.clone()),
+            },
+            None => {
+                let index = match self.free.pop() {
+                    Some(index) => {
+                        self.slots[index] = Some(waker.clone());
+                        index
+                    }
+                    None => {
+                        self.slots.push(Some(waker.clone()));
+                        self.slots.len() - 1
+                    }
+                };
+                self.waiters += 1;
+                *slot = Some(index);
+            }
+        }
+    }
+
+    fn release(&mut self, slot: &mut Option<usize>) {
+        if let Some(index) = slot.take() {
+            self.slots[index] = None;
+            self.free.push(index);
+            self.waiters -= 1;
+        }
+    }
+}
+
+/// Future returned by [`WatchCell::wait_until`]. Cancel-safe: dropping it
+/// only frees its waker slot.
+#[must_use = "futures do nothing unless polled"]
+pub(crate) struct WaitUntil<'a, S, Q> {
+    cell: &'a WatchCell<S>,
+    query: Q,
+    slot: Option<usize>,
+}
+
+// The future holds no self-references: moving it is always fine.
+impl<S, Q> Unpin for WaitUntil<'_, S, Q> {}
+
+impl<S, Q, T> Future for WaitUntil<'_, S, Q>
+where
+    Q: FnMut(&S) -> Option<T>,
+{
+    type Output = T;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        let this = self.get_mut();
+        let mut inner: MutexGuard<'_, Inner<S>> = lock(&this.cell.inner);
+        match (this.query)(&inner.state) {
+            Some(value) => {
+                inner.release(&mut this.slot);
+                Poll::Ready(value)
+            }
+            None => {
+                inner.register(&mut this.slot, cx.waker());
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl<S, Q> Drop for WaitUntil<'_, S, Q> {
+    fn drop(&mut self) {
+        if self.slot.is_some() {
+            lock(&self.cell.inner).release(&mut self.slot);
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::pin::pin;
+    use std::task::Waker;
+
+    fn poll_once<F: Future + Unpin>(fut: &mut F) -> Poll<F::Output> {
+        Pin::new(fut).poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    #[test]
+    fn a_pending_waiter_holds_one_slot_and_frees_it_on_drop() {
+        let cell = WatchCell::new(0u32);
+        let mut wait = cell.wait_until(|s| (*s > 0).then_some(*s));
+        assert!(poll_once(&mut wait).is_pending());
+        assert!(poll_once(&mut wait).is_pending(), "re-poll reuses its slot");
+        assert_eq!(cell.waiter_count(), 1);
+        drop(wait);
+        assert_eq!(cell.waiter_count(), 0);
+    }
+
+    #[test]
+    fn an_update_wakes_and_the_waiter_resolves_with_the_new_state() {
+        let cell = WatchCell::new(0u32);
+        let mut wait = cell.wait_until(|s| (*s > 0).then_some(*s));
+        assert!(poll_once(&mut wait).is_pending());
+        cell.update(|s| {
+            *s = 7;
+            (true, ())
+        });
+        assert_eq!(cell.version(), 1);
+        assert_eq!(poll_once(&mut wait), Poll::Ready(7));
+        assert_eq!(cell.waiter_count(), 0, "a resolved waiter frees its slot");
+    }
+
+    #[test]
+    fn an_unchanged_update_does_not_bump_the_version() {
+        let cell = WatchCell::new(0u32);
+        cell.update(|_| (false, ()));
+        assert_eq!(cell.version(), 0);
+    }
+
+    #[test]
+    fn freed_slots_are_reused_so_the_slot_list_stays_bounded() {
+        let cell = WatchCell::new(0u32);
+        for _ in 0..100 {
+            let mut wait = pin!(cell.wait_until(|s| (*s > 0).then_some(())));
+            let _ = wait.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+        }
+        assert_eq!(lock(&cell.inner).slots.len(), 1);
+        assert_eq!(cell.waiter_count(), 0);
+    }
+}
