@@ -3,10 +3,12 @@
 //! worker prepared for the successor ([`HandoffPause`]).
 //!
 //! Facts arrive from other hosts, so every identifier is checked by
-//! [`HandoffIntent::validate`], and decoding malformed JSON yields a
-//! `serde_json::Error` (never a panic). Unknown fields are rejected: a fact
-//! that says more than this version understands is not silently truncated.
+//! [`HandoffIntent::validate`], and decoding malformed JSON with [`from_json`]
+//! yields a [`DecodeError`] naming the path of the field at fault (never a
+//! panic). Unknown fields are rejected: a fact that says more than this
+//! version understands is not silently truncated.
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -196,6 +198,45 @@ impl HandoffIntent {
             (Field::ClaimId, &self.claim_id),
         ]
     }
+}
+
+/// A fact could not be decoded from JSON.
+#[derive(Debug, Error)]
+#[error("{path}: {source}")]
+pub struct DecodeError {
+    path: String,
+    source: serde_json::Error,
+}
+
+impl DecodeError {
+    /// Where in the document decoding failed, e.g. `execution.replay.digest`
+    /// (`.` for the document itself).
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+}
+
+/// Decodes a fact from JSON bytes. Malformed input of any kind (bad UTF-8,
+/// syntax, types, missing or unknown fields, bad digests) is a
+/// [`DecodeError`] naming the path of the field at fault.
+///
+/// ```
+/// use baton::facts::{from_json, HandoffIntent};
+///
+/// let error = from_json::<HandoffIntent>(br#"{"handoff_id": 3}"#).unwrap_err();
+/// assert_eq!(error.path(), "handoff_id");
+/// ```
+pub fn from_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
+    let mut decoder = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut decoder).map_err(|error| DecodeError {
+        path: error.path().to_string(),
+        source: error.into_inner(),
+    })?;
+    decoder.end().map_err(|source| DecodeError {
+        path: ".".into(),
+        source,
+    })?;
+    Ok(value)
 }
 
 #[cfg(test)]

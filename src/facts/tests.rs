@@ -1,1 +1,280 @@
+//! Facts: validation names the field at fault; decoding never panics.
 
+use super::*;
+
+fn source() -> Invocation {
+    Invocation {
+        session_id: "session".into(),
+        turn_id: "turn".into(),
+        run_id: "run".into(),
+        invocation_id: "invocation".into(),
+    }
+}
+
+fn intent() -> HandoffIntent {
+    HandoffIntent {
+        handoff_id: "handoff".into(),
+        host_epoch: "epoch".into(),
+        root_run_id: "run".into(),
+        successor_run_id: "successor-run".into(),
+        successor_invocation_id: "successor-invocation".into(),
+        claim_id: "claim".into(),
+    }
+}
+
+fn with(field: Field, value: &str) -> HandoffIntent {
+    let mut intent = intent();
+    let slot = match field {
+        Field::HandoffId => &mut intent.handoff_id,
+        Field::HostEpoch => &mut intent.host_epoch,
+        Field::RootRunId => &mut intent.root_run_id,
+        Field::SuccessorRunId => &mut intent.successor_run_id,
+        Field::SuccessorInvocationId => &mut intent.successor_invocation_id,
+        Field::ClaimId => &mut intent.claim_id,
+    };
+    *slot = value.into();
+    intent
+}
+
+const FIELDS: [Field; 6] = [
+    Field::HandoffId,
+    Field::HostEpoch,
+    Field::RootRunId,
+    Field::SuccessorRunId,
+    Field::SuccessorInvocationId,
+    Field::ClaimId,
+];
+
+#[test]
+fn a_well_formed_intent_validates() {
+    assert_eq!(intent().validate(&source()), Ok(()));
+    assert_eq!(intent().validate_for(&source(), "run"), Ok(()));
+}
+
+#[test]
+fn an_empty_id_is_refused_naming_its_field() {
+    for field in FIELDS {
+        assert_eq!(
+            with(field, "").validate(&source()),
+            Err(IntentError::Empty(field))
+        );
+    }
+}
+
+#[test]
+fn an_id_of_the_limit_passes_and_one_byte_more_is_refused_naming_its_field() {
+    for field in FIELDS {
+        let at_limit = "x".repeat(MAX_ID_BYTES);
+        assert_eq!(
+            with(field, &at_limit).validate(&source()),
+            Ok(()),
+            "{field}"
+        );
+        let over = "x".repeat(MAX_ID_BYTES + 1);
+        assert_eq!(
+            with(field, &over).validate(&source()),
+            Err(IntentError::TooLong {
+                field,
+                len: MAX_ID_BYTES + 1
+            })
+        );
+    }
+}
+
+#[test]
+fn the_limit_counts_bytes_not_characters() {
+    // 129 two-byte characters: 258 bytes.
+    let wide = "é".repeat(129);
+    assert_eq!(
+        with(Field::ClaimId, &wide).validate(&source()),
+        Err(IntentError::TooLong {
+            field: Field::ClaimId,
+            len: 258
+        })
+    );
+}
+
+#[test]
+fn a_control_character_is_refused_naming_its_field() {
+    for field in FIELDS {
+        for bad in ["a\nb", "\0", "tab\there", "del\u{7f}", "c1\u{85}"] {
+            assert_eq!(
+                with(field, bad).validate(&source()),
+                Err(IntentError::ControlCharacter(field)),
+                "{field} = {bad:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_successor_equal_to_the_source_is_refused() {
+    assert_eq!(
+        with(Field::SuccessorRunId, "run").validate(&source()),
+        Err(IntentError::SuccessorIsSource(Field::SuccessorRunId))
+    );
+    assert_eq!(
+        with(Field::SuccessorInvocationId, "invocation").validate(&source()),
+        Err(IntentError::SuccessorIsSource(Field::SuccessorInvocationId))
+    );
+}
+
+#[test]
+fn another_root_run_is_refused_by_validate_for_only() {
+    let other = with(Field::RootRunId, "other-run");
+    assert_eq!(other.validate(&source()), Ok(()));
+    assert_eq!(
+        other.validate_for(&source(), "run"),
+        Err(IntentError::OtherRootRun {
+            expected: "run".into(),
+            found: "other-run".into()
+        })
+    );
+}
+
+#[test]
+fn errors_print_the_wire_name_of_the_field() {
+    let error = with(Field::SuccessorInvocationId, "")
+        .validate(&source())
+        .unwrap_err();
+    assert_eq!(error.to_string(), "successor_invocation_id is empty");
+    let error = with(Field::HostEpoch, &"x".repeat(300))
+        .validate(&source())
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "host_epoch is 300 bytes, over the 256-byte limit"
+    );
+}
+
+#[test]
+fn malformed_json_is_an_error_naming_the_field_never_a_panic() {
+    let full = r#"{"handoff_id":"h","host_epoch":"e","root_run_id":"r","successor_run_id":"s","successor_invocation_id":"i","claim_id":"c""#;
+    let cases = [
+        ("".to_string(), ".", "EOF"),
+        ("true".into(), ".", "invalid type"),
+        (
+            r#"{"handoff_id": 3}"#.into(),
+            "handoff_id",
+            "invalid type: integer",
+        ),
+        (
+            r#"{"handoff_id": "h"}"#.into(),
+            ".",
+            "missing field `host_epoch`",
+        ),
+        (
+            format!(r#"{full},"extra":1}}"#),
+            "extra",
+            "unknown field `extra`",
+        ),
+        (format!(r#"{full}}} trailing"#), ".", "trailing characters"),
+        (
+            r#"{"handoff_id": "\ud800"}"#.into(),
+            "handoff_id",
+            "hex escape",
+        ),
+    ];
+    for (json, path, expected) in cases {
+        let error = from_json::<HandoffIntent>(json.as_bytes()).unwrap_err();
+        assert_eq!(error.path(), path, "{json}: {error}");
+        assert!(error.to_string().contains(expected), "{json}: {error}");
+    }
+    assert!(from_json::<HandoffIntent>(format!("{full}}}").as_bytes()).is_ok());
+    assert!(from_json::<Invocation>(br#"{"run_id": null}"#).is_err());
+    assert!(from_json::<HandoffPause<HandoffExecution>>(b"\xff\xfe").is_err());
+}
+
+fn digest(c: char) -> Digest {
+    Digest::parse(format!("sha256:{}", c.to_string().repeat(64))).expect("valid digest")
+}
+
+fn execution() -> HandoffExecution {
+    HandoffExecution {
+        replay: ReplayEvidence {
+            version: REPLAY_VERSION,
+            digest: digest('a'),
+            route_identity: digest('b'),
+        },
+        tools: HandoffTools {
+            catalog_digest: digest('c'),
+            loaded: vec!["shell".into()],
+        },
+        compaction: CompactionBudget::Available,
+        main_output_limit: Some(4096),
+        supports_vision: false,
+        replay_base: None,
+    }
+}
+
+#[test]
+fn a_digest_is_sha256_and_64_lowercase_hex_digits() {
+    let hex = "0123456789abcdef".repeat(4);
+    assert_eq!(
+        Digest::parse(format!("sha256:{hex}")).map(|d| d.to_string()),
+        Ok(format!("sha256:{hex}"))
+    );
+    assert_eq!(
+        Digest::parse(format!("sha512:{hex}")),
+        Err(DigestError::MissingPrefix)
+    );
+    assert_eq!(Digest::parse(hex.clone()), Err(DigestError::MissingPrefix));
+    assert_eq!(
+        Digest::parse(format!("sha256:{}", &hex[1..])),
+        Err(DigestError::Length(63))
+    );
+    assert_eq!(
+        Digest::parse(format!("sha256:{hex}0")),
+        Err(DigestError::Length(65))
+    );
+    assert_eq!(
+        Digest::parse(format!("sha256:{}", hex.to_uppercase())),
+        Err(DigestError::NotLowercaseHex)
+    );
+    assert_eq!(
+        Digest::parse(format!("sha256:{}g", &hex[1..])),
+        Err(DigestError::NotLowercaseHex)
+    );
+    // 64 bytes but not 64 ASCII digits.
+    assert_eq!(
+        Digest::parse(format!("sha256:{}é", &hex[2..])),
+        Err(DigestError::NotLowercaseHex)
+    );
+}
+
+#[test]
+fn a_bad_digest_in_json_fails_decoding_naming_its_path() {
+    let mut json = serde_json::to_value(execution()).unwrap();
+    json["replay"]["digest"] = "sha256:ABC".into();
+    let bytes = serde_json::to_vec(&json).unwrap();
+    let error = from_json::<HandoffExecution>(&bytes).unwrap_err();
+    assert_eq!(error.path(), "replay.digest");
+    assert!(error.to_string().contains("hex digits"), "{error}");
+}
+
+#[test]
+fn an_execution_validates_its_version_and_tool_names() {
+    assert_eq!(execution().validate(), Ok(()));
+    let mut old = execution();
+    old.replay.version = 0;
+    assert_eq!(old.validate(), Err(ExecutionError::ReplayVersion(0)));
+    let mut tools = execution();
+    tools.tools.loaded = vec!["ok".into(), String::new()];
+    assert_eq!(tools.validate(), Err(ExecutionError::ToolName(1)));
+    tools.tools.loaded = vec!["bell\u{7}".into()];
+    assert_eq!(tools.validate(), Err(ExecutionError::ToolName(0)));
+}
+
+#[test]
+fn a_pause_round_trips_through_json_unchanged() {
+    let pause = HandoffPause {
+        intent: intent(),
+        execution: execution(),
+    };
+    let json = serde_json::to_string(&pause).unwrap();
+    let back: HandoffPause<HandoffExecution> = from_json(json.as_bytes()).unwrap();
+    assert_eq!(back, pause);
+    assert_eq!(serde_json::to_string(&back).unwrap(), json);
+    let compaction = serde_json::to_value(CompactionBudget::Exhausted).unwrap();
+    assert_eq!(compaction, "exhausted");
+}
