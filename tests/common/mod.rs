@@ -1,0 +1,84 @@
+//! Fixtures shared by the integration tests.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+use baton::facts::{CompactionBudget, Digest, HandoffTools, REPLAY_VERSION, ReplayEvidence};
+use baton::{HandoffExecution, HandoffGate, HandoffIntent, HandoffPause, Invocation};
+
+pub type Pause = HandoffPause<HandoffExecution>;
+pub type Gate = HandoffGate<HandoffExecution>;
+
+pub fn source() -> Invocation {
+    Invocation {
+        session_id: "session".into(),
+        turn_id: "turn".into(),
+        run_id: "run".into(),
+        invocation_id: "invocation".into(),
+    }
+}
+
+pub fn gate() -> Gate {
+    HandoffGate::new(source(), "run".into())
+}
+
+pub fn intent() -> HandoffIntent {
+    intent_named("handoff")
+}
+
+pub fn intent_named(handoff_id: &str) -> HandoffIntent {
+    HandoffIntent {
+        handoff_id: handoff_id.into(),
+        host_epoch: "host".into(),
+        root_run_id: "run".into(),
+        successor_run_id: "successor-run".into(),
+        successor_invocation_id: "successor-invocation".into(),
+        claim_id: "claim".into(),
+    }
+}
+
+fn digest(c: char) -> Digest {
+    Digest::parse(format!("sha256:{}", c.to_string().repeat(64))).expect("valid digest")
+}
+
+pub fn execution() -> HandoffExecution {
+    HandoffExecution {
+        replay: ReplayEvidence {
+            version: REPLAY_VERSION,
+            digest: digest('a'),
+            route_identity: digest('b'),
+        },
+        tools: HandoffTools {
+            catalog_digest: digest('c'),
+            loaded: vec!["shell".into()],
+        },
+        compaction: CompactionBudget::Available,
+        main_output_limit: None,
+        supports_vision: false,
+        replay_base: None,
+    }
+}
+
+pub fn pause_for(intent: HandoffIntent) -> Pause {
+    HandoffPause {
+        intent,
+        execution: execution(),
+    }
+}
+
+/// A preflight that prepares the pause for the requested intent.
+pub fn prepared(intent: HandoffIntent) -> std::future::Ready<Option<Pause>> {
+    std::future::ready(Some(pause_for(intent)))
+}
+
+/// A preflight that fails.
+pub fn failed(_: HandoffIntent) -> std::future::Ready<Option<Pause>> {
+    std::future::ready(None)
+}
+
+/// Polls once with a waker that does nothing.
+pub fn poll_once<F: Future + ?Sized>(future: Pin<&mut F>) -> Poll<F::Output> {
+    future.poll(&mut Context::from_waker(Waker::noop()))
+}

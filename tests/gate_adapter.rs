@@ -1,0 +1,539 @@
+//! The async adapter against SPEC §1: the seed's scenarios, its measured
+//! defect, every error, and every row of the cancel-safety table. Every test
+//! ends with no waker left registered.
+
+mod common;
+
+use std::pin::pin;
+
+use baton::gate::core::{State, StateKind, Ticket};
+use baton::{CancelSignal, GateError, HandoffIntent, IntentError};
+use common::*;
+
+fn kind(gate: &Gate) -> StateKind {
+    gate.state().kind()
+}
+
+/// The seed's test, ported: failed preflight releases; cancellation prevents
+/// commit; a stale held handle dropped later does not release a newer
+/// reservation with the same intent (S2); close is not a seal (S5).
+#[tokio::test]
+async fn the_seed_scenario_holds_with_tickets_instead_of_pointer_identity() {
+    let gate = gate();
+    let requester = gate.requester();
+    let cancel = CancelSignal::new();
+
+    let reservation = requester.reserve(intent()).unwrap();
+    let (result, held) = tokio::join!(gate.boundary(&cancel, failed), reservation.ready());
+    assert!(
+        result.is_none() && held.is_none(),
+        "S8: failed preflight releases the Run"
+    );
+    assert_eq!(kind(&gate), StateKind::Running);
+
+    let reservation = requester.reserve(intent()).unwrap();
+    let (result, ()) = tokio::join!(gate.boundary(&cancel, prepared), async {
+        let held = reservation.ready().await.unwrap();
+        cancel.cancel();
+        assert!(held.commit().is_none(), "S3: cancellation prevents commit");
+    });
+    assert!(result.is_none());
+
+    let cancel = CancelSignal::new();
+    let reservation = requester.reserve(intent()).unwrap();
+    let (result, stale) = tokio::join!(gate.boundary(&cancel, prepared), async {
+        let held = reservation.ready().await.unwrap();
+        cancel.cancel();
+        held
+    });
+    assert!(result.is_none());
+
+    let cancel = CancelSignal::new();
+    let reservation = requester.reserve(intent()).unwrap();
+    let before = requester.version();
+    drop(stale);
+    assert_eq!(
+        requester.version(),
+        before,
+        "S2: the stale held handle changed nothing"
+    );
+    let (result, pending) = tokio::join!(gate.boundary(&cancel, prepared), async {
+        reservation.ready().await.unwrap().commit().unwrap()
+    });
+    let paused = result.expect("committed");
+    gate.close();
+    assert!(pending.wait().await.is_none(), "S5: close is not a seal");
+    assert_eq!(
+        requester.reserve(paused.intent).map(|_| ()),
+        Err(GateError::Closed)
+    );
+    assert_eq!(gate.waiter_count(), 0);
+}
+
+/// The seed's measured defect: a worker that dropped its gate without
+/// `close()` left `ready()` and `wait()` pending forever. Here the drop
+/// closes, and both resolve `None` (L1).
+#[tokio::test]
+async fn a_worker_that_drops_its_gate_resolves_ready_and_wait_with_none() {
+    let gate = gate();
+    let requester = gate.requester();
+    let reservation = requester.reserve(intent()).unwrap();
+    let mut ready = pin!(reservation.ready());
+    assert!(poll_once(ready.as_mut()).is_pending());
+    assert_eq!(requester.waiter_count(), 1);
+    drop(gate);
+    assert!(ready.await.is_none());
+    assert_eq!(requester.state(), State::Closed);
+
+    let gate = common::gate();
+    let requester = gate.requester();
+    let cancel = CancelSignal::new();
+    let reservation = requester.reserve(intent()).unwrap();
+    let (paused, pending) = tokio::join!(gate.boundary(&cancel, prepared), async {
+        reservation.ready().await.unwrap().commit().unwrap()
+    });
+    assert!(paused.is_some());
+    let mut wait = pin!(pending.wait());
+    assert!(poll_once(wait.as_mut()).is_pending());
+    drop(gate);
+    assert!(
+        wait.await.is_none(),
+        "L1: the worker's exit ends the pending seal"
+    );
+    assert_eq!(requester.waiter_count(), 0);
+}
+
+#[tokio::test]
+async fn a_full_handoff_seals_and_the_requester_receives_the_sealed_pause() {
+    let gate = gate();
+    let requester = gate.requester();
+    let cancel = CancelSignal::new();
+    let reservation = requester.reserve(intent()).unwrap();
+    let (paused, pending) = tokio::join!(gate.boundary(&cancel, prepared), async {
+        let held = reservation.ready().await.unwrap();
+        assert_eq!(held.preview(), &pause_for(intent()), "S7: its own pause");
+        held.commit().unwrap()
+    });
+    let paused = paused.unwrap();
+    assert!(
+        !gate.sealed(&pause_for(intent_named("forged"))),
+        "S5: no forged seal"
+    );
+    assert!(gate.sealed(&paused));
+    assert!(!gate.sealed(&paused), "S6: sealing twice changes nothing");
+    assert_eq!(pending.wait().await, Some(paused));
+    gate.close();
+    assert_eq!(
+        kind(&gate),
+        StateKind::Sealed,
+        "S6: close leaves a sealed gate sealed"
+    );
+    assert_eq!(
+        requester.reserve(intent()).map(|_| ()),
+        Err(GateError::HandedOff)
+    );
+    assert_eq!(gate.waiter_count(), 0);
+}
+
+#[test]
+fn s1_a_second_reserve_is_busy_and_retryable_while_the_first_is_live() {
+    let gate = gate();
+    let requester = gate.requester();
+    let first = requester.reserve(intent()).unwrap();
+    let second = requester.reserve(intent_named("other")).unwrap_err();
+    assert_eq!(second, GateError::Busy);
+    assert!(second.is_retryable());
+    drop(first);
+    assert!(requester.reserve(intent_named("other")).is_ok());
+}
+
+#[tokio::test]
+async fn reserve_after_commit_is_handed_off_and_final() {
+    let gate = gate();
+    let requester = gate.requester();
+    let cancel = CancelSignal::new();
+    let reservation = requester.reserve(intent()).unwrap();
+    let (_, pending) = tokio::join!(gate.boundary(&cancel, prepared), async {
+        reservation.ready().await.unwrap().commit().unwrap()
+    });
+    let error = requester.reserve(intent_named("late")).unwrap_err();
+    assert_eq!(error, GateError::HandedOff);
+    assert!(!error.is_retryable());
+    drop(pending);
+    assert_eq!(
+        kind(&gate),
+        StateKind::Committed,
+        "dropping a PendingSeal changes nothing"
+    );
+}
+
+#[test]
+fn reserve_on_a_closed_gate_is_closed_and_final() {
+    let gate = gate();
+    gate.close();
+    let error = gate.requester().reserve(intent()).unwrap_err();
+    assert_eq!(error, GateError::Closed);
+    assert!(!error.is_retryable());
+}
+
+/// S9: bad input changes nothing, in every state it can meet.
+#[test]
+fn s9_invalid_intents_are_invalid_input_and_change_nothing() {
+    let gate = gate();
+    let requester = gate.requester();
+    let bad: [(HandoffIntent, fn(&IntentError) -> bool); 4] = [
+        (
+            HandoffIntent {
+                handoff_id: String::new(),
+                ..intent()
+            },
+            |e| matches!(e, IntentError::Empty(_)),
+        ),
+        (
+            HandoffIntent {
+                claim_id: "x".repeat(257),
+                ..intent()
+            },
+            |e| matches!(e, IntentError::TooLong { .. }),
+        ),
+        (
+            HandoffIntent {
+                successor_run_id: "run".into(),
+                ..intent()
+            },
+            |e| matches!(e, IntentError::SuccessorIsSource(_)),
+        ),
+        (
+            HandoffIntent {
+                root_run_id: "other".into(),
+                ..intent()
+            },
+            |e| matches!(e, IntentError::OtherRootRun { .. }),
+        ),
+    ];
+    let check = |label: &str| {
+        for (intent, expected) in &bad {
+            let before = (requester.state(), requester.version());
+            match requester.reserve(intent.clone()) {
+                Err(GateError::InvalidInput(error)) => {
+                    assert!(expected(&error), "{label}: {error}")
+                }
+                other => panic!("{label}: expected InvalidInput, got {other:?}"),
+            }
+            assert_eq!((requester.state(), requester.version()), before, "{label}");
+        }
+    };
+    check("running");
+    let live = requester.reserve(intent()).unwrap();
+    check("requested");
+    drop(live);
+    gate.close();
+    check("closed");
+}
+
+#[test]
+fn tickets_of_successive_reservations_are_distinct_and_increasing() {
+    let gate = gate();
+    let requester = gate.requester();
+    let tickets: Vec<Ticket> = (0..5)
+        .map(|_| requester.reserve(intent()).unwrap().ticket())
+        .collect();
+    assert!(tickets.windows(2).all(|w| w[0] < w[1]), "{tickets:?}");
+}
+
+// ---- The cancel-safety table, one test per row. ----
+
+/// Row: `HandoffReservation` dropped → `Cancel(T)`.
+#[test]
+fn dropping_a_reservation_releases_the_run() {
+    let gate = gate();
+    let reservation = gate.requester().reserve(intent()).unwrap();
+    assert_eq!(kind(&gate), StateKind::Requested);
+    drop(reservation);
+    assert_eq!(kind(&gate), StateKind::Running);
+}
+
+/// Row: the `ready()` future dropped → `Cancel(T)`.
+#[test]
+fn dropping_a_pending_ready_future_releases_the_run_and_its_waker() {
+    let gate = gate();
+    let reservation = gate.requester().reserve(intent()).unwrap();
+    let mut ready = Box::pin(reservation.ready());
+    assert!(poll_once(ready.as_mut()).is_pending());
+    assert_eq!(gate.waiter_count(), 1);
+    drop(ready);
+    assert_eq!(kind(&gate), StateKind::Running);
+    assert_eq!(gate.waiter_count(), 0);
+}
+
+/// Row: `HeldHandoff` dropped without `commit` → `Cancel(T)`; the worker's
+/// boundary resolves `None` and the Run continues.
+#[tokio::test]
+async fn dropping_a_held_handoff_releases_the_run_and_the_boundary_returns_none() {
+    let gate = gate();
+    let cancel = CancelSignal::new();
+    let reservation = gate.requester().reserve(intent()).unwrap();
+    let (result, ()) = tokio::join!(gate.boundary(&cancel, prepared), async {
+        drop(reservation.ready().await.unwrap());
+    });
+    assert!(result.is_none());
+    assert_eq!(kind(&gate), StateKind::Running);
+    assert_eq!(gate.waiter_count(), 0);
+}
+
+/// Row: `boundary` future dropped during preflight → `Cancel(T)`.
+#[tokio::test]
+async fn dropping_the_boundary_during_preflight_releases_the_run() {
+    let gate = gate();
+    let cancel = CancelSignal::new();
+    let reservation = gate.requester().reserve(intent()).unwrap();
+    {
+        let mut boundary = pin!(gate.boundary(&cancel, |_| std::future::pending()));
+        assert!(poll_once(boundary.as_mut()).is_pending());
+        assert_eq!(kind(&gate), StateKind::Requested);
+    }
+    assert_eq!(kind(&gate), StateKind::Running);
+    assert!(reservation.ready().await.is_none());
+    assert_eq!(gate.waiter_count(), 0);
+}
+
+/// Row: `boundary` future dropped while Held → `Cancel(T)`.
+#[tokio::test]
+async fn dropping_the_boundary_while_held_releases_the_run_and_commit_fails() {
+    let gate = gate();
+    let cancel = CancelSignal::new();
+    let reservation = gate.requester().reserve(intent()).unwrap();
+    let held = {
+        let mut boundary = pin!(gate.boundary(&cancel, prepared));
+        assert!(poll_once(boundary.as_mut()).is_pending());
+        assert_eq!(kind(&gate), StateKind::Held);
+        assert_eq!(gate.waiter_count(), 1);
+        reservation.ready().await.unwrap()
+    };
+    assert_eq!(kind(&gate), StateKind::Running);
+    assert!(held.commit().is_none());
+    assert_eq!(gate.waiter_count(), 0);
+}
+
+/// Row: a panicking preflight releases the Run while the panic propagates.
+#[tokio::test]
+async fn a_panicking_preflight_releases_the_run_while_the_panic_propagates() {
+    let gate = std::sync::Arc::new(gate());
+    let reservation = gate.requester().reserve(intent()).unwrap();
+    let worker = std::sync::Arc::clone(&gate);
+    let panicked = tokio::spawn(async move {
+        let cancel = CancelSignal::new();
+        worker
+            .boundary(&cancel, |_| async { panic!("preflight failed hard") })
+            .await
+    })
+    .await
+    .unwrap_err();
+    assert!(panicked.is_panic());
+    assert_eq!(kind(&gate), StateKind::Running);
+    assert!(reservation.ready().await.is_none());
+    assert_eq!(gate.waiter_count(), 0);
+}
+
+/// Row: `boundary` future dropped once Committed → nothing; the worker still
+/// seals (or closes).
+#[tokio::test]
+async fn dropping_the_boundary_once_committed_changes_nothing() {
+    let gate = gate();
+    let cancel = CancelSignal::new();
+    let reservation = gate.requester().reserve(intent()).unwrap();
+    let pending = {
+        let mut boundary = pin!(gate.boundary(&cancel, prepared));
+        assert!(poll_once(boundary.as_mut()).is_pending());
+        reservation.ready().await.unwrap().commit().unwrap()
+    };
+    assert_eq!(
+        kind(&gate),
+        StateKind::Committed,
+        "S4: the commit is irreversible"
+    );
+    assert!(gate.sealed(&pause_for(intent())));
+    assert_eq!(pending.wait().await, Some(pause_for(intent())));
+    assert_eq!(gate.waiter_count(), 0);
+}
+
+/// Row: `PendingSeal` or its `wait()` future dropped → nothing.
+#[tokio::test]
+async fn dropping_a_pending_seal_or_its_wait_future_changes_nothing() {
+    let gate = gate();
+    let requester = gate.requester();
+    let cancel = CancelSignal::new();
+    let reservation = requester.reserve(intent()).unwrap();
+    let (_, pending) = tokio::join!(gate.boundary(&cancel, prepared), async {
+        reservation.ready().await.unwrap().commit().unwrap()
+    });
+    let version = requester.version();
+    let mut wait = Box::pin(pending.wait());
+    assert!(poll_once(wait.as_mut()).is_pending());
+    drop(wait);
+    assert_eq!(
+        (kind(&gate), requester.version()),
+        (StateKind::Committed, version)
+    );
+    assert_eq!(
+        gate.waiter_count(),
+        0,
+        "the dropped future took its waker with it"
+    );
+}
+
+/// Row: `HandoffGate` dropped → `Close`.
+#[test]
+fn dropping_the_gate_closes_it() {
+    let gate = gate();
+    let requester = gate.requester();
+    drop(gate);
+    assert_eq!(requester.state(), State::Closed);
+    assert_eq!(requester.reserve(intent()).unwrap_err(), GateError::Closed);
+}
+
+// ---- Cancellation. ----
+
+/// S3: once the Run is cancelled, commit is refused even before the worker's
+/// boundary has noticed (the gate reads the bit at commit time).
+#[tokio::test]
+async fn s3_commit_reads_the_cancel_bit_at_the_moment_it_commits() {
+    let gate = gate();
+    let cancel = CancelSignal::new();
+    let reservation = gate.requester().reserve(intent()).unwrap();
+    let mut boundary = pin!(gate.boundary(&cancel, prepared));
+    assert!(poll_once(boundary.as_mut()).is_pending());
+    let held = reservation.ready().await.unwrap();
+    cancel.cancel();
+    assert_eq!(kind(&gate), StateKind::Held, "the boundary has not run yet");
+    assert!(held.commit().is_none());
+    assert_eq!(
+        kind(&gate),
+        StateKind::Running,
+        "the refused held handle released the Run"
+    );
+    assert!(boundary.await.is_none());
+    assert_eq!(gate.waiter_count(), 0);
+}
+
+#[tokio::test]
+async fn cancellation_while_held_releases_the_run_from_the_boundary() {
+    let gate = gate();
+    let cancel = CancelSignal::new();
+    let reservation = gate.requester().reserve(intent()).unwrap();
+    let mut boundary = pin!(gate.boundary(&cancel, prepared));
+    assert!(poll_once(boundary.as_mut()).is_pending());
+    let held = reservation.ready().await.unwrap();
+    cancel.cancel();
+    assert!(boundary.await.is_none());
+    assert_eq!(kind(&gate), StateKind::Running);
+    assert!(held.commit().is_none());
+    assert_eq!(cancel.waiter_count() + gate.waiter_count(), 0);
+}
+
+#[tokio::test]
+async fn a_commit_that_wins_the_race_with_cancellation_stands() {
+    let gate = gate();
+    let cancel = CancelSignal::new();
+    let reservation = gate.requester().reserve(intent()).unwrap();
+    let mut boundary = pin!(gate.boundary(&cancel, prepared));
+    assert!(poll_once(boundary.as_mut()).is_pending());
+    let pending = reservation.ready().await.unwrap().commit().unwrap();
+    cancel.cancel();
+    assert_eq!(
+        boundary.await,
+        Some(pause_for(intent())),
+        "S4: no way back after commit"
+    );
+    drop(pending);
+    assert_eq!(gate.waiter_count(), 0);
+}
+
+#[tokio::test]
+async fn cancellation_already_fired_at_preflight_releases_the_run() {
+    let gate = gate();
+    let cancel = CancelSignal::new();
+    cancel.cancel();
+    let reservation = gate.requester().reserve(intent()).unwrap();
+    let (result, held) = tokio::join!(gate.boundary(&cancel, prepared), reservation.ready());
+    assert!(result.is_none() && held.is_none(), "S8");
+    assert_eq!(kind(&gate), StateKind::Running);
+}
+
+#[tokio::test]
+async fn a_pause_for_another_intent_releases_the_run() {
+    let gate = gate();
+    let cancel = CancelSignal::new();
+    let reservation = gate.requester().reserve(intent()).unwrap();
+    let mismatched = |_| std::future::ready(Some(pause_for(intent_named("other"))));
+    let (result, held) = tokio::join!(gate.boundary(&cancel, mismatched), reservation.ready());
+    assert!(result.is_none() && held.is_none(), "S8");
+    assert_eq!(kind(&gate), StateKind::Running);
+}
+
+#[tokio::test]
+async fn a_boundary_with_no_request_returns_at_once_without_running_preflight() {
+    let gate = gate();
+    let cancel = CancelSignal::new();
+    let result = gate
+        .boundary(&cancel, |_| -> std::future::Ready<Option<Pause>> {
+            panic!("preflight must not run")
+        })
+        .await;
+    assert!(result.is_none());
+    assert_eq!(gate.requester().version(), 0);
+}
+
+#[tokio::test]
+async fn the_boundary_is_send_so_workers_can_be_spawned() {
+    fn assert_send<T: Send>(_: &T) {}
+    let gate = gate();
+    let cancel = CancelSignal::new();
+    let boundary = gate.boundary(&cancel, prepared);
+    assert_send(&boundary);
+    let reservation = gate.requester().reserve(intent()).unwrap();
+    let ready = reservation.ready();
+    assert_send(&ready);
+    drop((boundary, ready));
+    fn assert_clone_send_sync<T: Clone + Send + Sync>() {}
+    assert_clone_send_sync::<baton::HandoffRequester<baton::HandoffExecution>>();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_requesters_on_a_multi_thread_runtime_hand_off_exactly_once() {
+    let runtime = tokio::runtime::Handle::current();
+    let gate = std::sync::Arc::new(gate());
+    let cancel = CancelSignal::new();
+    let mut tasks = Vec::new();
+    for n in 0..8 {
+        let requester = gate.requester();
+        tasks.push(runtime.spawn(async move {
+            loop {
+                match requester.reserve(intent_named(&format!("h{n}"))) {
+                    Ok(reservation) => match reservation.ready().await {
+                        Some(held) => return held.commit().map(|pending| (n, pending)),
+                        None => continue,
+                    },
+                    Err(GateError::Busy) => tokio::task::yield_now().await,
+                    Err(_) => return None,
+                }
+            }
+        }));
+    }
+    let paused = loop {
+        if let Some(paused) = gate.boundary(&cancel, prepared).await {
+            break paused;
+        }
+        tokio::task::yield_now().await;
+    };
+    assert!(gate.sealed(&paused));
+    let mut winners = Vec::new();
+    for task in tasks {
+        if let Some((n, pending)) = task.await.unwrap() {
+            assert_eq!(pending.wait().await.as_ref(), Some(&paused));
+            winners.push(n);
+        }
+    }
+    assert_eq!(winners.len(), 1, "S1: exactly one handoff: {winners:?}");
+    assert_eq!(gate.waiter_count(), 0);
+}
