@@ -181,7 +181,8 @@ fn reserve_on_a_closed_gate_is_closed_and_final() {
 fn s9_invalid_intents_are_invalid_input_and_change_nothing() {
     let gate = gate();
     let requester = gate.requester();
-    let bad: [(HandoffIntent, fn(&IntentError) -> bool); 4] = [
+    type Expected = fn(&IntentError) -> bool;
+    let bad: [(HandoffIntent, Expected); 4] = [
         (
             HandoffIntent {
                 handoff_id: String::new(),

@@ -71,7 +71,7 @@ impl<P: PartialEq> Shared<P> {
     async fn settle(
         &self,
         ticket: Ticket,
-        query: fn(&State<P>, Ticket) -> core::Wait<&std::sync::Arc<HandoffPause<P>>>,
+        query: core::Query<P>,
     ) -> Option<std::sync::Arc<HandoffPause<P>>> {
         self.cell
             .wait_until(|slot| query(&slot.state, ticket).decided().map(|p| p.cloned()))

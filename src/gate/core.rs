@@ -361,6 +361,9 @@ impl<T> Wait<T> {
     }
 }
 
+/// The shape of the waiter queries [`ready`], [`boundary`] and [`seal`].
+pub type Query<P> = for<'a> fn(&'a State<P>, Ticket) -> Wait<&'a Arc<HandoffPause<P>>>;
+
 /// `reservation.ready()` for `ticket`: pending while `Requested{ticket}`,
 /// resolved with the pause in `Held{ticket}`, gone otherwise (S7).
 pub fn ready<P>(state: &State<P>, ticket: Ticket) -> Wait<&Arc<HandoffPause<P>>> {

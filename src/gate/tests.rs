@@ -231,10 +231,8 @@ fn the_last_ticket_is_never_issued_so_none_can_repeat() {
     ));
 }
 
-type Query = fn(&State<u8>, Ticket) -> Wait<&Arc<crate::HandoffPause<u8>>>;
-
 /// `(query, name, the kind it is pending in, the kind it resolves in)`.
-const QUERIES: [(Query, &str, StateKind, StateKind); 3] = [
+const QUERIES: [(core::Query<u8>, &str, StateKind, StateKind); 3] = [
     (core::ready, "ready", StateKind::Requested, StateKind::Held),
     (
         core::boundary,
