@@ -1,0 +1,113 @@
+//! The cancel signal (SPEC §3) and the `Cancellation` interface.
+
+mod common;
+
+use std::pin::pin;
+use std::str::FromStr;
+
+use baton::cancel::UnknownPhase;
+use baton::{CancelSignal, Cancellation, Phase};
+use common::poll_once;
+
+#[test]
+fn the_phase_defaults_to_turn_and_the_first_phase_noted_wins() {
+    let signal = CancelSignal::new();
+    assert_eq!(signal.phase(), Phase::Turn);
+    signal.note_phase(Phase::Delegation);
+    signal.clone().note_phase(Phase::Shell);
+    assert_eq!(signal.phase(), Phase::Delegation);
+    signal.cancel();
+    signal.note_phase(Phase::DoneCheck);
+    assert_eq!(signal.phase(), Phase::Delegation, "cancellation does not reset the phase");
+}
+
+#[test]
+fn every_phase_round_trips_through_its_wire_word() {
+    let words = [
+        "queued", "turn", "inference", "input", "delegation", "member_call", "harness", "plan",
+        "background_wait", "shell", "done_check",
+    ];
+    assert_eq!(Phase::ALL.len(), words.len());
+    for (phase, word) in Phase::ALL.into_iter().zip(words) {
+        assert_eq!(phase.as_str(), word);
+        assert_eq!(phase.to_string(), word);
+        assert_eq!(Phase::from_str(word), Ok(phase));
+        assert_eq!(serde_json::to_string(&phase).unwrap(), format!("\"{word}\""));
+        assert_eq!(serde_json::from_str::<Phase>(&format!("\"{word}\"")).unwrap(), phase);
+    }
+    assert_eq!(Phase::from_str("Turn"), Err(UnknownPhase("Turn".into())));
+    assert!(serde_json::from_str::<Phase>("\"nap\"").is_err());
+}
+
+#[test]
+fn cancel_is_one_way_and_shared_by_clones() {
+    let signal = CancelSignal::default();
+    let clone = signal.clone();
+    assert!(!signal.is_canceled());
+    clone.cancel();
+    clone.cancel();
+    assert!(signal.is_canceled());
+}
+
+#[test]
+fn canceled_resolves_at_once_when_already_canceled() {
+    let signal = CancelSignal::new();
+    signal.cancel();
+    assert!(poll_once(pin!(signal.canceled())).is_ready());
+    assert_eq!(signal.waiter_count(), 0);
+}
+
+#[test]
+fn canceled_waits_until_cancel_and_a_dropped_waiter_leaves_no_waker() {
+    let signal = CancelSignal::new();
+    let mut first = Box::pin(signal.canceled());
+    let mut second = Box::pin(signal.canceled());
+    assert!(poll_once(first.as_mut()).is_pending());
+    assert!(poll_once(second.as_mut()).is_pending());
+    assert_eq!(signal.waiter_count(), 2);
+    drop(second);
+    assert_eq!(signal.waiter_count(), 1);
+    signal.cancel();
+    assert!(poll_once(first.as_mut()).is_ready());
+    assert_eq!(signal.waiter_count(), 0);
+}
+
+#[test]
+fn noting_a_phase_wakes_nobody() {
+    let signal = CancelSignal::new();
+    let mut waiter = Box::pin(signal.canceled());
+    assert!(poll_once(waiter.as_mut()).is_pending());
+    signal.note_phase(Phase::Plan);
+    assert!(poll_once(waiter.as_mut()).is_pending());
+}
+
+#[tokio::test]
+async fn a_cancel_from_another_task_wakes_the_waiter() {
+    let signal = CancelSignal::new();
+    let firing = signal.clone();
+    let task = tokio::spawn(async move {
+        tokio::task::yield_now().await;
+        firing.cancel();
+    });
+    Cancellation::canceled(&signal).await;
+    assert!(Cancellation::is_canceled(&signal));
+    task.await.unwrap();
+}
+
+/// The gate accepts tokio-util's token as its cancellation (S3 with a
+/// foreign cancellation).
+#[cfg(feature = "tokio-util")]
+#[tokio::test]
+async fn a_cancellation_token_cancels_a_held_handoff() {
+    use tokio_util::sync::CancellationToken;
+    let gate = common::gate();
+    let token = CancellationToken::new();
+    let reservation = gate.requester().reserve(common::intent()).unwrap();
+    let mut boundary = pin!(gate.boundary(&token, common::prepared));
+    assert!(poll_once(boundary.as_mut()).is_pending());
+    let held = reservation.ready().await.unwrap();
+    token.cancel();
+    assert!(held.commit().is_none(), "S3: no commit once cancelled");
+    assert!(boundary.await.is_none());
+    assert_eq!(gate.waiter_count(), 0);
+}
