@@ -1,0 +1,440 @@
+//! The bridge to baton's **real** gate core.
+//!
+//! The model keeps the gate state in a compact, `Copy` form ([`Gate`]) whose
+//! intents and pauses are indices into a fixed table of facts. Every
+//! transition and every waiter answer comes from `baton::gate::core` itself:
+//! [`Core`] decodes the compact state into a real [`State`], calls the real
+//! function, and encodes the answer back. Because the core is pure, answers
+//! are memoised per `(state, event)`; the memo is exact (keyed by the whole
+//! compact state) and only saves repeated calls.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use baton::facts::{HandoffIntent, HandoffPause, Invocation};
+use baton::gate::core::{self, Config, Event, Outcome, State, Ticket, Wait};
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+
+/// A step function with the real core's signature; the model explores the
+/// real [`core::step`] or a deliberately broken wrapper around it.
+pub type StepFn = fn(&Config, &State<u8>, Event<u8>) -> Outcome<u8>;
+
+/// The gate state with facts as table indices ([`Facts`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Gate {
+    /// `State::Running`.
+    Running { next: u8 },
+    /// `State::Requested`, with the intent's index.
+    Requested { ticket: u8, intent: u8 },
+    /// `State::Held`, with the pause's index.
+    Held { ticket: u8, pause: u8 },
+    /// `State::Committed`.
+    Committed { ticket: u8, pause: u8 },
+    /// `State::Sealed`.
+    Sealed { ticket: u8, pause: u8 },
+    /// `State::Closed`.
+    Closed,
+}
+
+impl Gate {
+    /// The live or final ticket, as `State::ticket`.
+    pub fn ticket(self) -> Option<u8> {
+        match self {
+            Gate::Requested { ticket, .. }
+            | Gate::Held { ticket, .. }
+            | Gate::Committed { ticket, .. }
+            | Gate::Sealed { ticket, .. } => Some(ticket),
+            Gate::Running { .. } | Gate::Closed => None,
+        }
+    }
+
+    /// The kind's name, as in SPEC's table.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Gate::Running { .. } => "Running",
+            Gate::Requested { .. } => "Requested",
+            Gate::Held { .. } => "Held",
+            Gate::Committed { .. } => "Committed",
+            Gate::Sealed { .. } => "Sealed",
+            Gate::Closed => "Closed",
+        }
+    }
+
+    /// Whether the state is `Sealed` or `Closed` (S6).
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Gate::Sealed { .. } | Gate::Closed)
+    }
+}
+
+/// A core event with facts as table indices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Ev {
+    /// `Event::Reserve` with intent `intent`.
+    Reserve { intent: u8 },
+    /// `Event::Preflight`; `pause: None` is a failed preflight.
+    Preflight {
+        ticket: u8,
+        pause: Option<u8>,
+        canceled: bool,
+    },
+    /// `Event::Cancel`.
+    Cancel { ticket: u8 },
+    /// `Event::Commit`.
+    Commit { ticket: u8, canceled: bool },
+    /// `Event::Seal` with pause `pause`.
+    Seal { pause: u8 },
+    /// `Event::Close`.
+    Close,
+}
+
+impl Ev {
+    /// The ticket the event is about, if any.
+    pub fn ticket(self) -> Option<u8> {
+        match self {
+            Ev::Preflight { ticket, .. } | Ev::Cancel { ticket } | Ev::Commit { ticket, .. } => {
+                Some(ticket)
+            }
+            Ev::Reserve { .. } | Ev::Seal { .. } | Ev::Close => None,
+        }
+    }
+}
+
+/// What `step` answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Out {
+    /// `Outcome::Moved`.
+    Moved(Gate),
+    /// `Outcome::Ignored`.
+    Ignored,
+    /// `Outcome::Refused`.
+    Refused(Refusal),
+}
+
+/// A `GateError`, by name (the error type is `#[non_exhaustive]`: a new
+/// variant stops the model until it is decided here).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Refusal {
+    /// `InvalidInput`.
+    InvalidInput,
+    /// `Busy` (the one retryable refusal).
+    Busy,
+    /// `HandedOff`.
+    HandedOff,
+    /// `Closed`.
+    Closed,
+    /// `TicketsExhausted`.
+    TicketsExhausted,
+    /// `NotHeld`.
+    NotHeld,
+    /// `Canceled`.
+    Canceled,
+}
+
+impl Refusal {
+    /// Every refusal.
+    pub const ALL: [Refusal; 7] = [
+        Self::InvalidInput,
+        Self::Busy,
+        Self::HandedOff,
+        Self::Closed,
+        Self::TicketsExhausted,
+        Self::NotHeld,
+        Self::Canceled,
+    ];
+
+    /// The name `GateError::name` gives it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::InvalidInput => "InvalidInput",
+            Self::Busy => "Busy",
+            Self::HandedOff => "HandedOff",
+            Self::Closed => "Closed",
+            Self::TicketsExhausted => "TicketsExhausted",
+            Self::NotHeld => "NotHeld",
+            Self::Canceled => "Canceled",
+        }
+    }
+
+    /// The refusal `GateError::name` calls `name`.
+    ///
+    /// # Panics
+    ///
+    /// On a name the model does not know: a new `GateError` must be decided
+    /// here before the model can run.
+    pub fn from_name(name: &str) -> Self {
+        Self::ALL
+            .into_iter()
+            .find(|r| r.name() == name)
+            .unwrap_or_else(|| panic!("GateError::{name} is new: decide how the model treats it"))
+    }
+}
+
+/// A waiter's answer with the pause as a table index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Answer {
+    /// `Wait::Pending`.
+    Pending,
+    /// `Wait::Resolved` with this pause.
+    Resolved(u8),
+    /// `Wait::Gone`.
+    Gone,
+}
+
+/// Which waiter query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Query {
+    /// `core::ready`.
+    Ready,
+    /// `core::boundary`.
+    Boundary,
+    /// `core::seal`.
+    Seal,
+}
+
+/// The fixed table of facts for `k` requesters. Intent `r < k` is requester
+/// `r`'s; intent `k + r` differs from it only in its claim (a mismatched
+/// preflight); intent `2k` is malformed and `2k + 1` names another root Run.
+/// Pause `2i + x` answers intent `i` with execution payload `x` (0: the one
+/// prepared, 1: a forgery).
+pub struct Facts {
+    /// The gate's configuration.
+    pub config: Config,
+    intents: Vec<HandoffIntent>,
+    pauses: Vec<Arc<HandoffPause<u8>>>,
+}
+
+impl Facts {
+    /// The table for `k` requesters.
+    pub fn new(k: u8) -> Self {
+        let source = Invocation {
+            session_id: "session".into(),
+            turn_id: "turn".into(),
+            run_id: "run".into(),
+            invocation_id: "invocation".into(),
+        };
+        let intent = |r: u8, claim: &str, root: &str| HandoffIntent {
+            handoff_id: format!("handoff-{r}"),
+            host_epoch: "epoch".into(),
+            root_run_id: root.into(),
+            successor_run_id: format!("run-{r}"),
+            successor_invocation_id: format!("invocation-{r}"),
+            claim_id: claim.into(),
+        };
+        let mut intents: Vec<_> = (0..k).map(|r| intent(r, "claim", "run")).collect();
+        intents.extend((0..k).map(|r| intent(r, "another-claim", "run")));
+        intents.push(HandoffIntent {
+            handoff_id: String::new(),
+            ..intent(0, "claim", "run")
+        });
+        intents.push(intent(0, "claim", "another-run"));
+        let pauses = intents
+            .iter()
+            .flat_map(|i| {
+                (0..2).map(|x| {
+                    Arc::new(HandoffPause {
+                        intent: i.clone(),
+                        execution: x,
+                    })
+                })
+            })
+            .collect();
+        Self {
+            config: Config::new(source, "run".into()),
+            intents,
+            pauses,
+        }
+    }
+
+    fn intent_index(&self, intent: &HandoffIntent) -> u8 {
+        let i = self
+            .intents
+            .iter()
+            .position(|i| i == intent)
+            .expect("the core only keeps table intents");
+        u8::try_from(i).expect("the table is small")
+    }
+
+    fn pause_index(&self, pause: &HandoffPause<u8>) -> u8 {
+        let i = self
+            .pauses
+            .iter()
+            .position(|p| **p == *pause)
+            .expect("the core only keeps table pauses");
+        u8::try_from(i).expect("the table is small")
+    }
+
+    /// The real state a compact one stands for.
+    pub fn decode(&self, gate: Gate) -> State<u8> {
+        let t = |t: u8| Ticket(u64::from(t));
+        let p = |p: u8| Arc::clone(&self.pauses[p as usize]);
+        match gate {
+            Gate::Running { next } => State::Running { next: t(next) },
+            Gate::Requested { ticket, intent } => State::Requested {
+                ticket: t(ticket),
+                intent: self.intents[intent as usize].clone(),
+            },
+            Gate::Held { ticket, pause } => State::Held {
+                ticket: t(ticket),
+                pause: p(pause),
+            },
+            Gate::Committed { ticket, pause } => State::Committed {
+                ticket: t(ticket),
+                pause: p(pause),
+            },
+            Gate::Sealed { ticket, pause } => State::Sealed {
+                ticket: t(ticket),
+                pause: p(pause),
+            },
+            Gate::Closed => State::Closed,
+        }
+    }
+
+    /// The compact form of a real state.
+    pub fn encode(&self, state: &State<u8>) -> Gate {
+        let t = |t: &Ticket| u8::try_from(t.0).expect("the model issues fewer than 256 tickets");
+        match state {
+            State::Running { next } => Gate::Running { next: t(next) },
+            State::Requested { ticket, intent } => Gate::Requested {
+                ticket: t(ticket),
+                intent: self.intent_index(intent),
+            },
+            State::Held { ticket, pause } => Gate::Held {
+                ticket: t(ticket),
+                pause: self.pause_index(pause),
+            },
+            State::Committed { ticket, pause } => Gate::Committed {
+                ticket: t(ticket),
+                pause: self.pause_index(pause),
+            },
+            State::Sealed { ticket, pause } => Gate::Sealed {
+                ticket: t(ticket),
+                pause: self.pause_index(pause),
+            },
+            State::Closed => Gate::Closed,
+        }
+    }
+
+    /// The real event a compact one stands for.
+    pub fn event(&self, ev: Ev) -> Event<u8> {
+        let pause = |p: u8| HandoffPause::clone(&self.pauses[p as usize]);
+        match ev {
+            Ev::Reserve { intent } => Event::Reserve(self.intents[intent as usize].clone()),
+            Ev::Preflight {
+                ticket,
+                pause: p,
+                canceled,
+            } => Event::Preflight {
+                ticket: Ticket(u64::from(ticket)),
+                pause: p.map(pause),
+                canceled,
+            },
+            Ev::Cancel { ticket } => Event::Cancel(Ticket(u64::from(ticket))),
+            Ev::Commit { ticket, canceled } => Event::Commit {
+                ticket: Ticket(u64::from(ticket)),
+                canceled,
+            },
+            Ev::Seal { pause: p } => Event::Seal(pause(p)),
+            Ev::Close => Event::Close,
+        }
+    }
+}
+
+/// Runs a step function and the real waiter queries on compact states.
+pub struct Core {
+    facts: Facts,
+    step: StepFn,
+    steps: RefCell<FxHashMap<(Gate, Ev), Out>>,
+    answers: RefCell<FxHashMap<(Gate, Query, u8), Answer>>,
+    observed: RefCell<FxHashMap<Gate, Option<(u8, u8)>>>,
+}
+
+impl Core {
+    /// A core for `k` requesters running `step`.
+    pub fn new(k: u8, step: StepFn) -> Self {
+        Self {
+            facts: Facts::new(k),
+            step,
+            steps: RefCell::default(),
+            answers: RefCell::default(),
+            observed: RefCell::default(),
+        }
+    }
+
+    /// The table of facts.
+    pub fn facts(&self) -> &Facts {
+        &self.facts
+    }
+
+    /// `step(config, gate, ev)`.
+    pub fn step(&self, gate: Gate, ev: Ev) -> Out {
+        if let Some(out) = self.steps.borrow().get(&(gate, ev)) {
+            return *out;
+        }
+        let out = match (self.step)(
+            &self.facts.config,
+            &self.facts.decode(gate),
+            self.facts.event(ev),
+        ) {
+            Outcome::Moved(next) => Out::Moved(self.facts.encode(&next)),
+            Outcome::Ignored => Out::Ignored,
+            Outcome::Refused(error) => Out::Refused(Refusal::from_name(error.name())),
+        };
+        self.steps.borrow_mut().insert((gate, ev), out);
+        out
+    }
+
+    /// `core::ready`, `core::boundary` or `core::seal` for `ticket`.
+    pub fn wait(&self, query: Query, gate: Gate, ticket: u8) -> Answer {
+        if let Some(answer) = self.answers.borrow().get(&(gate, query, ticket)) {
+            return *answer;
+        }
+        let state = self.facts.decode(gate);
+        let t = Ticket(u64::from(ticket));
+        let wait = match query {
+            Query::Ready => core::ready(&state, t),
+            Query::Boundary => core::boundary(&state, t),
+            Query::Seal => core::seal(&state, t),
+        };
+        let answer = match wait {
+            Wait::Pending => Answer::Pending,
+            Wait::Resolved(pause) => Answer::Resolved(self.facts.pause_index(pause)),
+            Wait::Gone => Answer::Gone,
+        };
+        self.answers
+            .borrow_mut()
+            .insert((gate, query, ticket), answer);
+        answer
+    }
+
+    /// `core::observe`: the live ticket and intent index, if requested.
+    pub fn observe(&self, gate: Gate) -> Option<(u8, u8)> {
+        if let Some(seen) = self.observed.borrow().get(&gate) {
+            return *seen;
+        }
+        let state = self.facts.decode(gate);
+        let seen = core::observe(&state).map(|(t, intent)| {
+            (
+                u8::try_from(t.0).expect("few tickets"),
+                self.facts.intent_index(intent),
+            )
+        });
+        self.observed.borrow_mut().insert(gate, seen);
+        seen
+    }
+}
+
+impl Core {
+    /// Every `(state, event, outcome)` the core was asked about so far, in a
+    /// stable order: the core transitions an exploration actually took.
+    pub fn explored(&self) -> Vec<(Gate, Ev, Out)> {
+        let mut all: Vec<_> = self
+            .steps
+            .borrow()
+            .iter()
+            .map(|(&(g, e), &o)| (g, e, o))
+            .collect();
+        all.sort_by_key(|&(g, e, _)| (g, format!("{e:?}")));
+        all
+    }
+}

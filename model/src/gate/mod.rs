@@ -1,0 +1,102 @@
+//! The handoff gate model: the real core ([`codec`]) inside a system of
+//! actors ([`system`]), checked against SPEC §1's S1–S9 and L1–L3
+//! ([`props`]), with broken variants of `step` to test the checker itself
+//! ([`variants`]).
+
+pub mod codec;
+pub mod coverage;
+pub mod props;
+pub mod symmetry;
+pub mod system;
+pub mod variants;
+
+use crate::explore::{Model, Successor};
+use codec::{Core, StepFn};
+use system::{Setup, Step, Sys};
+
+/// A named configuration of the handoff system.
+#[derive(Clone, Copy, Debug)]
+pub struct Named {
+    /// How the report calls it.
+    pub name: &'static str,
+    /// The actors.
+    pub setup: Setup,
+}
+
+/// Every actor of the system with `requesters` requesters, `tries` each.
+pub const fn full(requesters: u8, tries: u8) -> Setup {
+    Setup {
+        requesters,
+        tries,
+        closer: true,
+        fair_closer: false,
+        cancellation: true,
+        bad_input: true,
+        exit_after_lost_commit: true,
+    }
+}
+
+/// The configuration CI runs: 3 requesters with 2 reservations each, the
+/// worker, the closer, cancellation and bad input.
+pub const CI: Named = Named {
+    name: "ci: 3 requesters × 2, worker, closer, cancel",
+    setup: full(3, 2),
+};
+
+/// The configurations the report checks: CI's, and the same without the
+/// closer (so the closer cannot excuse a livelock, L1–L3).
+pub const REPORT: [Named; 2] = [
+    CI,
+    Named {
+        name: "ci without the closer",
+        setup: Setup {
+            closer: false,
+            ..full(3, 2)
+        },
+    },
+];
+
+/// The handoff system running a step function.
+pub struct GateModel {
+    /// The actors.
+    pub setup: Setup,
+    /// The core the actors drive.
+    pub core: Core,
+}
+
+impl GateModel {
+    /// The system around baton's real `step`.
+    pub fn new(setup: Setup) -> Self {
+        Self::with_step(setup, baton::gate::core::step::<u8>)
+    }
+
+    /// The system around `step` (a broken variant, for self-tests).
+    pub fn with_step(setup: Setup, step: StepFn) -> Self {
+        assert!(
+            (1..=system::MAX_REQUESTERS as u8).contains(&setup.requesters),
+            "1..={} requesters",
+            system::MAX_REQUESTERS
+        );
+        Self {
+            setup,
+            core: Core::new(setup.requesters, step),
+        }
+    }
+}
+
+impl Model for GateModel {
+    type State = Sys;
+    type Action = Step;
+
+    fn initial_states(&self) -> Vec<Sys> {
+        vec![self.setup.initial()]
+    }
+
+    fn successors(&self, state: &Sys, out: &mut Vec<Successor<Step, Sys>>) {
+        system::successors(&self.setup, &self.core, state, out);
+    }
+
+    fn canonical(&self, state: Sys) -> Sys {
+        symmetry::canonical(self.setup.requesters, state)
+    }
+}

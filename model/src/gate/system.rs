@@ -1,0 +1,478 @@
+//! The handoff system around the gate core (SPEC §1): K requesters, the
+//! worker, a closer, cancellation and a sender of bad input, each a small
+//! program whose every step is one core event or one waiter query, with
+//! drops of every handle at every point (SPEC's cancel-safety table).
+//!
+//! **Fairness** (weak, per class) — what must keep moving:
+//! - the worker (class [`WORKER`]): it observes a request at its next
+//!   boundary, finishes preflight, wakes when its boundary is decided, reacts
+//!   to cancellation while held, and after a commit seals or exits;
+//! - each requester `r` (class `r`) for its own running code: it wakes when
+//!   `ready()`/`wait()` is decided, and holding a handoff it commits or drops
+//!   it (and drops it after a refused commit);
+//! - a worker whose `boundary` was dropped after the commit exits (class
+//!   [`WORKER`]; see [`Setup::exit_after_lost_commit`]).
+//!
+//! Never forced (may happen at any time, or never): reserving, dropping a
+//! waiting future or a `PendingSeal`, dropping the worker's `boundary`
+//! future, forged seals, bad input, cancellation, and the closer — unless
+//! [`Setup::fair_closer`] makes it fair, which excuses every livelock.
+
+use serde::{Deserialize, Serialize};
+
+use super::codec::{Answer, Core, Ev, Gate, Out, Query, Refusal};
+use crate::explore::{Fairness, Successor};
+
+/// The most requesters a state has room for.
+pub const MAX_REQUESTERS: usize = 6;
+/// The worker's fairness class.
+pub const WORKER: u8 = 62;
+/// The closer's fairness class, when it is fair.
+pub const CLOSER: u8 = 63;
+
+/// Which actors a configuration has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Setup {
+    /// Number of requesters (1..=[`MAX_REQUESTERS`]).
+    pub requesters: u8,
+    /// Successful reservations each requester may make.
+    pub tries: u8,
+    /// A closer that may close the gate at any time.
+    pub closer: bool,
+    /// The closer must eventually close (shows how it excuses livelocks).
+    pub fair_closer: bool,
+    /// Cancellation may fire at any time.
+    pub cancellation: bool,
+    /// Bad input (a malformed intent, another root Run) may arrive any time.
+    pub bad_input: bool,
+    /// A worker whose `boundary` future was dropped after the commit exits
+    /// (drops its gate: `Close`), as SPEC's cancel-safety table requires
+    /// ("the worker seals or closes"). Without it the worker keeps running
+    /// forever and L3 fails: a later `boundary` cannot see the commit.
+    pub exit_after_lost_commit: bool,
+}
+
+/// Where a requester's program is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Phase {
+    /// Not reserved; may reserve while tries are left.
+    Idle,
+    /// Holds a reservation, in `ready()`.
+    Waiting { ticket: u8 },
+    /// Holds a `HeldHandoff`; ghost: the pause `ready()` promised.
+    Holding { ticket: u8, pause: u8 },
+    /// Its commit was refused; dropping the `HeldHandoff`.
+    Releasing { ticket: u8 },
+    /// Committed, in `wait()`; ghost: the pause it committed.
+    Sealing { ticket: u8, pause: u8 },
+    /// Finished; ghost: whether `wait()` gave it the seal.
+    Done { sealed: bool },
+}
+
+/// One requester.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Requester {
+    /// Its program counter and ghost.
+    pub phase: Phase,
+    /// Successful reservations it may still make.
+    pub tries: u8,
+}
+
+/// Where the worker's program is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Worker {
+    /// Running steps; at each boundary it looks for a request.
+    Running,
+    /// Observed `ticket` with intent `intent`; preflight runs.
+    Preflight { ticket: u8, intent: u8 },
+    /// Its pause is held, `boundary` waits; ghost: the pause it prepared.
+    Awaiting { ticket: u8, pause: u8 },
+    /// `boundary` returned the committed pause; appending it durably.
+    Sealing { pause: u8 },
+    /// Sealed or exited.
+    Done,
+}
+
+/// The global state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Sys {
+    /// The gate core's state.
+    pub gate: Gate,
+    /// The cancellation bit (one-way).
+    pub canceled: bool,
+    /// The closer has not closed yet.
+    pub closer: bool,
+    /// The worker.
+    pub worker: Worker,
+    /// The requesters; slots past the configured number stay `Done`.
+    pub req: [Requester; MAX_REQUESTERS],
+}
+
+/// What an actor did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Act {
+    /// Requester `r` reserves with its intent.
+    Reserve(u8),
+    /// Requester `r`'s `ready()` resolves.
+    ReadyWakes(u8),
+    /// Requester `r` drops its reservation or `ready()` future.
+    DropReservation(u8),
+    /// Requester `r` commits its held handoff.
+    Commit(u8),
+    /// Requester `r` drops its `HeldHandoff` (also after a refused commit).
+    DropHeld(u8),
+    /// Requester `r`'s `wait()` resolves.
+    SealWakes(u8),
+    /// Requester `r` drops its `PendingSeal`.
+    DropPendingSeal(u8),
+    /// The worker sees a request at a boundary.
+    Observe,
+    /// The worker's preflight prepares the requested pause.
+    PreflightOk,
+    /// The worker's preflight fails.
+    PreflightFails,
+    /// The worker's preflight prepares a pause for another intent.
+    PreflightMismatched,
+    /// The worker's `boundary` future is dropped (or preflight panics).
+    DropBoundary,
+    /// The worker's `boundary` resolves.
+    BoundaryWakes,
+    /// The worker's `boundary` sees cancellation while held.
+    BoundaryCanceled,
+    /// The worker seals the committed pause.
+    Seal,
+    /// The worker reports a different pause as sealed.
+    SealForged,
+    /// The worker exits after the commit (its gate drops: `Close`).
+    WorkerExits,
+    /// The closer closes the gate.
+    Close,
+    /// Cancellation fires.
+    Cancel,
+    /// A malformed intent is reserved.
+    ReserveMalformed,
+    /// An intent for another root Run is reserved.
+    ReserveOtherRun,
+}
+
+/// One transition: the actor's act, and the core event with its outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Step {
+    /// What the actor did.
+    pub act: Act,
+    /// The core event it fed, if any (waiter steps feed none).
+    pub event: Option<Ev>,
+    /// What `step` answered.
+    pub outcome: Option<Out>,
+}
+
+/// Pause index helpers (see [`super::codec::Facts`]).
+pub mod pause {
+    /// The pause prepared for intent `intent`.
+    pub fn prepared(intent: u8) -> u8 {
+        2 * intent
+    }
+    /// A pause for the same intent with another payload.
+    pub fn forged(pause: u8) -> u8 {
+        pause ^ 1
+    }
+    /// The intent a pause answers.
+    pub fn intent(pause: u8) -> u8 {
+        pause / 2
+    }
+}
+
+impl Setup {
+    /// The initial state.
+    pub fn initial(&self) -> Sys {
+        let mut req = [Requester {
+            phase: Phase::Done { sealed: false },
+            tries: 0,
+        }; MAX_REQUESTERS];
+        for r in req.iter_mut().take(self.requesters as usize) {
+            *r = Requester {
+                phase: Phase::Idle,
+                tries: self.tries,
+            };
+        }
+        Sys {
+            gate: Gate::Running { next: 0 },
+            canceled: false,
+            closer: self.closer,
+            worker: Worker::Running,
+            req,
+        }
+    }
+}
+
+type Out2 = Vec<Successor<Step, Sys>>;
+
+/// Appends every transition of `s` to `out`.
+pub fn successors(setup: &Setup, core: &Core, s: &Sys, out: &mut Out2) {
+    let k = setup.requesters;
+    let feed = |act: Act, ev: Ev| {
+        let outcome = core.step(s.gate, ev);
+        let gate = match outcome {
+            Out::Moved(g) => g,
+            Out::Ignored | Out::Refused(_) => s.gate,
+        };
+        (
+            Step {
+                act,
+                event: Some(ev),
+                outcome: Some(outcome),
+            },
+            Sys { gate, ..*s },
+        )
+    };
+    let quiet = |act: Act| {
+        (
+            Step {
+                act,
+                event: None,
+                outcome: None,
+            },
+            *s,
+        )
+    };
+    let mut push = |(action, next): (Step, Sys), fairness| {
+        out.push(Successor {
+            action,
+            next,
+            fairness,
+        })
+    };
+    for r in 0..k {
+        let me = s.req[r as usize];
+        let fair = Fairness::Fair(r);
+        let with = |(step, mut next): (Step, Sys), phase: Phase, tries: u8| {
+            next.req[r as usize] = Requester { phase, tries };
+            (step, next)
+        };
+        match me.phase {
+            Phase::Idle if me.tries > 0 => {
+                let (step, next) = feed(Act::Reserve(r), Ev::Reserve { intent: r });
+                // As the adapter: a new ticket is a reservation; `Busy` (the
+                // one retryable refusal) leaves it idle; any other refusal
+                // is final.
+                let (phase, tries) = match (step.outcome, next.gate.ticket()) {
+                    (Some(Out::Moved(_)), Some(ticket)) => {
+                        (Phase::Waiting { ticket }, me.tries - 1)
+                    }
+                    (Some(Out::Moved(_)), None)
+                    | (Some(Out::Ignored | Out::Refused(Refusal::Busy)), _) => {
+                        (Phase::Idle, me.tries)
+                    }
+                    (Some(Out::Refused(_)) | None, _) => (Phase::Done { sealed: false }, me.tries),
+                };
+                push(with((step, next), phase, tries), Fairness::Optional);
+            }
+            Phase::Idle | Phase::Done { .. } => {}
+            Phase::Waiting { ticket } => {
+                match core.wait(Query::Ready, s.gate, ticket) {
+                    Answer::Pending => {}
+                    Answer::Resolved(pause) => push(
+                        with(
+                            quiet(Act::ReadyWakes(r)),
+                            Phase::Holding { ticket, pause },
+                            me.tries,
+                        ),
+                        fair,
+                    ),
+                    Answer::Gone => {
+                        push(with(quiet(Act::ReadyWakes(r)), Phase::Idle, me.tries), fair)
+                    }
+                }
+                let dropped = feed(Act::DropReservation(r), Ev::Cancel { ticket });
+                push(with(dropped, Phase::Idle, me.tries), Fairness::Optional);
+            }
+            Phase::Holding { ticket, pause } => {
+                let (step, next) = feed(
+                    Act::Commit(r),
+                    Ev::Commit {
+                        ticket,
+                        canceled: s.canceled,
+                    },
+                );
+                let phase = match step.outcome {
+                    Some(Out::Moved(_)) => Phase::Sealing { ticket, pause },
+                    _ => Phase::Releasing { ticket },
+                };
+                push(with((step, next), phase, me.tries), fair);
+                push(
+                    with(
+                        feed(Act::DropHeld(r), Ev::Cancel { ticket }),
+                        Phase::Idle,
+                        me.tries,
+                    ),
+                    fair,
+                );
+            }
+            Phase::Releasing { ticket } => {
+                push(
+                    with(
+                        feed(Act::DropHeld(r), Ev::Cancel { ticket }),
+                        Phase::Idle,
+                        me.tries,
+                    ),
+                    fair,
+                );
+            }
+            Phase::Sealing { ticket, .. } => {
+                let sealed = match core.wait(Query::Seal, s.gate, ticket) {
+                    Answer::Pending => None,
+                    Answer::Resolved(_) => Some(true),
+                    Answer::Gone => Some(false),
+                };
+                if let Some(sealed) = sealed {
+                    push(
+                        with(quiet(Act::SealWakes(r)), Phase::Done { sealed }, me.tries),
+                        fair,
+                    );
+                }
+                let dropped = with(
+                    quiet(Act::DropPendingSeal(r)),
+                    Phase::Done { sealed: false },
+                    me.tries,
+                );
+                push(dropped, Fairness::Optional);
+            }
+        }
+    }
+    worker(s, k, setup.exit_after_lost_commit, core, &feed, &mut push);
+    if s.closer {
+        let (step, mut next) = feed(Act::Close, Ev::Close);
+        next.closer = false;
+        push(
+            (step, next),
+            if setup.fair_closer {
+                Fairness::Fair(CLOSER)
+            } else {
+                Fairness::Optional
+            },
+        );
+    }
+    if setup.cancellation && !s.canceled {
+        let (step, mut next) = quiet(Act::Cancel);
+        next.canceled = true;
+        push((step, next), Fairness::Optional);
+    }
+    if setup.bad_input {
+        push(
+            feed(Act::ReserveMalformed, Ev::Reserve { intent: 2 * k }),
+            Fairness::Optional,
+        );
+        push(
+            feed(Act::ReserveOtherRun, Ev::Reserve { intent: 2 * k + 1 }),
+            Fairness::Optional,
+        );
+    }
+}
+
+/// The worker's transitions.
+fn worker(
+    s: &Sys,
+    k: u8,
+    exit_after_lost_commit: bool,
+    core: &Core,
+    feed: &dyn Fn(Act, Ev) -> (Step, Sys),
+    push: &mut dyn FnMut((Step, Sys), Fairness),
+) {
+    let fair = Fairness::Fair(WORKER);
+    let at = |(step, mut next): (Step, Sys), w: Worker| {
+        next.worker = w;
+        (step, next)
+    };
+    match s.worker {
+        Worker::Running => {
+            if let Some((ticket, intent)) = core.observe(s.gate) {
+                let step = Step {
+                    act: Act::Observe,
+                    event: None,
+                    outcome: None,
+                };
+                push(at((step, *s), Worker::Preflight { ticket, intent }), fair);
+            }
+            if exit_after_lost_commit && matches!(s.gate, Gate::Committed { .. }) {
+                push(at(feed(Act::WorkerExits, Ev::Close), Worker::Done), fair);
+            }
+        }
+        Worker::Preflight { ticket, intent } => {
+            let mismatched = match intent {
+                i if i < k => i + k,
+                i if i < 2 * k => i - k,
+                i => i,
+            };
+            for (act, pause) in [
+                (Act::PreflightOk, Some(pause::prepared(intent))),
+                (Act::PreflightFails, None),
+                (Act::PreflightMismatched, Some(pause::prepared(mismatched))),
+            ] {
+                let (step, next) = feed(
+                    act,
+                    Ev::Preflight {
+                        ticket,
+                        pause,
+                        canceled: s.canceled,
+                    },
+                );
+                let w = match (next.gate, pause) {
+                    (Gate::Held { ticket: t, .. }, Some(pause)) if t == ticket => {
+                        Worker::Awaiting { ticket, pause }
+                    }
+                    _ => Worker::Running,
+                };
+                push(at((step, next), w), fair);
+            }
+            push(
+                at(
+                    feed(Act::DropBoundary, Ev::Cancel { ticket }),
+                    Worker::Running,
+                ),
+                Fairness::Optional,
+            );
+        }
+        Worker::Awaiting { ticket, .. } => {
+            let decided = |gate: Gate| match core.wait(Query::Boundary, gate, ticket) {
+                Answer::Pending => None,
+                Answer::Resolved(pause) => Some(Worker::Sealing { pause }),
+                Answer::Gone => Some(Worker::Running),
+            };
+            match decided(s.gate) {
+                Some(w) => {
+                    let step = Step {
+                        act: Act::BoundaryWakes,
+                        event: None,
+                        outcome: None,
+                    };
+                    push(at((step, *s), w), fair);
+                }
+                None if s.canceled => {
+                    let (step, next) = feed(Act::BoundaryCanceled, Ev::Cancel { ticket });
+                    let w = decided(next.gate).unwrap_or(Worker::Running);
+                    push(at((step, next), w), fair);
+                }
+                None => {}
+            }
+            push(
+                at(
+                    feed(Act::DropBoundary, Ev::Cancel { ticket }),
+                    Worker::Running,
+                ),
+                Fairness::Optional,
+            );
+        }
+        Worker::Sealing { pause } => {
+            push(at(feed(Act::Seal, Ev::Seal { pause }), Worker::Done), fair);
+            push(at(feed(Act::WorkerExits, Ev::Close), Worker::Done), fair);
+            let forged = feed(
+                Act::SealForged,
+                Ev::Seal {
+                    pause: pause::forged(pause),
+                },
+            );
+            push(at(forged, Worker::Sealing { pause }), Fairness::Optional);
+        }
+        Worker::Done => {}
+    }
+}

@@ -1,0 +1,86 @@
+//! `cargo run --release -p baton-model`: the model-checking report.
+//!
+//! Flags: `--diagram` prints the Mermaid state diagram of the CI
+//! configuration; `--symmetry` reduces symmetry; `--requesters N --tries T`
+//! checks that configuration instead; `--no-closer` drops the closer;
+//! `--write-regressions` writes the self-test traces to
+//! `model/regressions/`. Exits 1 if a property fails or a broken variant
+//! goes uncaught.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use baton_model::gate::system::Setup;
+use baton_model::gate::{CI, Named, REPORT, full};
+use baton_model::report::{self, check};
+
+fn value(args: &[String], flag: &str) -> Option<u8> {
+    let i = args.iter().position(|a| a == flag)?;
+    let v = args.get(i + 1).and_then(|v| v.parse().ok());
+    Some(v.unwrap_or_else(|| panic!("{flag} takes a number")))
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let has = |flag: &str| args.iter().any(|a| a == flag);
+    if has("--diagram") {
+        let checked = check(&CI, false);
+        print!(
+            "{}",
+            baton_model::diagram::mermaid(&checked.model.core.explored())
+        );
+        return ExitCode::SUCCESS;
+    }
+    let symmetry = has("--symmetry");
+    let custom = value(&args, "--requesters").map(|k| {
+        let tries = value(&args, "--tries").unwrap_or(1);
+        let setup = Setup {
+            closer: !has("--no-closer"),
+            ..full(k, tries)
+        };
+        let name = format!(
+            "{k} requesters × {tries}{}",
+            if setup.closer { "" } else { ", no closer" }
+        );
+        Named {
+            name: Box::leak(name.into_boxed_str()),
+            setup,
+        }
+    });
+    let configs: Vec<Named> = custom.map_or_else(|| REPORT.to_vec(), |c| vec![c]);
+    let mut ok = true;
+    for named in &configs {
+        let checked = check(named, symmetry);
+        print!("{}", report::format(&checked));
+        ok &= checked.exploration.all_passed();
+        if !checked.exploration.all_passed() {
+            match report::write_counterexamples(&checked, "real", &report::counterexample_dir()) {
+                Ok(paths) => paths
+                    .iter()
+                    .for_each(|p| println!("  counterexample written to {}", p.display())),
+                Err(e) => eprintln!("  could not write counterexamples: {e}"),
+            }
+        }
+        println!();
+    }
+    if custom.is_none() {
+        let caught = report::self_test(CI.setup);
+        print!("{}", report::format_self_test(&caught));
+        ok &= caught.iter().all(|c| c.trace.is_some());
+        if has("--write-regressions") {
+            let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("regressions");
+            for c in &caught {
+                if let Some(t) = &c.trace {
+                    let path = dir.join(format!("{}.json", c.variant.name));
+                    std::fs::write(&path, t.to_json() + "\n").expect("write a regression");
+                    println!("  wrote {}", path.display());
+                }
+            }
+        }
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,217 @@
+//! What `cargo run --release -p baton-model` prints: per machine and
+//! configuration the states, transitions, depth, time and speed, each
+//! property ✓/✗ (with its counterexample, also written as JSON), and the
+//! checker's self-test on the broken variants.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::explore::{Exploration, Options, Verdict, explore};
+use crate::gate::system::{Setup, Step, Sys};
+use crate::gate::variants::{VARIANTS, Variant};
+use crate::gate::{GateModel, Named, props};
+use crate::trace::{Recorded, render};
+
+/// One checked configuration.
+pub struct Checked {
+    /// The configuration's name.
+    pub name: String,
+    /// Its actors.
+    pub setup: Setup,
+    /// Whether symmetry reduction was on.
+    pub symmetry: bool,
+    /// What exploration found.
+    pub exploration: Exploration<Sys, Step>,
+    /// The model explored (its core remembers the transitions taken).
+    pub model: GateModel,
+}
+
+/// Checks the handoff system `named` against every property.
+pub fn check(named: &Named, symmetry: bool) -> Checked {
+    let model = GateModel::new(named.setup);
+    let options = Options {
+        symmetry,
+        liveness: !symmetry,
+    };
+    let exploration = explore(&model, &props::properties(), options);
+    Checked {
+        name: named.name.into(),
+        setup: named.setup,
+        symmetry,
+        exploration,
+        model,
+    }
+}
+
+/// `1234567` as `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// States per second of the breadth-first search.
+pub fn speed(e: &Exploration<Sys, Step>) -> f64 {
+    e.states as f64 / e.search.as_secs_f64().max(1e-9)
+}
+
+/// The report's block for one configuration; counterexamples in full.
+pub fn format(checked: &Checked) -> String {
+    let e = &checked.exploration;
+    let mut out = format!(
+        "handoff gate · {}{}\n  {} states · {} transitions · max depth {} · {:.2} s ({:.2} s search) · {} states/s\n",
+        checked.name,
+        if checked.symmetry { " · symmetry" } else { "" },
+        thousands(e.states as u64),
+        thousands(e.transitions),
+        e.max_depth,
+        e.elapsed.as_secs_f64(),
+        e.search.as_secs_f64(),
+        thousands(speed(e) as u64),
+    );
+    for (name, verdict) in &e.verdicts {
+        let mark = match verdict {
+            Verdict::Holds | Verdict::Reached(_) => "✓",
+            Verdict::Unreached | Verdict::Violated(_) => "✗",
+            Verdict::Skipped(_) => "–",
+        };
+        let _ = write!(out, "  {mark} {name}");
+        match verdict {
+            Verdict::Reached(t) => {
+                let _ = writeln!(out, " (in {} steps)", t.steps.len());
+            }
+            Verdict::Violated(t) => {
+                let _ = writeln!(out, "\n{}", render(checked.setup.requesters, t));
+            }
+            Verdict::Skipped(why) => {
+                let _ = writeln!(out, " ({why})");
+            }
+            Verdict::Holds | Verdict::Unreached => out.push('\n'),
+        }
+    }
+    out
+}
+
+/// Where counterexamples are written: `target/model-counterexamples/`.
+pub fn counterexample_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/model-counterexamples")
+}
+
+/// Writes every violation of `checked` as JSON into `dir`; the paths.
+pub fn write_counterexamples(
+    checked: &Checked,
+    variant: &str,
+    dir: &Path,
+) -> std::io::Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    for (name, verdict) in &checked.exploration.verdicts {
+        if let Verdict::Violated(trace) = verdict {
+            std::fs::create_dir_all(dir)?;
+            let id: String = name.split(' ').next().unwrap_or("property").into();
+            let path = dir.join(format!(
+                "{variant}-{}-{}.json",
+                slug(&checked.name),
+                slug(&id)
+            ));
+            std::fs::write(
+                &path,
+                Recorded::new(variant, checked.setup, name, trace).to_json(),
+            )?;
+            written.push(path);
+        }
+    }
+    Ok(written)
+}
+
+fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').into()
+}
+
+/// A broken variant checked on a configuration.
+pub struct Caught {
+    /// The variant.
+    pub variant: Variant,
+    /// The properties it violated, in report order.
+    pub violated: Vec<&'static str>,
+    /// The counterexample of the property expected to catch it.
+    pub trace: Option<Recorded>,
+}
+
+/// Runs the checker on every broken variant of `step` in `setup`.
+pub fn self_test(setup: Setup) -> Vec<Caught> {
+    VARIANTS
+        .iter()
+        .map(|&variant| {
+            let model = GateModel::with_step(setup, variant.step);
+            let e = explore(
+                &model,
+                &props::properties(),
+                Options {
+                    symmetry: false,
+                    liveness: true,
+                },
+            );
+            let violated = e
+                .verdicts
+                .iter()
+                .filter(|(_, v)| matches!(v, Verdict::Violated(_)))
+                .map(|(n, _)| *n)
+                .collect();
+            let trace = match e.verdict(variant.caught_by) {
+                Some(Verdict::Violated(t)) => {
+                    Some(Recorded::new(variant.name, setup, variant.caught_by, t))
+                }
+                Some(_) | None => None,
+            };
+            Caught {
+                variant,
+                violated,
+                trace,
+            }
+        })
+        .collect()
+}
+
+/// The report's self-test block.
+pub fn format_self_test(caught: &[Caught]) -> String {
+    let n = caught.iter().filter(|c| c.trace.is_some()).count();
+    let mut out = format!(
+        "checker self-test · {n}/{} broken variants of step caught\n",
+        caught.len()
+    );
+    for c in caught {
+        let mark = if c.trace.is_some() { "✓" } else { "✗" };
+        let how = match &c.trace {
+            Some(t) if t.loop_start.is_some() => {
+                let start = t.loop_start.unwrap_or(0);
+                format!(
+                    "lasso: {}-step prefix + {}-step loop",
+                    start,
+                    t.steps.len() - start
+                )
+            }
+            Some(t) => format!("{} steps", t.steps.len()),
+            None => "NOT CAUGHT".into(),
+        };
+        let _ = writeln!(
+            out,
+            "  {mark} {}: {} — by {} ({how})",
+            c.variant.name, c.variant.bug, c.variant.caught_by
+        );
+    }
+    out
+}
