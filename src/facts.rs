@@ -140,20 +140,42 @@ pub enum IntentError {
     },
 }
 
-fn check_id(field: Field, id: &str) -> Result<(), IntentError> {
+/// Why a string is not an acceptable identifier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Error)]
+#[non_exhaustive]
+pub enum IdError {
+    /// It is the empty string.
+    #[error("empty")]
+    Empty,
+    /// It is longer than [`MAX_ID_BYTES`]; the length in bytes.
+    #[error("{0} bytes, over the {MAX_ID_BYTES}-byte limit")]
+    TooLong(usize),
+    /// It contains a control character (`char::is_control`).
+    #[error("contains a control character")]
+    ControlCharacter,
+}
+
+/// Checks an identifier: non-empty, at most [`MAX_ID_BYTES`] bytes, no
+/// control characters. Every identifier baton accepts passes this.
+pub fn check_id(id: &str) -> Result<(), IdError> {
     if id.is_empty() {
-        return Err(IntentError::Empty(field));
+        return Err(IdError::Empty);
     }
     if id.len() > MAX_ID_BYTES {
-        return Err(IntentError::TooLong {
-            field,
-            len: id.len(),
-        });
+        return Err(IdError::TooLong(id.len()));
     }
     if id.chars().any(char::is_control) {
-        return Err(IntentError::ControlCharacter(field));
+        return Err(IdError::ControlCharacter);
     }
     Ok(())
+}
+
+fn check_field(field: Field, id: &str) -> Result<(), IntentError> {
+    check_id(id).map_err(|error| match error {
+        IdError::Empty => IntentError::Empty(field),
+        IdError::TooLong(len) => IntentError::TooLong { field, len },
+        IdError::ControlCharacter => IntentError::ControlCharacter(field),
+    })
 }
 
 impl HandoffIntent {
@@ -164,7 +186,7 @@ impl HandoffIntent {
     /// Fields are checked in declaration order; the first fault is returned.
     pub fn validate(&self, source: &Invocation) -> Result<(), IntentError> {
         for (field, id) in self.fields() {
-            check_id(field, id)?;
+            check_field(field, id)?;
         }
         if self.successor_run_id == source.run_id {
             return Err(IntentError::SuccessorIsSource(Field::SuccessorRunId));

@@ -8,6 +8,7 @@ mod waiter;
 pub mod cancel;
 pub mod facts;
 pub mod gate;
+pub mod ledger;
 
 pub use cancel::{CancelSignal, Cancellation, Phase};
 pub use facts::{HandoffExecution, HandoffIntent, HandoffPause, IntentError, Invocation};

@@ -1,0 +1,464 @@
+//! The delegation ledger as pure functions over one value, [`Ledger`].
+//!
+//! Each method is one event of SPEC §2 and decides it completely; [`step`]
+//! dispatches an [`Event`] to them (for the model checker and the fuzzer).
+//! No locks, no clock: `now` and `started` are [`Duration`]s on the caller's
+//! monotonic clock, and children are only *returned* to be ended — the core
+//! never ends anything itself.
+//!
+//! Scale **[beyond seed]**: entries are kept ordered by id, with two indexes
+//! — not-arrived entries by start time, arrived entries by id — so
+//! `take_overdue` costs O(k log n) for k taken, `next_overdue` O(log n),
+//! `take_arrived` O(k log n) and `counts` O(1).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::facts::{IdError, check_id};
+
+/// A delegation's id, shared between the ledger's map and its indexes.
+pub type DelegationId = Arc<str>;
+
+/// Identifies one `scope_task`: a scope's end takes effect only with the
+/// token of the scope that is current (SPEC §2: a scope has identity).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ScopeToken(pub u64);
+
+/// A launched child (a process, a session) that can be asked to end.
+pub trait Child {
+    /// Begins ending the child. Must not block; called outside every lock.
+    fn begin_ending(&self);
+    /// Whether the child is being ended (by the ledger or anyone else).
+    fn is_being_ended(&self) -> bool;
+}
+
+/// One delegation in the ledger.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Entry<D, C> {
+    /// The caller's description of the delegation.
+    pub data: Arc<D>,
+    /// When it started, on the caller's clock.
+    pub started: Duration,
+    /// Whether its outcome was delivered (and not yet taken).
+    pub arrived: bool,
+    /// Its launched child, once adopted.
+    pub child: Option<C>,
+}
+
+/// An entry removed from the ledger, with its id.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Taken<D, C> {
+    /// The delegation's id.
+    pub id: DelegationId,
+    /// The entry as it was.
+    pub entry: Entry<D, C>,
+}
+
+impl<D, C> Taken<D, C> {
+    /// The child to end because its task let go of it before it arrived
+    /// (D3), if any.
+    pub fn child_to_end(&self) -> Option<&C> {
+        self.entry.child.as_ref().filter(|_| !self.entry.arrived)
+    }
+}
+
+/// What `arrive` decided (SPEC §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Arrival {
+    /// The outcome is delivered now, the first and only time (D1).
+    Delivered,
+    /// It was delivered before (and maybe already taken).
+    AlreadyDelivered,
+    /// Nobody waits for this id.
+    NotOutstanding,
+    /// Its child is being ended: the outcome is not accepted.
+    BeingEnded,
+}
+
+/// Why `register` refused (SPEC §2) **[beyond seed]**. The ledger is
+/// unchanged.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Error)]
+#[non_exhaustive]
+pub enum RegisterError {
+    /// The id is not an acceptable identifier.
+    #[error("invalid delegation id: {0}")]
+    InvalidId(IdError),
+    /// No task is in scope.
+    #[error("no task is in scope")]
+    NoTaskInScope,
+    /// The delegation belongs to another task than the one in scope (D2).
+    #[error("delegation of task {found:?}, but task {scoped:?} is in scope")]
+    OtherTask {
+        /// The task in scope.
+        scoped: String,
+        /// The delegation's task.
+        found: String,
+    },
+    /// The id is live, or was delivered, in this scope: never replaced.
+    #[error("delegation id is already in use in this scope")]
+    DuplicateId,
+}
+
+/// What `adopt` did with the child.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[must_use = "a returned child must be ended"]
+pub enum Adoption<C> {
+    /// The entry keeps the child.
+    Adopted,
+    /// The entry keeps the child; this earlier child must be ended.
+    Replaced(C),
+    /// The id is not live: this child must be ended at once.
+    NotLive(C),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Scope {
+    task: String,
+    token: ScopeToken,
+}
+
+/// The ledger: the task in scope, its delegations, the delivered memory and
+/// the one stored wake-up.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Ledger<D, C> {
+    scope: Option<Scope>,
+    scopes_issued: u64,
+    entries: BTreeMap<DelegationId, Entry<D, C>>,
+    /// Not-arrived entries by start time, then id.
+    waiting: BTreeSet<(Duration, DelegationId)>,
+    /// Arrived entries still in the ledger, by id.
+    arrived: BTreeSet<DelegationId>,
+    /// Ids delivered and taken in this scope; dropped with the scope.
+    delivered: BTreeSet<DelegationId>,
+    /// One stored wake-up for `wait_for_arrival` (Notify semantics).
+    permit: bool,
+}
+
+impl<D, C> Default for Ledger<D, C> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<D, C> Ledger<D, C> {
+    /// An empty ledger with no task in scope.
+    pub const fn new() -> Self {
+        Self {
+            scope: None,
+            scopes_issued: 0,
+            entries: BTreeMap::new(),
+            waiting: BTreeSet::new(),
+            arrived: BTreeSet::new(),
+            delivered: BTreeSet::new(),
+            permit: false,
+        }
+    }
+
+    /// The task in scope and its token.
+    pub fn scope(&self) -> Option<(&str, ScopeToken)> {
+        self.scope.as_ref().map(|scope| (scope.task.as_str(), scope.token))
+    }
+
+    /// Scopes `task`: takes every entry of the previous scope (their
+    /// children not arrived must be ended: [`Taken::child_to_end`]), forgets
+    /// its delivered memory, and returns the new scope's token.
+    pub fn scope_task(&mut self, task: String) -> (ScopeToken, Vec<Taken<D, C>>) {
+        let token = ScopeToken(self.scopes_issued);
+        self.scopes_issued = self.scopes_issued.saturating_add(1);
+        let left = self.clear();
+        self.scope = Some(Scope { task, token });
+        (token, left)
+    }
+
+    /// Ends the scope `token`: like [`scope_task`](Self::scope_task) without
+    /// a new task. `None` (and nothing changes) if `token` is not the
+    /// current scope's **[beyond seed]**.
+    pub fn end_scope(&mut self, token: ScopeToken) -> Option<Vec<Taken<D, C>>> {
+        if self.scope.as_ref().is_none_or(|scope| scope.token != token) {
+            return None;
+        }
+        self.scope = None;
+        Some(self.clear())
+    }
+
+    fn clear(&mut self) -> Vec<Taken<D, C>> {
+        self.waiting.clear();
+        self.arrived.clear();
+        self.delivered.clear();
+        self.permit = false;
+        std::mem::take(&mut self.entries)
+            .into_iter()
+            .map(|(id, entry)| Taken { id, entry })
+            .collect()
+    }
+
+    /// Registers delegation `id` of `task`, started at `started`.
+    ///
+    /// # Errors
+    ///
+    /// A [`RegisterError`]; the ledger is then unchanged.
+    pub fn register(&mut self, id: &str, task: &str, data: D, started: Duration) -> Result<(), RegisterError> {
+        check_id(id).map_err(RegisterError::InvalidId)?;
+        let scope = self.scope.as_ref().ok_or(RegisterError::NoTaskInScope)?;
+        if scope.task != task {
+            return Err(RegisterError::OtherTask {
+                scoped: scope.task.clone(),
+                found: task.to_owned(),
+            });
+        }
+        if self.entries.contains_key(id) || self.delivered.contains(id) {
+            return Err(RegisterError::DuplicateId);
+        }
+        let id: DelegationId = Arc::from(id);
+        self.waiting.insert((started, Arc::clone(&id)));
+        let entry = Entry {
+            data: Arc::new(data),
+            started,
+            arrived: false,
+            child: None,
+        };
+        self.entries.insert(id, entry);
+        Ok(())
+    }
+
+    /// Gives delegation `id` its launched child. A child replaced, or given
+    /// to an id that is not live, comes back to be ended (D3).
+    pub fn adopt(&mut self, id: &str, child: C) -> Adoption<C> {
+        match self.entries.get_mut(id) {
+            Some(entry) => match entry.child.replace(child) {
+                Some(earlier) => Adoption::Replaced(earlier),
+                None => Adoption::Adopted,
+            },
+            None => Adoption::NotLive(child),
+        }
+    }
+
+    /// Removes delegation `id` (the caller closes it itself); an arrived
+    /// entry is remembered as delivered.
+    pub fn discard(&mut self, id: &str) -> Option<Taken<D, C>> {
+        let (id, entry) = self.entries.remove_entry(id)?;
+        Some(self.account(id, entry))
+    }
+
+    /// Removes an entry's index rows; remembers an arrived one as delivered.
+    fn account(&mut self, id: DelegationId, entry: Entry<D, C>) -> Taken<D, C> {
+        if entry.arrived {
+            self.arrived.remove(&id);
+            self.delivered.insert(Arc::clone(&id));
+        } else {
+            self.waiting.remove(&(entry.started, Arc::clone(&id)));
+        }
+        Taken { id, entry }
+    }
+
+    /// Takes each entry `ids` names (ids must be live), in id order.
+    fn take_ids(&mut self, mut ids: Vec<DelegationId>) -> Vec<Taken<D, C>> {
+        ids.sort_unstable();
+        ids.into_iter()
+            .filter_map(|id| self.discard(&id))
+            .collect()
+    }
+
+    /// Delivers delegation `id`'s outcome: [`Arrival::Delivered`] once, and
+    /// then a stored wake-up for [`take_permit`](Self::take_permit) (D1, D6).
+    pub fn arrive(&mut self, id: &str) -> Arrival
+    where
+        C: Child,
+    {
+        if self.delivered.contains(id) {
+            return Arrival::AlreadyDelivered;
+        }
+        let Some((id, entry)) = self.entries.get_key_value(id) else {
+            return Arrival::NotOutstanding;
+        };
+        if entry.arrived {
+            return Arrival::AlreadyDelivered;
+        }
+        if entry.child.as_ref().is_some_and(Child::is_being_ended) {
+            return Arrival::BeingEnded;
+        }
+        let (id, started) = (Arc::clone(id), entry.started);
+        if let Some(entry) = self.entries.get_mut(&id) {
+            entry.arrived = true;
+        }
+        self.waiting.remove(&(started, Arc::clone(&id)));
+        self.arrived.insert(id);
+        self.permit = true;
+        Arrival::Delivered
+    }
+
+    /// `(outstanding, arrived)`: entries not yet arrived, and arrived ones
+    /// not yet taken (D4). O(1).
+    pub fn counts(&self) -> (usize, usize) {
+        (self.waiting.len(), self.arrived.len())
+    }
+
+    /// Consumes the stored wake-up, if any: `wait_for_arrival` resolves
+    /// exactly when this returns `true`.
+    pub fn take_permit(&mut self) -> bool {
+        std::mem::take(&mut self.permit)
+    }
+
+    /// Takes every arrived entry, in id order; each is remembered as
+    /// delivered.
+    pub fn take_arrived(&mut self) -> Vec<Taken<D, C>> {
+        let ids = std::mem::take(&mut self.arrived).into_iter().collect();
+        self.take_arrived_ids(ids)
+    }
+
+    fn take_arrived_ids(&mut self, ids: Vec<DelegationId>) -> Vec<Taken<D, C>> {
+        // Already sorted (from a BTreeSet); `account` removes from `arrived`.
+        ids.into_iter()
+            .filter_map(|id| {
+                let (id, entry) = self.entries.remove_entry(&id)?;
+                Some(self.account(id, entry))
+            })
+            .collect()
+    }
+
+    /// Takes the not-arrived entries with `started + bound <= now`, in id
+    /// order. Their children must be ended ([`Taken::child_to_end`]).
+    pub fn take_overdue(&mut self, bound: Duration, now: Duration) -> Vec<Taken<D, C>> {
+        let Some(latest) = now.checked_sub(bound) else {
+            return Vec::new();
+        };
+        let mut ids = Vec::new();
+        for (started, id) in &self.waiting {
+            if *started > latest {
+                break;
+            }
+            ids.push(Arc::clone(id));
+        }
+        self.take_ids(ids)
+    }
+
+    /// When the next not-arrived entry becomes overdue under `bound`.
+    pub fn next_overdue(&self, bound: Duration) -> Option<Duration> {
+        let (started, _) = self.waiting.first()?;
+        started.checked_add(bound)
+    }
+
+    /// Takes every entry, in id order; arrived ones are remembered as
+    /// delivered.
+    pub fn take_all(&mut self) -> Vec<Taken<D, C>> {
+        self.waiting.clear();
+        let arrived = std::mem::take(&mut self.arrived);
+        self.delivered.extend(arrived);
+        std::mem::take(&mut self.entries)
+            .into_iter()
+            .map(|(id, entry)| Taken { id, entry })
+            .collect()
+    }
+
+    /// The live delegations in id order: cheap clones of shared data, so a
+    /// caller holding a lock around the ledger holds it for O(n) pointer
+    /// copies only.
+    pub fn live(&self) -> Vec<(DelegationId, Arc<D>)> {
+        self.entries
+            .iter()
+            .map(|(id, entry)| (Arc::clone(id), Arc::clone(&entry.data)))
+            .collect()
+    }
+
+    /// The entry for `id`, if live.
+    pub fn entry(&self, id: &str) -> Option<&Entry<D, C>> {
+        self.entries.get(id)
+    }
+
+    /// The number of ids remembered as delivered in this scope.
+    pub fn delivered_len(&self) -> usize {
+        self.delivered.len()
+    }
+}
+
+/// An event of SPEC §2, for drivers that feed the ledger a sequence (the
+/// model checker, the fuzzer). Each maps to one method of [`Ledger`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Event<D, C> {
+    /// [`Ledger::scope_task`]
+    ScopeTask(String),
+    /// [`Ledger::end_scope`]
+    EndScope(ScopeToken),
+    /// [`Ledger::register`]
+    Register {
+        /// The delegation's id.
+        id: String,
+        /// Its task.
+        task: String,
+        /// Its data.
+        data: D,
+        /// When it started.
+        started: Duration,
+    },
+    /// [`Ledger::adopt`]
+    Adopt {
+        /// The delegation's id.
+        id: String,
+        /// Its child.
+        child: C,
+    },
+    /// [`Ledger::discard`]
+    Discard(String),
+    /// [`Ledger::arrive`]
+    Arrive(String),
+    /// [`Ledger::take_permit`] (what `wait_for_arrival` does when polled)
+    TakePermit,
+    /// [`Ledger::take_arrived`]
+    TakeArrived,
+    /// [`Ledger::take_overdue`]
+    TakeOverdue {
+        /// The bound.
+        bound: Duration,
+        /// The time now.
+        now: Duration,
+    },
+    /// [`Ledger::take_all`]
+    TakeAll,
+}
+
+/// What an [`Event`] returned.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[must_use = "an outcome may carry children to end"]
+pub enum Outcome<D, C> {
+    /// A new scope, and what the previous one left.
+    Scoped(ScopeToken, Vec<Taken<D, C>>),
+    /// The scope ended (`Some`) or the token was stale (`None`).
+    ScopeEnded(Option<Vec<Taken<D, C>>>),
+    /// The result of `register`.
+    Registered(Result<(), RegisterError>),
+    /// The result of `adopt`.
+    Adopted(Adoption<C>),
+    /// The result of `arrive`.
+    Arrived(Arrival),
+    /// Whether a stored wake-up was consumed.
+    Permit(bool),
+    /// Entries taken (`discard`, `take_*`), in id order.
+    Took(Vec<Taken<D, C>>),
+}
+
+/// Feeds `event` to `ledger`.
+pub fn step<D, C: Child>(ledger: &mut Ledger<D, C>, event: Event<D, C>) -> Outcome<D, C> {
+    match event {
+        Event::ScopeTask(task) => {
+            let (token, left) = ledger.scope_task(task);
+            Outcome::Scoped(token, left)
+        }
+        Event::EndScope(token) => Outcome::ScopeEnded(ledger.end_scope(token)),
+        Event::Register {
+            id,
+            task,
+            data,
+            started,
+        } => Outcome::Registered(ledger.register(&id, &task, data, started)),
+        Event::Adopt { id, child } => Outcome::Adopted(ledger.adopt(&id, child)),
+        Event::Discard(id) => Outcome::Took(ledger.discard(&id).into_iter().collect()),
+        Event::Arrive(id) => Outcome::Arrived(ledger.arrive(&id)),
+        Event::TakePermit => Outcome::Permit(ledger.take_permit()),
+        Event::TakeArrived => Outcome::Took(ledger.take_arrived()),
+        Event::TakeOverdue { bound, now } => Outcome::Took(ledger.take_overdue(bound, now)),
+        Event::TakeAll => Outcome::Took(ledger.take_all()),
+    }
+}

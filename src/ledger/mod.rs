@@ -1,0 +1,11 @@
+//! The delegation ledger (SPEC §2): the child delegations of the task in
+//! scope; each outcome delivered exactly once, overdue ones found, leftovers
+//! ended.
+//!
+//! [`core`] is the ledger as pure functions; the adapter wraps it in one
+//! lock with a waiter for arrivals.
+
+pub mod core;
+
+#[cfg(test)]
+mod tests;
