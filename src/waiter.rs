@@ -78,9 +78,13 @@ impl<S> WatchCell<S> {
     }
 
     /// A future that resolves with `query(state)` as soon as that is `Some`.
+    ///
+    /// The query runs under the lock and may consume from the state (the
+    /// ledger's stored wake-up): such a change wakes nobody, so it must
+    /// never be one another waiter is waiting for.
     pub(crate) fn wait_until<T, Q>(&self, query: Q) -> WaitUntil<'_, S, Q>
     where
-        Q: FnMut(&S) -> Option<T>,
+        Q: FnMut(&mut S) -> Option<T>,
     {
         WaitUntil {
             cell: self,
@@ -137,14 +141,14 @@ impl<S, Q> Unpin for WaitUntil<'_, S, Q> {}
 
 impl<S, Q, T> Future for WaitUntil<'_, S, Q>
 where
-    Q: FnMut(&S) -> Option<T>,
+    Q: FnMut(&mut S) -> Option<T>,
 {
     type Output = T;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
         let this = self.get_mut();
         let mut inner: MutexGuard<'_, Inner<S>> = lock(&this.cell.inner);
-        match (this.query)(&inner.state) {
+        match (this.query)(&mut inner.state) {
             Some(value) => {
                 inner.release(&mut this.slot);
                 Poll::Ready(value)
