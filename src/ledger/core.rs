@@ -2,9 +2,10 @@
 //!
 //! Each method is one event of SPEC §2 and decides it completely; [`step`]
 //! dispatches an [`Event`] to them (for the model checker and the fuzzer).
-//! No locks, no clock: `now` and `started` are [`Duration`]s on the caller's
-//! monotonic clock, and children are only *returned* to be ended — the core
-//! never ends anything itself.
+//! No locks, no clock: `now` and `started` are [`Moment`]s the caller reads
+//! from its monotonic clock (`Instant` in the adapter, a `Duration` since
+//! some origin in the model), and children are only *returned* to be ended —
+//! the core never ends anything itself.
 //!
 //! Scale **[beyond seed]**: entries are kept ordered by id, with two indexes
 //! — not-arrived entries by start time, arrived entries by id — so
@@ -27,6 +28,33 @@ pub type DelegationId = Arc<str>;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ScopeToken(pub u64);
 
+/// A point on a monotonic clock: `std::time::Instant`, or a `Duration`
+/// since an origin of the caller's choosing.
+pub trait Moment: Copy + Ord + std::hash::Hash + std::fmt::Debug {
+    /// `self + by`, or `None` past the end of the clock.
+    fn checked_add(self, by: Duration) -> Option<Self>;
+    /// `self - by`, or `None` before its start.
+    fn checked_sub(self, by: Duration) -> Option<Self>;
+}
+
+impl Moment for Duration {
+    fn checked_add(self, by: Duration) -> Option<Self> {
+        Duration::checked_add(self, by)
+    }
+    fn checked_sub(self, by: Duration) -> Option<Self> {
+        Duration::checked_sub(self, by)
+    }
+}
+
+impl Moment for std::time::Instant {
+    fn checked_add(self, by: Duration) -> Option<Self> {
+        std::time::Instant::checked_add(&self, by)
+    }
+    fn checked_sub(self, by: Duration) -> Option<Self> {
+        std::time::Instant::checked_sub(&self, by)
+    }
+}
+
 /// A launched child (a process, a session) that can be asked to end.
 pub trait Child {
     /// Begins ending the child. Must not block; called outside every lock.
@@ -35,13 +63,22 @@ pub trait Child {
     fn is_being_ended(&self) -> bool;
 }
 
+impl<T: Child + ?Sized> Child for Box<T> {
+    fn begin_ending(&self) {
+        (**self).begin_ending();
+    }
+    fn is_being_ended(&self) -> bool {
+        (**self).is_being_ended()
+    }
+}
+
 /// One delegation in the ledger.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Entry<D, C> {
+pub struct Entry<D, C, T = Duration> {
     /// The caller's description of the delegation.
     pub data: Arc<D>,
     /// When it started, on the caller's clock.
-    pub started: Duration,
+    pub started: T,
     /// Whether its outcome was delivered (and not yet taken).
     pub arrived: bool,
     /// Its launched child, once adopted.
@@ -50,14 +87,14 @@ pub struct Entry<D, C> {
 
 /// An entry removed from the ledger, with its id.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Taken<D, C> {
+pub struct Taken<D, C, T = Duration> {
     /// The delegation's id.
     pub id: DelegationId,
     /// The entry as it was.
-    pub entry: Entry<D, C>,
+    pub entry: Entry<D, C, T>,
 }
 
-impl<D, C> Taken<D, C> {
+impl<D, C, T> Taken<D, C, T> {
     /// The child to end because its task let go of it before it arrived
     /// (D3), if any.
     pub fn child_to_end(&self) -> Option<&C> {
@@ -123,12 +160,12 @@ struct Scope {
 /// The ledger: the task in scope, its delegations, the delivered memory and
 /// the one stored wake-up.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Ledger<D, C> {
+pub struct Ledger<D, C, T = Duration> {
     scope: Option<Scope>,
     scopes_issued: u64,
-    entries: BTreeMap<DelegationId, Entry<D, C>>,
+    entries: BTreeMap<DelegationId, Entry<D, C, T>>,
     /// Not-arrived entries by start time, then id.
-    waiting: BTreeSet<(Duration, DelegationId)>,
+    waiting: BTreeSet<(T, DelegationId)>,
     /// Arrived entries still in the ledger, by id.
     arrived: BTreeSet<DelegationId>,
     /// Ids delivered and taken in this scope; dropped with the scope.
@@ -137,13 +174,13 @@ pub struct Ledger<D, C> {
     permit: bool,
 }
 
-impl<D, C> Default for Ledger<D, C> {
+impl<D, C, T: Moment> Default for Ledger<D, C, T> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<D, C> Ledger<D, C> {
+impl<D, C, T: Moment> Ledger<D, C, T> {
     /// An empty ledger with no task in scope.
     pub const fn new() -> Self {
         Self {
@@ -165,7 +202,7 @@ impl<D, C> Ledger<D, C> {
     /// Scopes `task`: takes every entry of the previous scope (their
     /// children not arrived must be ended: [`Taken::child_to_end`]), forgets
     /// its delivered memory, and returns the new scope's token.
-    pub fn scope_task(&mut self, task: String) -> (ScopeToken, Vec<Taken<D, C>>) {
+    pub fn scope_task(&mut self, task: String) -> (ScopeToken, Vec<Taken<D, C, T>>) {
         let token = ScopeToken(self.scopes_issued);
         self.scopes_issued = self.scopes_issued.saturating_add(1);
         let left = self.clear();
@@ -176,7 +213,7 @@ impl<D, C> Ledger<D, C> {
     /// Ends the scope `token`: like [`scope_task`](Self::scope_task) without
     /// a new task. `None` (and nothing changes) if `token` is not the
     /// current scope's **[beyond seed]**.
-    pub fn end_scope(&mut self, token: ScopeToken) -> Option<Vec<Taken<D, C>>> {
+    pub fn end_scope(&mut self, token: ScopeToken) -> Option<Vec<Taken<D, C, T>>> {
         if self.scope.as_ref().is_none_or(|scope| scope.token != token) {
             return None;
         }
@@ -184,7 +221,7 @@ impl<D, C> Ledger<D, C> {
         Some(self.clear())
     }
 
-    fn clear(&mut self) -> Vec<Taken<D, C>> {
+    fn clear(&mut self) -> Vec<Taken<D, C, T>> {
         self.waiting.clear();
         self.arrived.clear();
         self.delivered.clear();
@@ -200,7 +237,7 @@ impl<D, C> Ledger<D, C> {
     /// # Errors
     ///
     /// A [`RegisterError`]; the ledger is then unchanged.
-    pub fn register(&mut self, id: &str, task: &str, data: D, started: Duration) -> Result<(), RegisterError> {
+    pub fn register(&mut self, id: &str, task: &str, data: D, started: T) -> Result<(), RegisterError> {
         check_id(id).map_err(RegisterError::InvalidId)?;
         let scope = self.scope.as_ref().ok_or(RegisterError::NoTaskInScope)?;
         if scope.task != task {
@@ -238,13 +275,13 @@ impl<D, C> Ledger<D, C> {
 
     /// Removes delegation `id` (the caller closes it itself); an arrived
     /// entry is remembered as delivered.
-    pub fn discard(&mut self, id: &str) -> Option<Taken<D, C>> {
+    pub fn discard(&mut self, id: &str) -> Option<Taken<D, C, T>> {
         let (id, entry) = self.entries.remove_entry(id)?;
         Some(self.account(id, entry))
     }
 
     /// Removes an entry's index rows; remembers an arrived one as delivered.
-    fn account(&mut self, id: DelegationId, entry: Entry<D, C>) -> Taken<D, C> {
+    fn account(&mut self, id: DelegationId, entry: Entry<D, C, T>) -> Taken<D, C, T> {
         if entry.arrived {
             self.arrived.remove(&id);
             self.delivered.insert(Arc::clone(&id));
@@ -255,7 +292,7 @@ impl<D, C> Ledger<D, C> {
     }
 
     /// Takes each entry `ids` names (ids must be live), in id order.
-    fn take_ids(&mut self, mut ids: Vec<DelegationId>) -> Vec<Taken<D, C>> {
+    fn take_ids(&mut self, mut ids: Vec<DelegationId>) -> Vec<Taken<D, C, T>> {
         ids.sort_unstable();
         ids.into_iter()
             .filter_map(|id| self.discard(&id))
@@ -304,12 +341,12 @@ impl<D, C> Ledger<D, C> {
 
     /// Takes every arrived entry, in id order; each is remembered as
     /// delivered.
-    pub fn take_arrived(&mut self) -> Vec<Taken<D, C>> {
+    pub fn take_arrived(&mut self) -> Vec<Taken<D, C, T>> {
         let ids = std::mem::take(&mut self.arrived).into_iter().collect();
         self.take_arrived_ids(ids)
     }
 
-    fn take_arrived_ids(&mut self, ids: Vec<DelegationId>) -> Vec<Taken<D, C>> {
+    fn take_arrived_ids(&mut self, ids: Vec<DelegationId>) -> Vec<Taken<D, C, T>> {
         // Already sorted (from a BTreeSet); `account` removes from `arrived`.
         ids.into_iter()
             .filter_map(|id| {
@@ -321,8 +358,8 @@ impl<D, C> Ledger<D, C> {
 
     /// Takes the not-arrived entries with `started + bound <= now`, in id
     /// order. Their children must be ended ([`Taken::child_to_end`]).
-    pub fn take_overdue(&mut self, bound: Duration, now: Duration) -> Vec<Taken<D, C>> {
-        let Some(latest) = now.checked_sub(bound) else {
+    pub fn take_overdue(&mut self, bound: Duration, now: T) -> Vec<Taken<D, C, T>> {
+        let Some(latest) = Moment::checked_sub(now, bound) else {
             return Vec::new();
         };
         let mut ids = Vec::new();
@@ -336,14 +373,14 @@ impl<D, C> Ledger<D, C> {
     }
 
     /// When the next not-arrived entry becomes overdue under `bound`.
-    pub fn next_overdue(&self, bound: Duration) -> Option<Duration> {
+    pub fn next_overdue(&self, bound: Duration) -> Option<T> {
         let (started, _) = self.waiting.first()?;
-        started.checked_add(bound)
+        Moment::checked_add(*started, bound)
     }
 
     /// Takes every entry, in id order; arrived ones are remembered as
     /// delivered.
-    pub fn take_all(&mut self) -> Vec<Taken<D, C>> {
+    pub fn take_all(&mut self) -> Vec<Taken<D, C, T>> {
         self.waiting.clear();
         let arrived = std::mem::take(&mut self.arrived);
         self.delivered.extend(arrived);
@@ -364,7 +401,7 @@ impl<D, C> Ledger<D, C> {
     }
 
     /// The entry for `id`, if live.
-    pub fn entry(&self, id: &str) -> Option<&Entry<D, C>> {
+    pub fn entry(&self, id: &str) -> Option<&Entry<D, C, T>> {
         self.entries.get(id)
     }
 
@@ -377,7 +414,7 @@ impl<D, C> Ledger<D, C> {
 /// An event of SPEC §2, for drivers that feed the ledger a sequence (the
 /// model checker, the fuzzer). Each maps to one method of [`Ledger`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Event<D, C> {
+pub enum Event<D, C, T = Duration> {
     /// [`Ledger::scope_task`]
     ScopeTask(String),
     /// [`Ledger::end_scope`]
@@ -391,7 +428,7 @@ pub enum Event<D, C> {
         /// Its data.
         data: D,
         /// When it started.
-        started: Duration,
+        started: T,
     },
     /// [`Ledger::adopt`]
     Adopt {
@@ -413,7 +450,7 @@ pub enum Event<D, C> {
         /// The bound.
         bound: Duration,
         /// The time now.
-        now: Duration,
+        now: T,
     },
     /// [`Ledger::take_all`]
     TakeAll,
@@ -422,11 +459,11 @@ pub enum Event<D, C> {
 /// What an [`Event`] returned.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[must_use = "an outcome may carry children to end"]
-pub enum Outcome<D, C> {
+pub enum Outcome<D, C, T = Duration> {
     /// A new scope, and what the previous one left.
-    Scoped(ScopeToken, Vec<Taken<D, C>>),
+    Scoped(ScopeToken, Vec<Taken<D, C, T>>),
     /// The scope ended (`Some`) or the token was stale (`None`).
-    ScopeEnded(Option<Vec<Taken<D, C>>>),
+    ScopeEnded(Option<Vec<Taken<D, C, T>>>),
     /// The result of `register`.
     Registered(Result<(), RegisterError>),
     /// The result of `adopt`.
@@ -436,11 +473,14 @@ pub enum Outcome<D, C> {
     /// Whether a stored wake-up was consumed.
     Permit(bool),
     /// Entries taken (`discard`, `take_*`), in id order.
-    Took(Vec<Taken<D, C>>),
+    Took(Vec<Taken<D, C, T>>),
 }
 
 /// Feeds `event` to `ledger`.
-pub fn step<D, C: Child>(ledger: &mut Ledger<D, C>, event: Event<D, C>) -> Outcome<D, C> {
+pub fn step<D, C: Child, T: Moment>(
+    ledger: &mut Ledger<D, C, T>,
+    event: Event<D, C, T>,
+) -> Outcome<D, C, T> {
     match event {
         Event::ScopeTask(task) => {
             let (token, left) = ledger.scope_task(task);

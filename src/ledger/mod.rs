@@ -5,7 +5,11 @@
 //! [`core`] is the ledger as pure functions; the adapter wraps it in one
 //! lock with a waiter for arrivals.
 
+mod adapter;
 pub mod core;
+
+pub use adapter::{BoxedChild, Delegation, DelegationScope, Delegations, LiveDelegation, TakenDelegation};
+pub use core::{Arrival, Child, RegisterError, ScopeToken};
 
 #[cfg(test)]
 mod tests;

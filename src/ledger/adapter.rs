@@ -1,0 +1,309 @@
+//! The ledger's adapter: one [`WatchCell`] around the core [`Ledger`], RAII
+//! scopes, and taken entries that end their own children. Every method is
+//! "lock, call the core, wake, return"; children are ended after unlocking.
+
+use std::fmt;
+use std::sync::Arc as Shared;
+use std::time::{Duration, Instant};
+
+use super::core::{Adoption, Arrival, Child, Ledger, RegisterError, ScopeToken, Taken};
+use crate::sync::Arc;
+use crate::waiter::WatchCell;
+
+/// A launched child as the ledger keeps it.
+pub type BoxedChild = Box<dyn Child + Send + Sync>;
+
+type Core = Ledger<Delegation, BoxedChild, Instant>;
+
+/// A child delegation of a task, as the runtime launched it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Delegation {
+    /// The task that started it; must be the task in scope (D2).
+    pub task_id: String,
+    /// The capsule (agent package) it runs.
+    pub capsule: String,
+    /// The capsule's version.
+    pub version: String,
+    /// The child's session.
+    pub child_session_id: String,
+    /// The child's working directory.
+    pub child_workdir: String,
+    /// When it started: `take_overdue` measures from here.
+    pub started: Instant,
+}
+
+/// The delegation ledger of one agent. Clones share the ledger.
+///
+/// ```
+/// use baton::ledger::{Arrival, Delegation, Delegations};
+/// use std::time::Instant;
+///
+/// let ledger = Delegations::new();
+/// let scope = ledger.scope_task("tsk_a");
+/// let delegation = Delegation {
+///     task_id: "tsk_a".into(),
+///     capsule: "researcher".into(),
+///     version: "1.0.0".into(),
+///     child_session_id: "ses_child".into(),
+///     child_workdir: "/tmp/child".into(),
+///     started: Instant::now(),
+/// };
+/// ledger.register("dlg_1", delegation)?;
+/// assert_eq!(ledger.arrive("dlg_1"), Arrival::Delivered);
+/// assert_eq!(ledger.arrive("dlg_1"), Arrival::AlreadyDelivered);
+/// assert_eq!(ledger.take_arrived().len(), 1);
+/// drop(scope); // ends the scope: the ledger is empty again
+/// assert_eq!(ledger.counts(), (0, 0));
+/// # Ok::<(), baton::ledger::RegisterError>(())
+/// ```
+#[derive(Clone)]
+pub struct Delegations {
+    cell: Arc<WatchCell<Core>>,
+}
+
+/// The scope of one task: dropping it ends the scope, taking every entry and
+/// ending every child that has not arrived (D3, D5). Dropping a scope that
+/// a newer `scope_task` replaced changes nothing **[beyond seed]**.
+#[must_use = "dropping the scope ends it at once"]
+pub struct DelegationScope {
+    cell: Arc<WatchCell<Core>>,
+    token: ScopeToken,
+}
+
+/// A delegation taken out of the ledger. If it had not arrived, dropping it
+/// ends its child (D3: no child is silently dropped) unless the caller took
+/// the child with [`take_child`](Self::take_child).
+pub struct TakenDelegation {
+    taken: Taken<Delegation, BoxedChild, Instant>,
+}
+
+/// A live delegation, as listed by [`Delegations::live`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LiveDelegation {
+    /// Its id.
+    pub id: Shared<str>,
+    /// What was registered.
+    pub delegation: Shared<Delegation>,
+}
+
+impl Delegations {
+    /// An empty ledger with no task in scope.
+    pub fn new() -> Self {
+        Self {
+            cell: Arc::new(WatchCell::new(Ledger::new())),
+        }
+    }
+
+    /// Scopes `task`. The previous scope's entries are taken and its
+    /// children not arrived are ended.
+    pub fn scope_task(&self, task: impl Into<String>) -> DelegationScope {
+        let (token, left) = self.cell.update(|ledger| {
+            let (token, left) = ledger.scope_task(task.into());
+            (true, (token, left))
+        });
+        end(left);
+        DelegationScope {
+            cell: Arc::clone(&self.cell),
+            token,
+        }
+    }
+
+    /// The task in scope.
+    pub fn task_id(&self) -> Option<String> {
+        self.cell.read(|ledger| ledger.scope().map(|(task, _)| task.to_owned()))
+    }
+
+    /// Registers delegation `id`.
+    ///
+    /// # Errors
+    ///
+    /// [`RegisterError`]: an invalid id, no task in scope, another task, or
+    /// an id already used in this scope. The ledger is then unchanged.
+    pub fn register(&self, id: &str, delegation: Delegation) -> Result<(), RegisterError> {
+        self.cell.update(|ledger| {
+            let task = delegation.task_id.clone();
+            let started = delegation.started;
+            let result = ledger.register(id, &task, delegation, started);
+            (result.is_ok(), result)
+        })
+    }
+
+    /// Gives delegation `id` its launched child. A child replaced, or given
+    /// to an id that is not live, is ended at once (D3).
+    pub fn adopt(&self, id: &str, child: BoxedChild) {
+        let adoption = self.cell.update(|ledger| {
+            let adoption = ledger.adopt(id, child);
+            (matches!(adoption, Adoption::Adopted), adoption)
+        });
+        match adoption {
+            Adoption::Adopted => {}
+            Adoption::Replaced(child) | Adoption::NotLive(child) => child.begin_ending(),
+        }
+    }
+
+    /// Removes delegation `id`; the caller closes it itself.
+    pub fn discard(&self, id: &str) -> Option<TakenDelegation> {
+        self.take(|ledger| ledger.discard(id).into_iter().collect()).pop()
+    }
+
+    /// Delivers delegation `id`'s outcome (D1): `Delivered` once, waking one
+    /// `wait_for_arrival` (D6).
+    pub fn arrive(&self, id: &str) -> Arrival {
+        self.cell.update(|ledger| {
+            let arrival = ledger.arrive(id);
+            (arrival == Arrival::Delivered, arrival)
+        })
+    }
+
+    /// `(outstanding, arrived)` (D4).
+    pub fn counts(&self) -> (usize, usize) {
+        self.cell.read(Ledger::counts)
+    }
+
+    /// Resolves once an outcome was delivered since the last time a wait
+    /// resolved. Like `tokio::sync::Notify::notify_one`: one stored wake-up,
+    /// arrivals coalesce, each wake-up resolves one wait. Cancel-safe: a
+    /// dropped wait consumes nothing.
+    pub async fn wait_for_arrival(&self) {
+        self.cell
+            .wait_until(|ledger| ledger.take_permit().then_some(()))
+            .await
+    }
+
+    /// Takes every arrived delegation, in id order.
+    pub fn take_arrived(&self) -> Vec<TakenDelegation> {
+        self.take(Ledger::take_arrived)
+    }
+
+    /// Takes the delegations not arrived with `started + bound <= now`, in
+    /// id order. Dropping them ends their children.
+    pub fn take_overdue(&self, bound: Duration, now: Instant) -> Vec<TakenDelegation> {
+        self.take(|ledger| ledger.take_overdue(bound, now))
+    }
+
+    /// When the next delegation not arrived becomes overdue under `bound`.
+    pub fn next_overdue(&self, bound: Duration) -> Option<Instant> {
+        self.cell.read(|ledger| ledger.next_overdue(bound))
+    }
+
+    /// Takes every delegation, in id order.
+    pub fn take_all(&self) -> Vec<TakenDelegation> {
+        self.take(Ledger::take_all)
+    }
+
+    /// The live delegations in id order. The lock is held only to copy one
+    /// pointer pair per entry **[beyond seed]**.
+    pub fn live(&self) -> Vec<LiveDelegation> {
+        let live = self.cell.read(Ledger::live);
+        live.into_iter()
+            .map(|(id, delegation)| LiveDelegation { id, delegation })
+            .collect()
+    }
+
+    /// The number of ids remembered as delivered in the current scope
+    /// (diagnostics): freed when the scope ends **[beyond seed]**.
+    pub fn remembered(&self) -> usize {
+        self.cell.read(Ledger::delivered_len)
+    }
+
+    /// The number of `wait_for_arrival` futures waiting (diagnostics).
+    pub fn waiter_count(&self) -> usize {
+        self.cell.waiter_count()
+    }
+
+    fn take(&self, f: impl FnOnce(&mut Core) -> Vec<Taken<Delegation, BoxedChild, Instant>>) -> Vec<TakenDelegation> {
+        let taken = self.cell.update(|ledger| {
+            let taken = f(ledger);
+            (!taken.is_empty(), taken)
+        });
+        taken.into_iter().map(|taken| TakenDelegation { taken }).collect()
+    }
+}
+
+impl Default for Delegations {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Ends the children of `left` that had not arrived (outside every lock).
+fn end(left: Vec<Taken<Delegation, BoxedChild, Instant>>) {
+    drop(left.into_iter().map(|taken| TakenDelegation { taken }).collect::<Vec<_>>());
+}
+
+impl DelegationScope {
+    /// This scope's token.
+    pub fn token(&self) -> ScopeToken {
+        self.token
+    }
+}
+
+impl Drop for DelegationScope {
+    fn drop(&mut self) {
+        let token = self.token;
+        let left = self.cell.update(|ledger| {
+            let left = ledger.end_scope(token);
+            (left.is_some(), left)
+        });
+        if let Some(left) = left {
+            end(left);
+        }
+    }
+}
+
+impl TakenDelegation {
+    /// The delegation's id.
+    pub fn id(&self) -> &str {
+        &self.taken.id
+    }
+
+    /// What was registered.
+    pub fn delegation(&self) -> &Delegation {
+        &self.taken.entry.data
+    }
+
+    /// Whether its outcome was delivered.
+    pub fn arrived(&self) -> bool {
+        self.taken.entry.arrived
+    }
+
+    /// Takes the child out: the caller, not this handle's drop, now ends it.
+    pub fn take_child(&mut self) -> Option<BoxedChild> {
+        self.taken.entry.child.take()
+    }
+}
+
+impl Drop for TakenDelegation {
+    fn drop(&mut self) {
+        if let Some(child) = self.taken.child_to_end() {
+            child.begin_ending();
+        }
+    }
+}
+
+impl fmt::Debug for Delegations {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (outstanding, arrived) = self.counts();
+        f.debug_struct("Delegations")
+            .field("task_id", &self.task_id())
+            .field("outstanding", &outstanding)
+            .field("arrived", &arrived)
+            .finish()
+    }
+}
+
+impl fmt::Debug for DelegationScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DelegationScope").field("token", &self.token).finish()
+    }
+}
+
+impl fmt::Debug for TakenDelegation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TakenDelegation")
+            .field("id", &self.id())
+            .field("arrived", &self.arrived())
+            .field("has_child", &self.taken.entry.child.is_some())
+            .finish()
+    }
+}

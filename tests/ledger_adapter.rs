@@ -1,0 +1,287 @@
+//! The ledger adapter against SPEC §2, the seed's scenarios and the seed's
+//! measured defects (each test here fails on the seed's behaviour).
+
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use baton::ledger::{Arrival, Child, Delegation, Delegations, RegisterError};
+
+fn delegation(task: &str, started: Instant) -> Delegation {
+    Delegation {
+        task_id: task.into(),
+        capsule: "worker".into(),
+        version: "0.1.0".into(),
+        child_session_id: "ses_child".into(),
+        child_workdir: "/tmp/child".into(),
+        started,
+    }
+}
+
+/// A child that counts how often it was asked to end.
+#[derive(Default)]
+struct Counted {
+    ended: AtomicUsize,
+    ending: AtomicBool,
+}
+
+/// The ledger's handle on a [`Counted`] the test keeps too.
+struct Handle(Arc<Counted>);
+
+impl Child for Handle {
+    fn begin_ending(&self) {
+        self.0.ended.fetch_add(1, Ordering::SeqCst);
+        self.0.ending.store(true, Ordering::SeqCst);
+    }
+    fn is_being_ended(&self) -> bool {
+        self.0.ending.load(Ordering::SeqCst)
+    }
+}
+
+fn counted() -> Arc<Counted> {
+    Arc::default()
+}
+
+fn ended(child: &Arc<Counted>) -> usize {
+    child.ended.load(Ordering::SeqCst)
+}
+
+fn poll_once<F: std::future::Future>(future: std::pin::Pin<&mut F>) -> Poll<F::Output> {
+    future.poll(&mut Context::from_waker(Waker::noop()))
+}
+
+#[test]
+fn a_registered_delegation_is_live_until_it_is_taken() {
+    let ledger = Delegations::new();
+    let _scope = ledger.scope_task("tsk_a");
+    assert!(ledger.live().is_empty());
+    ledger.register("dlg_one", delegation("tsk_a", Instant::now())).unwrap();
+    let live = ledger.live();
+    assert_eq!((live.len(), &*live[0].id, &*live[0].delegation.capsule), (1, "dlg_one", "worker"));
+    let taken = ledger.take_all();
+    assert_eq!(taken.iter().map(|t| t.id()).collect::<Vec<_>>(), ["dlg_one"]);
+    assert!(ledger.live().is_empty());
+    assert!(ledger.take_all().is_empty());
+}
+
+/// D2: only the scoped task's delegations are kept.
+#[test]
+fn d2_a_delegation_is_kept_only_while_its_task_is_in_scope() {
+    let ledger = Delegations::new();
+    let now = Instant::now();
+    assert_eq!(ledger.register("dlg_early", delegation("tsk_a", now)), Err(RegisterError::NoTaskInScope));
+    let scope = ledger.scope_task("tsk_b");
+    assert_eq!(ledger.task_id().as_deref(), Some("tsk_b"));
+    assert!(matches!(ledger.register("dlg_other", delegation("tsk_a", now)), Err(RegisterError::OtherTask { .. })));
+    ledger.register("dlg_mine", delegation("tsk_b", now)).unwrap();
+    assert_eq!(ledger.counts(), (1, 0));
+    drop(scope);
+    assert_eq!(ledger.task_id(), None);
+    assert!(ledger.live().is_empty(), "D5: the scope's end takes what is left");
+    assert_eq!(ledger.arrive("dlg_mine"), Arrival::NotOutstanding);
+}
+
+/// Seed defect (1): dropping an *older* scope after a newer `scope_task`
+/// cleared the newer task's scope and ended its delegations.
+#[test]
+fn dropping_an_older_scope_leaves_the_newer_task_and_its_children_alone() {
+    let ledger = Delegations::new();
+    let older = ledger.scope_task("tsk_a");
+    let newer = ledger.scope_task("tsk_b");
+    ledger.register("dlg_b", delegation("tsk_b", Instant::now())).unwrap();
+    let child = counted();
+    ledger.adopt("dlg_b", Box::new(Handle(Arc::clone(&child))));
+    drop(older);
+    assert_eq!(ledger.task_id().as_deref(), Some("tsk_b"));
+    assert_eq!(ledger.counts(), (1, 0));
+    assert_eq!(ended(&child), 0, "D3: the newer task's child keeps running");
+    drop(newer);
+    assert_eq!(ended(&child), 1, "its own scope's end ends it");
+}
+
+/// Seed defect (2): the delivered set grew forever.
+#[test]
+fn the_delivered_memory_belongs_to_the_scope_and_is_freed_with_it() {
+    let ledger = Delegations::new();
+    let scope = ledger.scope_task("tsk_a");
+    for n in 0..100 {
+        let id = format!("dlg_{n}");
+        ledger.register(&id, delegation("tsk_a", Instant::now())).unwrap();
+        assert_eq!(ledger.arrive(&id), Arrival::Delivered);
+    }
+    assert_eq!(ledger.take_arrived().len(), 100);
+    assert_eq!(ledger.remembered(), 100);
+    assert_eq!(ledger.arrive("dlg_7"), Arrival::AlreadyDelivered, "D1 within the scope");
+    drop(scope);
+    assert_eq!(ledger.remembered(), 0);
+}
+
+/// Seed defect (3): `register` with a duplicate id silently replaced (and
+/// orphaned) a live entry.
+#[test]
+fn registering_a_live_id_again_is_a_typed_error_and_keeps_the_entry_and_its_child() {
+    let ledger = Delegations::new();
+    let _scope = ledger.scope_task("tsk_a");
+    let started = Instant::now();
+    ledger.register("dlg_a", delegation("tsk_a", started)).unwrap();
+    let child = counted();
+    ledger.adopt("dlg_a", Box::new(Handle(Arc::clone(&child))));
+    let later = delegation("tsk_a", started + Duration::from_secs(1));
+    assert_eq!(ledger.register("dlg_a", later), Err(RegisterError::DuplicateId));
+    assert_eq!(ledger.live()[0].delegation.started, started);
+    assert_eq!(ended(&child), 0);
+    let mut taken = ledger.take_all();
+    assert!(taken[0].take_child().is_some(), "the original child is still there");
+}
+
+#[test]
+fn the_set_delivers_each_outcome_once_and_refuses_one_nobody_waits_for() {
+    let ledger = Delegations::new();
+    let _scope = ledger.scope_task("tsk_a");
+    for id in ["dlg_a", "dlg_b"] {
+        ledger.register(id, delegation("tsk_a", Instant::now())).unwrap();
+    }
+    assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
+    assert_eq!(ledger.arrive("dlg_a"), Arrival::AlreadyDelivered);
+    assert_eq!(ledger.arrive("dlg_nobody"), Arrival::NotOutstanding);
+    assert_eq!(ledger.counts(), (1, 1));
+    let arrived = ledger.take_arrived();
+    assert_eq!(arrived.iter().map(|t| t.id()).collect::<Vec<_>>(), ["dlg_a"]);
+    assert_eq!(ledger.counts(), (1, 0));
+    assert_eq!(ledger.arrive("dlg_a"), Arrival::AlreadyDelivered);
+    let left = ledger.take_all();
+    assert_eq!(left.iter().map(|t| t.id()).collect::<Vec<_>>(), ["dlg_b"]);
+    assert_eq!(ledger.arrive("dlg_b"), Arrival::NotOutstanding);
+}
+
+#[test]
+fn an_arrival_from_a_child_being_ended_is_refused() {
+    let ledger = Delegations::new();
+    let _scope = ledger.scope_task("tsk_a");
+    ledger.register("dlg_a", delegation("tsk_a", Instant::now())).unwrap();
+    let child = counted();
+    child.ending.store(true, Ordering::SeqCst);
+    ledger.adopt("dlg_a", Box::new(Handle(Arc::clone(&child))));
+    assert_eq!(ledger.arrive("dlg_a"), Arrival::BeingEnded);
+    assert_eq!(ledger.counts(), (1, 0));
+}
+
+#[test]
+fn the_backstop_takes_only_an_outstanding_delegation_past_its_bound() {
+    let ledger = Delegations::new();
+    let _scope = ledger.scope_task("tsk_a");
+    let now = Instant::now();
+    let old = now.checked_sub(Duration::from_secs(120)).expect("the clock runs for 2 minutes");
+    let older = now.checked_sub(Duration::from_secs(600)).unwrap_or(old);
+    ledger.register("dlg_old", delegation("tsk_a", old)).unwrap();
+    ledger.register("dlg_new", delegation("tsk_a", now)).unwrap();
+    ledger.register("dlg_arrived", delegation("tsk_a", older)).unwrap();
+    assert_eq!(ledger.arrive("dlg_arrived"), Arrival::Delivered);
+    let child = counted();
+    ledger.adopt("dlg_old", Box::new(Handle(Arc::clone(&child))));
+    let bound = Duration::from_secs(60);
+    assert_eq!(ledger.next_overdue(bound), Some(old + bound));
+    let overdue = ledger.take_overdue(bound, now);
+    assert_eq!(overdue.iter().map(|t| t.id()).collect::<Vec<_>>(), ["dlg_old"]);
+    assert_eq!(ledger.counts(), (1, 1));
+    assert_eq!(ended(&child), 0, "taken, not yet ended");
+    drop(overdue);
+    assert_eq!(ended(&child), 1, "D3: a taken delegation not arrived ends its child when dropped");
+}
+
+#[test]
+fn d3_adopting_for_an_id_that_is_not_live_or_replacing_a_child_ends_that_child() {
+    let ledger = Delegations::new();
+    let _scope = ledger.scope_task("tsk_a");
+    let stray = counted();
+    ledger.adopt("dlg_missing", Box::new(Handle(Arc::clone(&stray))));
+    assert_eq!(ended(&stray), 1);
+    ledger.register("dlg_a", delegation("tsk_a", Instant::now())).unwrap();
+    let (first, second) = (counted(), counted());
+    ledger.adopt("dlg_a", Box::new(Handle(Arc::clone(&first))));
+    ledger.adopt("dlg_a", Box::new(Handle(Arc::clone(&second))));
+    assert_eq!((ended(&first), ended(&second)), (1, 0));
+}
+
+#[test]
+fn d3_a_scope_change_ends_children_not_arrived_and_spares_arrived_ones() {
+    let ledger = Delegations::new();
+    let _first = ledger.scope_task("tsk_a");
+    let (running, done) = (counted(), counted());
+    for (id, child) in [("dlg_running", &running), ("dlg_done", &done)] {
+        ledger.register(id, delegation("tsk_a", Instant::now())).unwrap();
+        ledger.adopt(id, Box::new(Handle(Arc::clone(child))));
+    }
+    assert_eq!(ledger.arrive("dlg_done"), Arrival::Delivered);
+    let _second = ledger.scope_task("tsk_b");
+    assert_eq!((ended(&running), ended(&done)), (1, 0));
+    assert_eq!(ledger.counts(), (0, 0), "D5");
+}
+
+#[test]
+fn a_taken_child_is_the_callers_to_end() {
+    let ledger = Delegations::new();
+    let _scope = ledger.scope_task("tsk_a");
+    ledger.register("dlg_a", delegation("tsk_a", Instant::now())).unwrap();
+    let child = counted();
+    ledger.adopt("dlg_a", Box::new(Handle(Arc::clone(&child))));
+    let mut taken = ledger.discard("dlg_a").expect("live");
+    let own = taken.take_child();
+    drop(taken);
+    assert_eq!(ended(&child), 0);
+    assert!(own.is_some());
+    assert!(ledger.discard("dlg_a").is_none());
+}
+
+/// D6: an arrival is never lost; Notify semantics.
+#[tokio::test]
+async fn d6_each_arrival_wakes_the_wait_for_the_next_one() {
+    let ledger = Delegations::new();
+    let _scope = ledger.scope_task("tsk_a");
+    for id in ["dlg_a", "dlg_b"] {
+        ledger.register(id, delegation("tsk_a", Instant::now())).unwrap();
+    }
+    assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
+    tokio::time::timeout(Duration::from_secs(5), ledger.wait_for_arrival())
+        .await
+        .expect("an arrival nobody was waiting for resolves the next wait");
+    assert!(
+        poll_once(pin!(ledger.wait_for_arrival())).is_pending(),
+        "an arrival already woken for does not resolve the wait again"
+    );
+    assert_eq!(ledger.counts(), (1, 1), "the arrived delegation stays in the set");
+    let door = ledger.clone();
+    let waiting = tokio::spawn(async move {
+        tokio::time::timeout(Duration::from_secs(5), door.wait_for_arrival())
+            .await
+            .expect("the arrival wakes the wait");
+    });
+    tokio::task::yield_now().await;
+    assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
+    waiting.await.unwrap();
+    assert_eq!(ledger.counts(), (0, 2));
+    assert_eq!(ledger.waiter_count(), 0);
+}
+
+#[test]
+fn arrivals_coalesce_and_each_wake_up_resolves_exactly_one_of_several_waits() {
+    let ledger = Delegations::new();
+    let _scope = ledger.scope_task("tsk_a");
+    for id in ["dlg_a", "dlg_b", "dlg_c"] {
+        ledger.register(id, delegation("tsk_a", Instant::now())).unwrap();
+    }
+    let mut first = Box::pin(ledger.wait_for_arrival());
+    let mut second = Box::pin(ledger.wait_for_arrival());
+    assert!(poll_once(first.as_mut()).is_pending() && poll_once(second.as_mut()).is_pending());
+    assert_eq!(ledger.waiter_count(), 2);
+    assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
+    assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
+    let resolved = [poll_once(first.as_mut()).is_ready(), poll_once(second.as_mut()).is_ready()];
+    assert_eq!(resolved, [true, false], "two arrivals before a wait are one wake-up");
+    drop(second);
+    assert_eq!(ledger.waiter_count(), 0, "a dropped wait leaves no waker");
+    assert_eq!(ledger.arrive("dlg_c"), Arrival::Delivered);
+    assert!(poll_once(pin!(ledger.wait_for_arrival())).is_ready(), "the dropped wait consumed nothing");
+}
