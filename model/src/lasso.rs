@@ -14,9 +14,13 @@
 
 use std::collections::VecDeque;
 
-use crate::explore::{Fairness, Graph, Model, Trace, path_to};
+use crate::explore::{Fairness, Graph, Model, Trace};
+use crate::paths::path_to;
 
 const UNSEEN: u32 = u32::MAX;
+
+/// An edge `(from, to, class)` of the stored graph.
+type Edge = (u32, u32, Fairness);
 
 fn class_bit(fairness: Fairness) -> u64 {
     match fairness {
@@ -44,7 +48,7 @@ fn enabled<S>(graph: &Graph<S>, v: u32) -> u64 {
 /// and the loop as edges `(from, to, class)`.
 struct Bad {
     entry: u32,
-    cycle: Vec<(u32, u32, Fairness)>,
+    cycle: Vec<Edge>,
 }
 
 /// Finds a fair lasso on which some obligation bit of `obligations` stays
@@ -144,11 +148,7 @@ fn search<S>(graph: &Graph<S>, inside: &dyn Fn(u32) -> bool) -> Option<Bad> {
 }
 
 /// A fair cycle through the component's lowest state, if it has one.
-fn fair_cycle<S>(
-    graph: &Graph<S>,
-    component: &[u32],
-    member: &mut [bool],
-) -> Option<Vec<(u32, u32, Fairness)>> {
+fn fair_cycle<S>(graph: &Graph<S>, component: &[u32], member: &mut [bool]) -> Option<Vec<Edge>> {
     for &v in component {
         member[v as usize] = true;
     }
@@ -182,9 +182,9 @@ fn build_loop<S>(
     member: &[bool],
     entry: u32,
     always: u64,
-) -> Vec<(u32, u32, Fairness)> {
+) -> Vec<Edge> {
     let somewhere = component.iter().fold(0, |a, &v| a | enabled(graph, v));
-    let mut cycle: Vec<(u32, u32, Fairness)> = Vec::new();
+    let mut cycle: Vec<Edge> = Vec::new();
     let mut at = entry;
     for class in (0..64).filter(|c| somewhere & (1u64 << c) != 0) {
         let bit = 1u64 << class;
@@ -235,8 +235,8 @@ fn walk<S>(
     graph: &Graph<S>,
     member: &[bool],
     from: u32,
-    goal: impl Fn(u32) -> Option<(u32, u32, Fairness)>,
-) -> (Vec<(u32, u32, Fairness)>, (u32, u32, Fairness)) {
+    goal: impl Fn(u32) -> Option<Edge>,
+) -> (Vec<Edge>, Edge) {
     let mut came: std::collections::HashMap<u32, (u32, Fairness)> = Default::default();
     let mut queue = VecDeque::from([from]);
     came.insert(from, (UNSEEN, Fairness::Optional));
@@ -267,7 +267,7 @@ fn walk<S>(
 fn lasso<M: Model>(model: &M, graph: &Graph<M::State>, bad: Bad) -> Trace<M::State, M::Action> {
     let path = path_to(graph, bad.entry);
     let state = |id: u32| graph.states[id as usize].clone();
-    let mut edges: Vec<(u32, u32, Fairness)> = path
+    let mut edges: Vec<Edge> = path
         .windows(2)
         .map(|w| (w[0], w[1], Fairness::Optional))
         .collect();

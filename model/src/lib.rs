@@ -16,5 +16,6 @@ pub mod diagram;
 pub mod explore;
 pub mod gate;
 pub mod lasso;
+mod paths;
 pub mod report;
 pub mod trace;

@@ -4,8 +4,10 @@
 //! ([`variants`]).
 
 pub mod codec;
+pub mod compact;
 pub mod coverage;
 pub mod props;
+pub mod state;
 pub mod symmetry;
 pub mod system;
 pub mod variants;

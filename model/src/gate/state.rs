@@ -1,0 +1,221 @@
+//! The global state of the handoff system: the gate, each actor's program
+//! counter and the ghost variables that record what each actor was
+//! promised, plus the transition labels.
+
+use serde::{Deserialize, Serialize};
+
+use super::codec::{Ev, Gate, Out};
+
+/// The most requesters a state has room for.
+pub const MAX_REQUESTERS: usize = 6;
+/// The worker's fairness class.
+pub const WORKER: u8 = 62;
+/// The closer's fairness class, when it is fair.
+pub const CLOSER: u8 = 63;
+
+/// Which actors a configuration has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Setup {
+    /// Number of requesters (1..=[`MAX_REQUESTERS`]).
+    pub requesters: u8,
+    /// Successful reservations each requester may make.
+    pub tries: u8,
+    /// A closer that may close the gate at any time.
+    pub closer: bool,
+    /// The closer must eventually close (shows how it excuses livelocks).
+    pub fair_closer: bool,
+    /// Cancellation may fire at any time.
+    pub cancellation: bool,
+    /// Bad input (a malformed intent, another root Run) may arrive any time.
+    pub bad_input: bool,
+    /// A worker whose `boundary` future was dropped after the commit exits
+    /// (drops its gate: `Close`), as SPEC's cancel-safety table requires
+    /// ("the worker seals or closes"). Without it the worker keeps running
+    /// forever and L3 fails: a later `boundary` cannot see the commit.
+    pub exit_after_lost_commit: bool,
+}
+
+/// Where a requester's program is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Phase {
+    /// Not reserved; may reserve while tries are left.
+    Idle,
+    /// Holds a reservation, in `ready()`.
+    Waiting {
+        /// Its ticket.
+        ticket: u8,
+    },
+    /// Holds a `HeldHandoff`; ghost: the pause `ready()` promised.
+    Holding {
+        /// Its ticket.
+        ticket: u8,
+        /// Ghost: the pause `ready()` gave it.
+        pause: u8,
+    },
+    /// Its commit was refused; dropping the `HeldHandoff`.
+    Releasing {
+        /// Its ticket.
+        ticket: u8,
+    },
+    /// Committed, in `wait()`; ghost: the pause it committed.
+    Sealing {
+        /// Its ticket.
+        ticket: u8,
+        /// Ghost: the pause it committed.
+        pause: u8,
+    },
+    /// Finished; ghost: whether `wait()` gave it the seal.
+    Done {
+        /// Ghost: whether `wait()` gave it the seal.
+        sealed: bool,
+    },
+}
+
+/// One requester.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Requester {
+    /// Its program counter and ghost.
+    pub phase: Phase,
+    /// Successful reservations it may still make.
+    pub tries: u8,
+}
+
+/// Where the worker's program is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Worker {
+    /// Running steps; at each boundary it looks for a request.
+    Running,
+    /// Observed `ticket` with intent `intent`; preflight runs.
+    Preflight {
+        /// The observed ticket.
+        ticket: u8,
+        /// The observed intent.
+        intent: u8,
+    },
+    /// Its pause is held, `boundary` waits; ghost: the pause it prepared.
+    Awaiting {
+        /// The held ticket.
+        ticket: u8,
+        /// Ghost: the pause it prepared.
+        pause: u8,
+    },
+    /// `boundary` returned the committed pause; appending it durably.
+    Sealing {
+        /// The committed pause `boundary` returned.
+        pause: u8,
+    },
+    /// Sealed or exited.
+    Done,
+}
+
+/// The global state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Sys {
+    /// The gate core's state.
+    pub gate: Gate,
+    /// The cancellation bit (one-way).
+    pub canceled: bool,
+    /// The closer has not closed yet.
+    pub closer: bool,
+    /// The worker.
+    pub worker: Worker,
+    /// The requesters; slots past the configured number stay `Done`.
+    pub req: [Requester; MAX_REQUESTERS],
+}
+
+/// What an actor did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Act {
+    /// Requester `r` reserves with its intent.
+    Reserve(u8),
+    /// Requester `r`'s `ready()` resolves.
+    ReadyWakes(u8),
+    /// Requester `r` drops its reservation or `ready()` future.
+    DropReservation(u8),
+    /// Requester `r` commits its held handoff.
+    Commit(u8),
+    /// Requester `r` drops its `HeldHandoff` (also after a refused commit).
+    DropHeld(u8),
+    /// Requester `r`'s `wait()` resolves.
+    SealWakes(u8),
+    /// Requester `r` drops its `PendingSeal`.
+    DropPendingSeal(u8),
+    /// The worker sees a request at a boundary.
+    Observe,
+    /// The worker's preflight prepares the requested pause.
+    PreflightOk,
+    /// The worker's preflight fails.
+    PreflightFails,
+    /// The worker's preflight prepares a pause for another intent.
+    PreflightMismatched,
+    /// The worker's `boundary` future is dropped (or preflight panics).
+    DropBoundary,
+    /// The worker's `boundary` resolves.
+    BoundaryWakes,
+    /// The worker's `boundary` sees cancellation while held.
+    BoundaryCanceled,
+    /// The worker seals the committed pause.
+    Seal,
+    /// The worker reports a different pause as sealed.
+    SealForged,
+    /// The worker exits after the commit (its gate drops: `Close`).
+    WorkerExits,
+    /// The closer closes the gate.
+    Close,
+    /// Cancellation fires.
+    Cancel,
+    /// A malformed intent is reserved.
+    ReserveMalformed,
+    /// An intent for another root Run is reserved.
+    ReserveOtherRun,
+}
+
+/// One transition: the actor's act, and the core event with its outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Step {
+    /// What the actor did.
+    pub act: Act,
+    /// The core event it fed, if any (waiter steps feed none).
+    pub event: Option<Ev>,
+    /// What `step` answered.
+    pub outcome: Option<Out>,
+}
+
+/// Pause index helpers (see [`super::codec::Facts`]).
+pub mod pause {
+    /// The pause prepared for intent `intent`.
+    pub fn prepared(intent: u8) -> u8 {
+        2 * intent
+    }
+    /// A pause for the same intent with another payload.
+    pub fn forged(pause: u8) -> u8 {
+        pause ^ 1
+    }
+    /// The intent a pause answers.
+    pub fn intent(pause: u8) -> u8 {
+        pause / 2
+    }
+}
+
+impl Setup {
+    /// The initial state.
+    pub fn initial(&self) -> Sys {
+        let mut req = [Requester {
+            phase: Phase::Done { sealed: false },
+            tries: 0,
+        }; MAX_REQUESTERS];
+        for r in req.iter_mut().take(self.requesters as usize) {
+            *r = Requester {
+                phase: Phase::Idle,
+                tries: self.tries,
+            };
+        }
+        Sys {
+            gate: Gate::Running { next: 0 },
+            canceled: false,
+            closer: self.closer,
+            worker: Worker::Running,
+            req,
+        }
+    }
+}
