@@ -9,6 +9,11 @@ pub mod cancel;
 pub mod facts;
 pub mod gate;
 pub mod ledger;
+pub mod residue;
+
+#[cfg(all(feature = "fuzzing", not(loom)))]
+#[doc(hidden)]
+pub mod fuzzing;
 
 pub use cancel::{CancelSignal, Cancellation, Phase};
 pub use facts::{HandoffExecution, HandoffIntent, HandoffPause, IntentError, Invocation};

@@ -1,0 +1,138 @@
+//! The residue report (SPEC §4): a snapshot of work still running when a
+//! task ends, as an A2A `Artifact` with one JSON data part per item.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ledger::Delegations;
+
+pub mod a2a;
+
+/// The residue artifact's id and name.
+pub const RESIDUE_ARTIFACT: &str = "residue";
+
+/// Shell work started detached from the task, still running.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct DetachedWork {
+    /// The work's id.
+    pub work_id: String,
+    /// The program run.
+    pub binary: String,
+    /// The command line.
+    pub command: String,
+    /// When it started, in milliseconds since the Unix epoch.
+    pub started_at_ms: u64,
+}
+
+/// One piece of work still running. Serialised with the original runtime's
+/// field names and a `kind` of `detached_shell` or `delegation`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ResidueItem {
+    /// Detached shell work.
+    DetachedShell {
+        /// The work's id.
+        work_id: String,
+        /// The program run.
+        binary: String,
+        /// The command line.
+        command: String,
+        /// When it started, in milliseconds since the Unix epoch.
+        started_at_ms: u64,
+    },
+    /// A live delegation.
+    Delegation {
+        /// The delegation's id.
+        delegation_id: String,
+        /// The capsule it runs.
+        capsule: String,
+        /// The capsule's version.
+        version: String,
+        /// The child's session.
+        child_session_id: String,
+        /// The child's working directory.
+        child_workdir: String,
+    },
+}
+
+impl ResidueItem {
+    /// The item's id (work id or delegation id).
+    pub fn id(&self) -> &str {
+        match self {
+            Self::DetachedShell { work_id, .. } => work_id,
+            Self::Delegation { delegation_id, .. } => delegation_id,
+        }
+    }
+
+    /// The item's JSON object.
+    pub fn to_json(&self) -> serde_json::Value {
+        // A struct of strings and integers always serialises.
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// A snapshot of work still running: detached shell work sorted by id, then
+/// live delegations sorted by id.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Residue {
+    items: Vec<ResidueItem>,
+}
+
+impl Residue {
+    /// Takes the snapshot.
+    pub fn snapshot(detached: impl IntoIterator<Item = DetachedWork>, delegations: &Delegations) -> Self {
+        let mut work: Vec<DetachedWork> = detached.into_iter().collect();
+        work.sort_by(|a, b| a.work_id.cmp(&b.work_id));
+        let mut items: Vec<ResidueItem> = work
+            .into_iter()
+            .map(|work| ResidueItem::DetachedShell {
+                work_id: work.work_id,
+                binary: work.binary,
+                command: work.command,
+                started_at_ms: work.started_at_ms,
+            })
+            .collect();
+        // `live()` is already in id order.
+        items.extend(delegations.live().into_iter().map(|live| ResidueItem::Delegation {
+            delegation_id: live.id.to_string(),
+            capsule: live.delegation.capsule.clone(),
+            version: live.delegation.version.clone(),
+            child_session_id: live.delegation.child_session_id.clone(),
+            child_workdir: live.delegation.child_workdir.clone(),
+        }));
+        Self { items }
+    }
+
+    /// The items, in report order.
+    pub fn items(&self) -> &[ResidueItem] {
+        &self.items
+    }
+
+    /// Whether nothing is left running.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The ids of the detached work, in report order.
+    pub fn detached_work_ids(&self) -> Vec<&str> {
+        self.ids(|item| matches!(item, ResidueItem::DetachedShell { .. }))
+    }
+
+    /// The ids of the live delegations, in report order.
+    pub fn delegation_ids(&self) -> Vec<&str> {
+        self.ids(|item| matches!(item, ResidueItem::Delegation { .. }))
+    }
+
+    fn ids(&self, keep: fn(&ResidueItem) -> bool) -> Vec<&str> {
+        self.items.iter().filter(|item| keep(item)).map(ResidueItem::id).collect()
+    }
+
+    /// `None` when nothing is left, else the A2A artifact `residue` with one
+    /// `application/json` data part per item.
+    pub fn into_artifact(self) -> Option<a2a::Artifact> {
+        if self.items.is_empty() {
+            return None;
+        }
+        let parts = self.items.iter().map(|item| a2a::Part::data(item.to_json())).collect();
+        Some(a2a::Artifact::named(RESIDUE_ARTIFACT, parts))
+    }
+}
