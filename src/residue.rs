@@ -79,7 +79,10 @@ pub struct Residue {
 
 impl Residue {
     /// Takes the snapshot.
-    pub fn snapshot(detached: impl IntoIterator<Item = DetachedWork>, delegations: &Delegations) -> Self {
+    pub fn snapshot(
+        detached: impl IntoIterator<Item = DetachedWork>,
+        delegations: &Delegations,
+    ) -> Self {
         let mut work: Vec<DetachedWork> = detached.into_iter().collect();
         work.sort_by(|a, b| a.work_id.cmp(&b.work_id));
         let mut items: Vec<ResidueItem> = work
@@ -92,13 +95,18 @@ impl Residue {
             })
             .collect();
         // `live()` is already in id order.
-        items.extend(delegations.live().into_iter().map(|live| ResidueItem::Delegation {
-            delegation_id: live.id.to_string(),
-            capsule: live.delegation.capsule.clone(),
-            version: live.delegation.version.clone(),
-            child_session_id: live.delegation.child_session_id.clone(),
-            child_workdir: live.delegation.child_workdir.clone(),
-        }));
+        items.extend(
+            delegations
+                .live()
+                .into_iter()
+                .map(|live| ResidueItem::Delegation {
+                    delegation_id: live.id.to_string(),
+                    capsule: live.delegation.capsule.clone(),
+                    version: live.delegation.version.clone(),
+                    child_session_id: live.delegation.child_session_id.clone(),
+                    child_workdir: live.delegation.child_workdir.clone(),
+                }),
+        );
         Self { items }
     }
 
@@ -123,7 +131,11 @@ impl Residue {
     }
 
     fn ids(&self, keep: fn(&ResidueItem) -> bool) -> Vec<&str> {
-        self.items.iter().filter(|item| keep(item)).map(ResidueItem::id).collect()
+        self.items
+            .iter()
+            .filter(|item| keep(item))
+            .map(ResidueItem::id)
+            .collect()
     }
 
     /// `None` when nothing is left, else the A2A artifact `residue` with one
@@ -132,7 +144,11 @@ impl Residue {
         if self.items.is_empty() {
             return None;
         }
-        let parts = self.items.iter().map(|item| a2a::Part::data(item.to_json())).collect();
+        let parts = self
+            .items
+            .iter()
+            .map(|item| a2a::Part::data(item.to_json()))
+            .collect();
         Some(a2a::Artifact::named(RESIDUE_ARTIFACT, parts))
     }
 }

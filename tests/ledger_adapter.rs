@@ -57,11 +57,19 @@ fn a_registered_delegation_is_live_until_it_is_taken() {
     let ledger = Delegations::new();
     let _scope = ledger.scope_task("tsk_a");
     assert!(ledger.live().is_empty());
-    ledger.register("dlg_one", delegation("tsk_a", Instant::now())).unwrap();
+    ledger
+        .register("dlg_one", delegation("tsk_a", Instant::now()))
+        .unwrap();
     let live = ledger.live();
-    assert_eq!((live.len(), &*live[0].id, &*live[0].delegation.capsule), (1, "dlg_one", "worker"));
+    assert_eq!(
+        (live.len(), &*live[0].id, &*live[0].delegation.capsule),
+        (1, "dlg_one", "worker")
+    );
     let taken = ledger.take_all();
-    assert_eq!(taken.iter().map(|t| t.id()).collect::<Vec<_>>(), ["dlg_one"]);
+    assert_eq!(
+        taken.iter().map(|t| t.id()).collect::<Vec<_>>(),
+        ["dlg_one"]
+    );
     assert!(ledger.live().is_empty());
     assert!(ledger.take_all().is_empty());
 }
@@ -71,15 +79,26 @@ fn a_registered_delegation_is_live_until_it_is_taken() {
 fn d2_a_delegation_is_kept_only_while_its_task_is_in_scope() {
     let ledger = Delegations::new();
     let now = Instant::now();
-    assert_eq!(ledger.register("dlg_early", delegation("tsk_a", now)), Err(RegisterError::NoTaskInScope));
+    assert_eq!(
+        ledger.register("dlg_early", delegation("tsk_a", now)),
+        Err(RegisterError::NoTaskInScope)
+    );
     let scope = ledger.scope_task("tsk_b");
     assert_eq!(ledger.task_id().as_deref(), Some("tsk_b"));
-    assert!(matches!(ledger.register("dlg_other", delegation("tsk_a", now)), Err(RegisterError::OtherTask { .. })));
-    ledger.register("dlg_mine", delegation("tsk_b", now)).unwrap();
+    assert!(matches!(
+        ledger.register("dlg_other", delegation("tsk_a", now)),
+        Err(RegisterError::OtherTask { .. })
+    ));
+    ledger
+        .register("dlg_mine", delegation("tsk_b", now))
+        .unwrap();
     assert_eq!(ledger.counts(), (1, 0));
     drop(scope);
     assert_eq!(ledger.task_id(), None);
-    assert!(ledger.live().is_empty(), "D5: the scope's end takes what is left");
+    assert!(
+        ledger.live().is_empty(),
+        "D5: the scope's end takes what is left"
+    );
     assert_eq!(ledger.arrive("dlg_mine"), Arrival::NotOutstanding);
 }
 
@@ -90,7 +109,9 @@ fn dropping_an_older_scope_leaves_the_newer_task_and_its_children_alone() {
     let ledger = Delegations::new();
     let older = ledger.scope_task("tsk_a");
     let newer = ledger.scope_task("tsk_b");
-    ledger.register("dlg_b", delegation("tsk_b", Instant::now())).unwrap();
+    ledger
+        .register("dlg_b", delegation("tsk_b", Instant::now()))
+        .unwrap();
     let child = counted();
     ledger.adopt("dlg_b", Box::new(Handle(Arc::clone(&child))));
     drop(older);
@@ -108,12 +129,18 @@ fn the_delivered_memory_belongs_to_the_scope_and_is_freed_with_it() {
     let scope = ledger.scope_task("tsk_a");
     for n in 0..100 {
         let id = format!("dlg_{n}");
-        ledger.register(&id, delegation("tsk_a", Instant::now())).unwrap();
+        ledger
+            .register(&id, delegation("tsk_a", Instant::now()))
+            .unwrap();
         assert_eq!(ledger.arrive(&id), Arrival::Delivered);
     }
     assert_eq!(ledger.take_arrived().len(), 100);
     assert_eq!(ledger.remembered(), 100);
-    assert_eq!(ledger.arrive("dlg_7"), Arrival::AlreadyDelivered, "D1 within the scope");
+    assert_eq!(
+        ledger.arrive("dlg_7"),
+        Arrival::AlreadyDelivered,
+        "D1 within the scope"
+    );
     drop(scope);
     assert_eq!(ledger.remembered(), 0);
 }
@@ -125,15 +152,23 @@ fn registering_a_live_id_again_is_a_typed_error_and_keeps_the_entry_and_its_chil
     let ledger = Delegations::new();
     let _scope = ledger.scope_task("tsk_a");
     let started = Instant::now();
-    ledger.register("dlg_a", delegation("tsk_a", started)).unwrap();
+    ledger
+        .register("dlg_a", delegation("tsk_a", started))
+        .unwrap();
     let child = counted();
     ledger.adopt("dlg_a", Box::new(Handle(Arc::clone(&child))));
     let later = delegation("tsk_a", started + Duration::from_secs(1));
-    assert_eq!(ledger.register("dlg_a", later), Err(RegisterError::DuplicateId));
+    assert_eq!(
+        ledger.register("dlg_a", later),
+        Err(RegisterError::DuplicateId)
+    );
     assert_eq!(ledger.live()[0].delegation.started, started);
     assert_eq!(ended(&child), 0);
     let mut taken = ledger.take_all();
-    assert!(taken[0].take_child().is_some(), "the original child is still there");
+    assert!(
+        taken[0].take_child().is_some(),
+        "the original child is still there"
+    );
 }
 
 #[test]
@@ -141,14 +176,19 @@ fn the_set_delivers_each_outcome_once_and_refuses_one_nobody_waits_for() {
     let ledger = Delegations::new();
     let _scope = ledger.scope_task("tsk_a");
     for id in ["dlg_a", "dlg_b"] {
-        ledger.register(id, delegation("tsk_a", Instant::now())).unwrap();
+        ledger
+            .register(id, delegation("tsk_a", Instant::now()))
+            .unwrap();
     }
     assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
     assert_eq!(ledger.arrive("dlg_a"), Arrival::AlreadyDelivered);
     assert_eq!(ledger.arrive("dlg_nobody"), Arrival::NotOutstanding);
     assert_eq!(ledger.counts(), (1, 1));
     let arrived = ledger.take_arrived();
-    assert_eq!(arrived.iter().map(|t| t.id()).collect::<Vec<_>>(), ["dlg_a"]);
+    assert_eq!(
+        arrived.iter().map(|t| t.id()).collect::<Vec<_>>(),
+        ["dlg_a"]
+    );
     assert_eq!(ledger.counts(), (1, 0));
     assert_eq!(ledger.arrive("dlg_a"), Arrival::AlreadyDelivered);
     let left = ledger.take_all();
@@ -160,7 +200,9 @@ fn the_set_delivers_each_outcome_once_and_refuses_one_nobody_waits_for() {
 fn an_arrival_from_a_child_being_ended_is_refused() {
     let ledger = Delegations::new();
     let _scope = ledger.scope_task("tsk_a");
-    ledger.register("dlg_a", delegation("tsk_a", Instant::now())).unwrap();
+    ledger
+        .register("dlg_a", delegation("tsk_a", Instant::now()))
+        .unwrap();
     let child = counted();
     child.ending.store(true, Ordering::SeqCst);
     ledger.adopt("dlg_a", Box::new(Handle(Arc::clone(&child))));
@@ -173,22 +215,37 @@ fn the_backstop_takes_only_an_outstanding_delegation_past_its_bound() {
     let ledger = Delegations::new();
     let _scope = ledger.scope_task("tsk_a");
     let now = Instant::now();
-    let old = now.checked_sub(Duration::from_secs(120)).expect("the clock runs for 2 minutes");
+    let old = now
+        .checked_sub(Duration::from_secs(120))
+        .expect("the clock runs for 2 minutes");
     let older = now.checked_sub(Duration::from_secs(600)).unwrap_or(old);
-    ledger.register("dlg_old", delegation("tsk_a", old)).unwrap();
-    ledger.register("dlg_new", delegation("tsk_a", now)).unwrap();
-    ledger.register("dlg_arrived", delegation("tsk_a", older)).unwrap();
+    ledger
+        .register("dlg_old", delegation("tsk_a", old))
+        .unwrap();
+    ledger
+        .register("dlg_new", delegation("tsk_a", now))
+        .unwrap();
+    ledger
+        .register("dlg_arrived", delegation("tsk_a", older))
+        .unwrap();
     assert_eq!(ledger.arrive("dlg_arrived"), Arrival::Delivered);
     let child = counted();
     ledger.adopt("dlg_old", Box::new(Handle(Arc::clone(&child))));
     let bound = Duration::from_secs(60);
     assert_eq!(ledger.next_overdue(bound), Some(old + bound));
     let overdue = ledger.take_overdue(bound, now);
-    assert_eq!(overdue.iter().map(|t| t.id()).collect::<Vec<_>>(), ["dlg_old"]);
+    assert_eq!(
+        overdue.iter().map(|t| t.id()).collect::<Vec<_>>(),
+        ["dlg_old"]
+    );
     assert_eq!(ledger.counts(), (1, 1));
     assert_eq!(ended(&child), 0, "taken, not yet ended");
     drop(overdue);
-    assert_eq!(ended(&child), 1, "D3: a taken delegation not arrived ends its child when dropped");
+    assert_eq!(
+        ended(&child),
+        1,
+        "D3: a taken delegation not arrived ends its child when dropped"
+    );
 }
 
 #[test]
@@ -198,7 +255,9 @@ fn d3_adopting_for_an_id_that_is_not_live_or_replacing_a_child_ends_that_child()
     let stray = counted();
     ledger.adopt("dlg_missing", Box::new(Handle(Arc::clone(&stray))));
     assert_eq!(ended(&stray), 1);
-    ledger.register("dlg_a", delegation("tsk_a", Instant::now())).unwrap();
+    ledger
+        .register("dlg_a", delegation("tsk_a", Instant::now()))
+        .unwrap();
     let (first, second) = (counted(), counted());
     ledger.adopt("dlg_a", Box::new(Handle(Arc::clone(&first))));
     ledger.adopt("dlg_a", Box::new(Handle(Arc::clone(&second))));
@@ -211,7 +270,9 @@ fn d3_a_scope_change_ends_children_not_arrived_and_spares_arrived_ones() {
     let _first = ledger.scope_task("tsk_a");
     let (running, done) = (counted(), counted());
     for (id, child) in [("dlg_running", &running), ("dlg_done", &done)] {
-        ledger.register(id, delegation("tsk_a", Instant::now())).unwrap();
+        ledger
+            .register(id, delegation("tsk_a", Instant::now()))
+            .unwrap();
         ledger.adopt(id, Box::new(Handle(Arc::clone(child))));
     }
     assert_eq!(ledger.arrive("dlg_done"), Arrival::Delivered);
@@ -224,7 +285,9 @@ fn d3_a_scope_change_ends_children_not_arrived_and_spares_arrived_ones() {
 fn a_taken_child_is_the_callers_to_end() {
     let ledger = Delegations::new();
     let _scope = ledger.scope_task("tsk_a");
-    ledger.register("dlg_a", delegation("tsk_a", Instant::now())).unwrap();
+    ledger
+        .register("dlg_a", delegation("tsk_a", Instant::now()))
+        .unwrap();
     let child = counted();
     ledger.adopt("dlg_a", Box::new(Handle(Arc::clone(&child))));
     let mut taken = ledger.discard("dlg_a").expect("live");
@@ -241,7 +304,9 @@ async fn d6_each_arrival_wakes_the_wait_for_the_next_one() {
     let ledger = Delegations::new();
     let _scope = ledger.scope_task("tsk_a");
     for id in ["dlg_a", "dlg_b"] {
-        ledger.register(id, delegation("tsk_a", Instant::now())).unwrap();
+        ledger
+            .register(id, delegation("tsk_a", Instant::now()))
+            .unwrap();
     }
     assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
     tokio::time::timeout(Duration::from_secs(5), ledger.wait_for_arrival())
@@ -251,7 +316,11 @@ async fn d6_each_arrival_wakes_the_wait_for_the_next_one() {
         poll_once(pin!(ledger.wait_for_arrival())).is_pending(),
         "an arrival already woken for does not resolve the wait again"
     );
-    assert_eq!(ledger.counts(), (1, 1), "the arrived delegation stays in the set");
+    assert_eq!(
+        ledger.counts(),
+        (1, 1),
+        "the arrived delegation stays in the set"
+    );
     let door = ledger.clone();
     let waiting = tokio::spawn(async move {
         tokio::time::timeout(Duration::from_secs(5), door.wait_for_arrival())
@@ -270,7 +339,9 @@ fn arrivals_coalesce_and_each_wake_up_resolves_exactly_one_of_several_waits() {
     let ledger = Delegations::new();
     let _scope = ledger.scope_task("tsk_a");
     for id in ["dlg_a", "dlg_b", "dlg_c"] {
-        ledger.register(id, delegation("tsk_a", Instant::now())).unwrap();
+        ledger
+            .register(id, delegation("tsk_a", Instant::now()))
+            .unwrap();
     }
     let mut first = Box::pin(ledger.wait_for_arrival());
     let mut second = Box::pin(ledger.wait_for_arrival());
@@ -278,10 +349,20 @@ fn arrivals_coalesce_and_each_wake_up_resolves_exactly_one_of_several_waits() {
     assert_eq!(ledger.waiter_count(), 2);
     assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
     assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
-    let resolved = [poll_once(first.as_mut()).is_ready(), poll_once(second.as_mut()).is_ready()];
-    assert_eq!(resolved, [true, false], "two arrivals before a wait are one wake-up");
+    let resolved = [
+        poll_once(first.as_mut()).is_ready(),
+        poll_once(second.as_mut()).is_ready(),
+    ];
+    assert_eq!(
+        resolved,
+        [true, false],
+        "two arrivals before a wait are one wake-up"
+    );
     drop(second);
     assert_eq!(ledger.waiter_count(), 0, "a dropped wait leaves no waker");
     assert_eq!(ledger.arrive("dlg_c"), Arrival::Delivered);
-    assert!(poll_once(pin!(ledger.wait_for_arrival())).is_ready(), "the dropped wait consumed nothing");
+    assert!(
+        poll_once(pin!(ledger.wait_for_arrival())).is_ready(),
+        "the dropped wait consumed nothing"
+    );
 }

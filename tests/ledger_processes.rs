@@ -35,9 +35,16 @@ impl Child for Handle {
 }
 
 fn spawn() -> Arc<Process> {
-    let child = Command::new("sleep").arg("30").spawn().expect("spawn sleep");
+    let child = Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("spawn sleep");
     let pid = child.id();
-    Arc::new(Process { child: Mutex::new(child), pid, ending: AtomicBool::new(false) })
+    Arc::new(Process {
+        child: Mutex::new(child),
+        pid,
+        ending: AtomicBool::new(false),
+    })
 }
 
 /// Whether `pid` still names a process (running or zombie).
@@ -79,7 +86,10 @@ fn d3_a_scope_end_kills_and_reaps_every_child_process_that_had_not_arrived() {
         assert!(!exists(process.pid), "pid {} was left behind", process.pid);
     }
     let arrived = &processes[4];
-    assert!(exists(arrived.pid), "an arrived child is not the ledger's to end");
+    assert!(
+        exists(arrived.pid),
+        "an arrived child is not the ledger's to end"
+    );
     assert!(!arrived.ending.load(Ordering::SeqCst));
     cleanup(arrived);
     assert!(!exists(arrived.pid));
@@ -90,14 +100,19 @@ fn d3_overdue_children_taken_by_take_overdue_are_killed_and_reaped_when_dropped(
     let ledger = Delegations::new();
     let scope = ledger.scope_task("tsk_a");
     let now = Instant::now();
-    let old = now.checked_sub(Duration::from_secs(120)).expect("the clock runs for 2 minutes");
+    let old = now
+        .checked_sub(Duration::from_secs(120))
+        .expect("the clock runs for 2 minutes");
     let (overdue, fresh) = (spawn(), spawn());
     ledger.register("dlg_old", delegation(old)).unwrap();
     ledger.adopt("dlg_old", Box::new(Handle(Arc::clone(&overdue))));
     ledger.register("dlg_new", delegation(now)).unwrap();
     ledger.adopt("dlg_new", Box::new(Handle(Arc::clone(&fresh))));
     let taken = ledger.take_overdue(Duration::from_secs(60), now);
-    assert_eq!(taken.iter().map(|t| t.id()).collect::<Vec<_>>(), ["dlg_old"]);
+    assert_eq!(
+        taken.iter().map(|t| t.id()).collect::<Vec<_>>(),
+        ["dlg_old"]
+    );
     assert!(exists(overdue.pid), "taken, not yet ended");
     drop(taken);
     assert!(!exists(overdue.pid), "pid {} was left behind", overdue.pid);

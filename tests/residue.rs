@@ -33,16 +33,23 @@ impl Bundle {
 }
 
 impl Retrieve for Bundle {
-    fn retrieve(&self, uri: &Uri<String>) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+    fn retrieve(
+        &self,
+        uri: &Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
         let file = uri.as_str().rsplit('/').next().unwrap_or_default();
-        self.document(file).ok_or_else(|| format!("no definition for {uri}").into())
+        self.document(file)
+            .ok_or_else(|| format!("no definition for {uri}").into())
     }
 }
 
 fn artifact_validator() -> Validator {
     let text = std::fs::read_to_string(SCHEMA).expect("the A2A schema at ../shared/a2a/a2a.json");
     let bundle: Value = serde_json::from_str(&text).expect("the schema is JSON");
-    let definitions = bundle["definitions"].as_object().expect("definitions").clone();
+    let definitions = bundle["definitions"]
+        .as_object()
+        .expect("definitions")
+        .clone();
     let mut root = json!({ "$ref": "lf.a2a.v1.Artifact.jsonschema.json" });
     root["$id"] = format!("{BASE}root.jsonschema.json").into();
     jsonschema::options()
@@ -53,25 +60,39 @@ fn artifact_validator() -> Validator {
 
 /// The proto's rules the schema does not encode.
 fn proto_rules(artifact: &Value) -> Result<(), String> {
-    let id = artifact.get("artifactId").and_then(Value::as_str).unwrap_or_default();
+    let id = artifact
+        .get("artifactId")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     if id.is_empty() {
         return Err("artifactId is required".into());
     }
-    let parts = artifact.get("parts").and_then(Value::as_array).ok_or("parts is required")?;
+    let parts = artifact
+        .get("parts")
+        .and_then(Value::as_array)
+        .ok_or("parts is required")?;
     if parts.is_empty() {
         return Err("an artifact has at least one part".into());
     }
     for (n, part) in parts.iter().enumerate() {
-        let set = ["text", "raw", "url", "data"].iter().filter(|k| part.get(**k).is_some()).count();
+        let set = ["text", "raw", "url", "data"]
+            .iter()
+            .filter(|k| part.get(**k).is_some())
+            .count();
         if set != 1 {
-            return Err(format!("parts[{n}] sets {set} of text|raw|url|data, not exactly one"));
+            return Err(format!(
+                "parts[{n}] sets {set} of text|raw|url|data, not exactly one"
+            ));
         }
     }
     Ok(())
 }
 
 fn conforms(validator: &Validator, artifact: &Value) -> Result<(), String> {
-    let errors: Vec<String> = validator.iter_errors(artifact).map(|e| e.to_string()).collect();
+    let errors: Vec<String> = validator
+        .iter_errors(artifact)
+        .map(|e| e.to_string())
+        .collect();
     if !errors.is_empty() {
         return Err(errors.join("; "));
     }
@@ -92,7 +113,8 @@ fn delegation(capsule: &str) -> Delegation {
 #[test]
 fn the_validator_rejects_what_a2a_rejects_so_its_passes_mean_something() {
     let validator = artifact_validator();
-    let good = json!({"artifactId": "a", "parts": [{"data": {"x": 1}, "mediaType": "application/json"}]});
+    let good =
+        json!({"artifactId": "a", "parts": [{"data": {"x": 1}, "mediaType": "application/json"}]});
     assert_eq!(conforms(&validator, &good), Ok(()));
     let bad = [
         json!({"artifactId": "a", "parts": [{"kind": "data", "data": {}}]}),
@@ -105,14 +127,21 @@ fn the_validator_rejects_what_a2a_rejects_so_its_passes_mean_something() {
         json!({"artifactId": "a", "parts": [{"mediaType": "text/plain"}]}),
     ];
     for artifact in bad {
-        assert!(conforms(&validator, &artifact).is_err(), "accepted {artifact}");
+        assert!(
+            conforms(&validator, &artifact).is_err(),
+            "accepted {artifact}"
+        );
     }
 }
 
 #[test]
 fn an_empty_residue_produces_no_artifact() {
     assert!(Residue::default().into_artifact().is_none());
-    assert!(Residue::snapshot(Vec::new(), &Delegations::new()).into_artifact().is_none());
+    assert!(
+        Residue::snapshot(Vec::new(), &Delegations::new())
+            .into_artifact()
+            .is_none()
+    );
 }
 
 #[test]
@@ -134,7 +163,14 @@ fn a_residue_lists_detached_work_then_delegations_each_by_id_as_conforming_data_
     assert_eq!(ids, ["wrk_a", "wrk_z", "dlg_a", "dlg_b"]);
 
     let artifact = residue.into_artifact().expect("four items");
-    assert_eq!((artifact.artifact_id.as_str(), artifact.name.as_str(), artifact.parts.len()), ("residue", "residue", 4));
+    assert_eq!(
+        (
+            artifact.artifact_id.as_str(),
+            artifact.name.as_str(),
+            artifact.parts.len()
+        ),
+        ("residue", "residue", 4)
+    );
     let wire = serde_json::to_value(&artifact).unwrap();
     conforms(&artifact_validator(), &wire).unwrap_or_else(|e| panic!("{wire}: {e}"));
     assert_eq!(
@@ -171,7 +207,10 @@ fn a_residue_of_real_processes_conforms_to_a2a() {
     let mut shells = Vec::new();
     let mut detached = Vec::new();
     for _ in 0..2 {
-        let shell = Command::new("sh").args(["-c", "sleep 30"]).spawn().expect("spawn sh");
+        let shell = Command::new("sh")
+            .args(["-c", "sleep 30"])
+            .spawn()
+            .expect("spawn sh");
         detached.push(DetachedWork {
             work_id: format!("wrk_{}", shell.id()),
             binary: "sh".into(),
@@ -182,11 +221,18 @@ fn a_residue_of_real_processes_conforms_to_a2a() {
     }
     for n in 0..2 {
         let id = format!("dlg_{n}");
-        ledger.register(&id, delegation(&format!("capsule{n}"))).unwrap();
-        let child = Command::new("sleep").arg("30").spawn().expect("spawn sleep");
+        ledger
+            .register(&id, delegation(&format!("capsule{n}")))
+            .unwrap();
+        let child = Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("spawn sleep");
         ledger.adopt(&id, Box::new(Process(std::sync::Mutex::new(child))));
     }
-    let artifact = Residue::snapshot(detached, &ledger).into_artifact().expect("four running");
+    let artifact = Residue::snapshot(detached, &ledger)
+        .into_artifact()
+        .expect("four running");
     let wire = serde_json::to_value(&artifact).unwrap();
     let result = conforms(&artifact_validator(), &wire);
     drop(scope); // ends the delegations' children

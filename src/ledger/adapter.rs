@@ -110,7 +110,8 @@ impl Delegations {
 
     /// The task in scope.
     pub fn task_id(&self) -> Option<String> {
-        self.cell.read(|ledger| ledger.scope().map(|(task, _)| task.to_owned()))
+        self.cell
+            .read(|ledger| ledger.scope().map(|(task, _)| task.to_owned()))
     }
 
     /// Registers delegation `id`.
@@ -143,7 +144,8 @@ impl Delegations {
 
     /// Removes delegation `id`; the caller closes it itself.
     pub fn discard(&self, id: &str) -> Option<TakenDelegation> {
-        self.take(|ledger| ledger.discard(id).into_iter().collect()).pop()
+        self.take(|ledger| ledger.discard(id).into_iter().collect())
+            .pop()
     }
 
     /// Delivers delegation `id`'s outcome (D1): `Delivered` once, waking one
@@ -211,12 +213,18 @@ impl Delegations {
         self.cell.waiter_count()
     }
 
-    fn take(&self, f: impl FnOnce(&mut Core) -> Vec<Taken<Delegation, BoxedChild, Instant>>) -> Vec<TakenDelegation> {
+    fn take(
+        &self,
+        f: impl FnOnce(&mut Core) -> Vec<Taken<Delegation, BoxedChild, Instant>>,
+    ) -> Vec<TakenDelegation> {
         let taken = self.cell.update(|ledger| {
             let taken = f(ledger);
             (!taken.is_empty(), taken)
         });
-        taken.into_iter().map(|taken| TakenDelegation { taken }).collect()
+        taken
+            .into_iter()
+            .map(|taken| TakenDelegation { taken })
+            .collect()
     }
 }
 
@@ -228,7 +236,11 @@ impl Default for Delegations {
 
 /// Ends the children of `left` that had not arrived (outside every lock).
 fn end(left: Vec<Taken<Delegation, BoxedChild, Instant>>) {
-    drop(left.into_iter().map(|taken| TakenDelegation { taken }).collect::<Vec<_>>());
+    drop(
+        left.into_iter()
+            .map(|taken| TakenDelegation { taken })
+            .collect::<Vec<_>>(),
+    );
 }
 
 impl DelegationScope {
@@ -294,7 +306,9 @@ impl fmt::Debug for Delegations {
 
 impl fmt::Debug for DelegationScope {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DelegationScope").field("token", &self.token).finish()
+        f.debug_struct("DelegationScope")
+            .field("token", &self.token)
+            .finish()
     }
 }
 

@@ -16,140 +16,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use thiserror::Error;
+use crate::facts::check_id;
 
-use crate::facts::{IdError, check_id};
+mod event;
+mod types;
 
-/// A delegation's id, shared between the ledger's map and its indexes.
-pub type DelegationId = Arc<str>;
-
-/// Identifies one `scope_task`: a scope's end takes effect only with the
-/// token of the scope that is current (SPEC §2: a scope has identity).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ScopeToken(pub u64);
-
-/// A point on a monotonic clock: `std::time::Instant`, or a `Duration`
-/// since an origin of the caller's choosing.
-pub trait Moment: Copy + Ord + std::hash::Hash + std::fmt::Debug {
-    /// `self + by`, or `None` past the end of the clock.
-    fn checked_add(self, by: Duration) -> Option<Self>;
-    /// `self - by`, or `None` before its start.
-    fn checked_sub(self, by: Duration) -> Option<Self>;
-}
-
-impl Moment for Duration {
-    fn checked_add(self, by: Duration) -> Option<Self> {
-        Duration::checked_add(self, by)
-    }
-    fn checked_sub(self, by: Duration) -> Option<Self> {
-        Duration::checked_sub(self, by)
-    }
-}
-
-impl Moment for std::time::Instant {
-    fn checked_add(self, by: Duration) -> Option<Self> {
-        std::time::Instant::checked_add(&self, by)
-    }
-    fn checked_sub(self, by: Duration) -> Option<Self> {
-        std::time::Instant::checked_sub(&self, by)
-    }
-}
-
-/// A launched child (a process, a session) that can be asked to end.
-pub trait Child {
-    /// Begins ending the child. Must not block; called outside every lock.
-    fn begin_ending(&self);
-    /// Whether the child is being ended (by the ledger or anyone else).
-    fn is_being_ended(&self) -> bool;
-}
-
-impl<T: Child + ?Sized> Child for Box<T> {
-    fn begin_ending(&self) {
-        (**self).begin_ending();
-    }
-    fn is_being_ended(&self) -> bool {
-        (**self).is_being_ended()
-    }
-}
-
-/// One delegation in the ledger.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Entry<D, C, T = Duration> {
-    /// The caller's description of the delegation.
-    pub data: Arc<D>,
-    /// When it started, on the caller's clock.
-    pub started: T,
-    /// Whether its outcome was delivered (and not yet taken).
-    pub arrived: bool,
-    /// Its launched child, once adopted.
-    pub child: Option<C>,
-}
-
-/// An entry removed from the ledger, with its id.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Taken<D, C, T = Duration> {
-    /// The delegation's id.
-    pub id: DelegationId,
-    /// The entry as it was.
-    pub entry: Entry<D, C, T>,
-}
-
-impl<D, C, T> Taken<D, C, T> {
-    /// The child to end because its task let go of it before it arrived
-    /// (D3), if any.
-    pub fn child_to_end(&self) -> Option<&C> {
-        self.entry.child.as_ref().filter(|_| !self.entry.arrived)
-    }
-}
-
-/// What `arrive` decided (SPEC §2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Arrival {
-    /// The outcome is delivered now, the first and only time (D1).
-    Delivered,
-    /// It was delivered before (and maybe already taken).
-    AlreadyDelivered,
-    /// Nobody waits for this id.
-    NotOutstanding,
-    /// Its child is being ended: the outcome is not accepted.
-    BeingEnded,
-}
-
-/// Why `register` refused (SPEC §2) **[beyond seed]**. The ledger is
-/// unchanged.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Error)]
-#[non_exhaustive]
-pub enum RegisterError {
-    /// The id is not an acceptable identifier.
-    #[error("invalid delegation id: {0}")]
-    InvalidId(IdError),
-    /// No task is in scope.
-    #[error("no task is in scope")]
-    NoTaskInScope,
-    /// The delegation belongs to another task than the one in scope (D2).
-    #[error("delegation of task {found:?}, but task {scoped:?} is in scope")]
-    OtherTask {
-        /// The task in scope.
-        scoped: String,
-        /// The delegation's task.
-        found: String,
-    },
-    /// The id is live, or was delivered, in this scope: never replaced.
-    #[error("delegation id is already in use in this scope")]
-    DuplicateId,
-}
-
-/// What `adopt` did with the child.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-#[must_use = "a returned child must be ended"]
-pub enum Adoption<C> {
-    /// The entry keeps the child.
-    Adopted,
-    /// The entry keeps the child; this earlier child must be ended.
-    Replaced(C),
-    /// The id is not live: this child must be ended at once.
-    NotLive(C),
-}
+pub use event::{Event, Outcome, step};
+pub use types::{
+    Adoption, Arrival, Child, DelegationId, Entry, Moment, RegisterError, ScopeToken, Taken,
+};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Scope {
@@ -196,7 +71,9 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
 
     /// The task in scope and its token.
     pub fn scope(&self) -> Option<(&str, ScopeToken)> {
-        self.scope.as_ref().map(|scope| (scope.task.as_str(), scope.token))
+        self.scope
+            .as_ref()
+            .map(|scope| (scope.task.as_str(), scope.token))
     }
 
     /// Scopes `task`: takes every entry of the previous scope (their
@@ -237,7 +114,13 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     /// # Errors
     ///
     /// A [`RegisterError`]; the ledger is then unchanged.
-    pub fn register(&mut self, id: &str, task: &str, data: D, started: T) -> Result<(), RegisterError> {
+    pub fn register(
+        &mut self,
+        id: &str,
+        task: &str,
+        data: D,
+        started: T,
+    ) -> Result<(), RegisterError> {
         check_id(id).map_err(RegisterError::InvalidId)?;
         let scope = self.scope.as_ref().ok_or(RegisterError::NoTaskInScope)?;
         if scope.task != task {
@@ -294,9 +177,7 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     /// Takes each entry `ids` names (ids must be live), in id order.
     fn take_ids(&mut self, mut ids: Vec<DelegationId>) -> Vec<Taken<D, C, T>> {
         ids.sort_unstable();
-        ids.into_iter()
-            .filter_map(|id| self.discard(&id))
-            .collect()
+        ids.into_iter().filter_map(|id| self.discard(&id)).collect()
     }
 
     /// Delivers delegation `id`'s outcome: [`Arrival::Delivered`] once, and
@@ -408,97 +289,5 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     /// The number of ids remembered as delivered in this scope.
     pub fn delivered_len(&self) -> usize {
         self.delivered.len()
-    }
-}
-
-/// An event of SPEC §2, for drivers that feed the ledger a sequence (the
-/// model checker, the fuzzer). Each maps to one method of [`Ledger`].
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Event<D, C, T = Duration> {
-    /// [`Ledger::scope_task`]
-    ScopeTask(String),
-    /// [`Ledger::end_scope`]
-    EndScope(ScopeToken),
-    /// [`Ledger::register`]
-    Register {
-        /// The delegation's id.
-        id: String,
-        /// Its task.
-        task: String,
-        /// Its data.
-        data: D,
-        /// When it started.
-        started: T,
-    },
-    /// [`Ledger::adopt`]
-    Adopt {
-        /// The delegation's id.
-        id: String,
-        /// Its child.
-        child: C,
-    },
-    /// [`Ledger::discard`]
-    Discard(String),
-    /// [`Ledger::arrive`]
-    Arrive(String),
-    /// [`Ledger::take_permit`] (what `wait_for_arrival` does when polled)
-    TakePermit,
-    /// [`Ledger::take_arrived`]
-    TakeArrived,
-    /// [`Ledger::take_overdue`]
-    TakeOverdue {
-        /// The bound.
-        bound: Duration,
-        /// The time now.
-        now: T,
-    },
-    /// [`Ledger::take_all`]
-    TakeAll,
-}
-
-/// What an [`Event`] returned.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-#[must_use = "an outcome may carry children to end"]
-pub enum Outcome<D, C, T = Duration> {
-    /// A new scope, and what the previous one left.
-    Scoped(ScopeToken, Vec<Taken<D, C, T>>),
-    /// The scope ended (`Some`) or the token was stale (`None`).
-    ScopeEnded(Option<Vec<Taken<D, C, T>>>),
-    /// The result of `register`.
-    Registered(Result<(), RegisterError>),
-    /// The result of `adopt`.
-    Adopted(Adoption<C>),
-    /// The result of `arrive`.
-    Arrived(Arrival),
-    /// Whether a stored wake-up was consumed.
-    Permit(bool),
-    /// Entries taken (`discard`, `take_*`), in id order.
-    Took(Vec<Taken<D, C, T>>),
-}
-
-/// Feeds `event` to `ledger`.
-pub fn step<D, C: Child, T: Moment>(
-    ledger: &mut Ledger<D, C, T>,
-    event: Event<D, C, T>,
-) -> Outcome<D, C, T> {
-    match event {
-        Event::ScopeTask(task) => {
-            let (token, left) = ledger.scope_task(task);
-            Outcome::Scoped(token, left)
-        }
-        Event::EndScope(token) => Outcome::ScopeEnded(ledger.end_scope(token)),
-        Event::Register {
-            id,
-            task,
-            data,
-            started,
-        } => Outcome::Registered(ledger.register(&id, &task, data, started)),
-        Event::Adopt { id, child } => Outcome::Adopted(ledger.adopt(&id, child)),
-        Event::Discard(id) => Outcome::Took(ledger.discard(&id).into_iter().collect()),
-        Event::Arrive(id) => Outcome::Arrived(ledger.arrive(&id)),
-        Event::TakePermit => Outcome::Permit(ledger.take_permit()),
-        Event::TakeArrived => Outcome::Took(ledger.take_arrived()),
-        Event::TakeOverdue { bound, now } => Outcome::Took(ledger.take_overdue(bound, now)),
-        Event::TakeAll => Outcome::Took(ledger.take_all()),
     }
 }

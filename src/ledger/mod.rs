@@ -8,7 +8,9 @@
 mod adapter;
 pub mod core;
 
-pub use adapter::{BoxedChild, Delegation, DelegationScope, Delegations, LiveDelegation, TakenDelegation};
+pub use adapter::{
+    BoxedChild, Delegation, DelegationScope, Delegations, LiveDelegation, TakenDelegation,
+};
 pub use core::{Arrival, Child, RegisterError, ScopeToken};
 
 #[cfg(test)]

@@ -20,7 +20,10 @@ impl Child for Kid {
 }
 
 fn kid(name: &'static str) -> Kid {
-    Kid { name, ending: false }
+    Kid {
+        name,
+        ending: false,
+    }
 }
 
 type L = Ledger<&'static str, Kid>;
@@ -59,13 +62,22 @@ fn check_counts(ledger: &L, ids: &[&str]) {
 #[test]
 fn d2_register_needs_the_task_in_scope_and_a_fresh_valid_id() {
     let mut ledger = L::new();
-    assert_eq!(ledger.register("dlg_a", TASK, "x", secs(0)), Err(RegisterError::NoTaskInScope));
+    assert_eq!(
+        ledger.register("dlg_a", TASK, "x", secs(0)),
+        Err(RegisterError::NoTaskInScope)
+    );
     ledger.scope_task(TASK.into());
     assert_eq!(
         ledger.register("dlg_a", "tsk_b", "x", secs(0)),
-        Err(RegisterError::OtherTask { scoped: TASK.into(), found: "tsk_b".into() })
+        Err(RegisterError::OtherTask {
+            scoped: TASK.into(),
+            found: "tsk_b".into()
+        })
     );
-    assert_eq!(ledger.register("", TASK, "x", secs(0)), Err(RegisterError::InvalidId(IdError::Empty)));
+    assert_eq!(
+        ledger.register("", TASK, "x", secs(0)),
+        Err(RegisterError::InvalidId(IdError::Empty))
+    );
     assert_eq!(
         ledger.register("a\nb", TASK, "x", secs(0)),
         Err(RegisterError::InvalidId(IdError::ControlCharacter))
@@ -85,14 +97,30 @@ fn d2_register_needs_the_task_in_scope_and_a_fresh_valid_id() {
 fn a_duplicate_id_is_refused_and_never_replaces_the_live_entry() {
     let (mut ledger, _) = scoped();
     ledger.register("dlg_a", TASK, "first", secs(0)).unwrap();
-    assert!(matches!(ledger.adopt("dlg_a", kid("one")), Adoption::Adopted));
-    assert_eq!(ledger.register("dlg_a", TASK, "second", secs(5)), Err(RegisterError::DuplicateId));
+    assert!(matches!(
+        ledger.adopt("dlg_a", kid("one")),
+        Adoption::Adopted
+    ));
+    assert_eq!(
+        ledger.register("dlg_a", TASK, "second", secs(5)),
+        Err(RegisterError::DuplicateId)
+    );
     let entry = ledger.entry("dlg_a").unwrap();
-    assert_eq!((*entry.data, entry.started, entry.child.as_ref().map(|k| k.name)), ("first", secs(0), Some("one")));
+    assert_eq!(
+        (
+            *entry.data,
+            entry.started,
+            entry.child.as_ref().map(|k| k.name)
+        ),
+        ("first", secs(0), Some("one"))
+    );
     // Also once delivered and taken, within the scope.
     assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
     let _ = ledger.take_arrived();
-    assert_eq!(ledger.register("dlg_a", TASK, "third", secs(9)), Err(RegisterError::DuplicateId));
+    assert_eq!(
+        ledger.register("dlg_a", TASK, "third", secs(9)),
+        Err(RegisterError::DuplicateId)
+    );
 }
 
 #[test]
@@ -100,10 +128,22 @@ fn adopt_keeps_one_child_and_returns_every_other_to_be_ended() {
     let (mut ledger, _) = scoped();
     ledger.register("dlg_a", TASK, "x", secs(0)).unwrap();
     assert_eq!(ledger.adopt("dlg_a", kid("one")), Adoption::Adopted);
-    assert_eq!(ledger.adopt("dlg_a", kid("two")), Adoption::Replaced(kid("one")), "D3");
-    assert_eq!(ledger.adopt("dlg_gone", kid("three")), Adoption::NotLive(kid("three")), "D3");
+    assert_eq!(
+        ledger.adopt("dlg_a", kid("two")),
+        Adoption::Replaced(kid("one")),
+        "D3"
+    );
+    assert_eq!(
+        ledger.adopt("dlg_gone", kid("three")),
+        Adoption::NotLive(kid("three")),
+        "D3"
+    );
     assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
-    assert_eq!(ledger.adopt("dlg_a", kid("four")), Adoption::Replaced(kid("two")), "an arrived entry is live");
+    assert_eq!(
+        ledger.adopt("dlg_a", kid("four")),
+        Adoption::Replaced(kid("two")),
+        "an arrived entry is live"
+    );
 }
 
 #[test]
@@ -112,12 +152,20 @@ fn d1_arrive_delivers_once_then_already_delivered_even_after_the_take() {
     ledger.register("dlg_a", TASK, "x", secs(0)).unwrap();
     ledger.register("dlg_b", TASK, "x", secs(0)).unwrap();
     assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
-    assert_eq!(ledger.arrive("dlg_a"), Arrival::AlreadyDelivered, "arrived, in the ledger");
+    assert_eq!(
+        ledger.arrive("dlg_a"),
+        Arrival::AlreadyDelivered,
+        "arrived, in the ledger"
+    );
     assert_eq!(ledger.arrive("dlg_nobody"), Arrival::NotOutstanding);
     check_counts(&ledger, &["dlg_a", "dlg_b"]);
     assert_eq!(ids(&ledger.take_arrived()), ["dlg_a"]);
     assert_eq!(ledger.counts(), (1, 0));
-    assert_eq!(ledger.arrive("dlg_a"), Arrival::AlreadyDelivered, "arrived and taken");
+    assert_eq!(
+        ledger.arrive("dlg_a"),
+        Arrival::AlreadyDelivered,
+        "arrived and taken"
+    );
     assert_eq!(ledger.delivered_len(), 1);
 }
 
@@ -125,7 +173,13 @@ fn d1_arrive_delivers_once_then_already_delivered_even_after_the_take() {
 fn an_arrival_whose_child_is_being_ended_is_refused_and_changes_nothing() {
     let (mut ledger, _) = scoped();
     ledger.register("dlg_a", TASK, "x", secs(0)).unwrap();
-    let _ = ledger.adopt("dlg_a", Kid { name: "one", ending: true });
+    let _ = ledger.adopt(
+        "dlg_a",
+        Kid {
+            name: "one",
+            ending: true,
+        },
+    );
     let before = ledger.clone();
     assert_eq!(ledger.arrive("dlg_a"), Arrival::BeingEnded);
     assert_eq!(ledger, before);
@@ -141,11 +195,17 @@ fn d6_each_delivery_stores_one_wake_up_and_arrivals_coalesce() {
     }
     assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
     assert!(ledger.take_permit(), "D6: the next wait resolves");
-    assert!(!ledger.take_permit(), "one wake-up per delivery already consumed");
+    assert!(
+        !ledger.take_permit(),
+        "one wake-up per delivery already consumed"
+    );
     assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
     assert_eq!(ledger.arrive("dlg_c"), Arrival::Delivered);
     assert!(ledger.take_permit());
-    assert!(!ledger.take_permit(), "two arrivals before a wait coalesce into one wake-up");
+    assert!(
+        !ledger.take_permit(),
+        "two arrivals before a wait coalesce into one wake-up"
+    );
     assert_eq!(ledger.arrive("dlg_c"), Arrival::AlreadyDelivered);
     assert!(!ledger.take_permit(), "a repeated arrival stores nothing");
 }
@@ -175,15 +235,34 @@ fn take_overdue_takes_only_not_arrived_entries_past_their_bound_in_id_order() {
     let _ = ledger.adopt("dlg_c", kid("c"));
     assert_eq!(ledger.arrive("dlg_z"), Arrival::Delivered);
     let bound = secs(60);
-    assert_eq!(ledger.next_overdue(bound), Some(secs(60)), "dlg_b, not the arrived dlg_z");
+    assert_eq!(
+        ledger.next_overdue(bound),
+        Some(secs(60)),
+        "dlg_b, not the arrived dlg_z"
+    );
     assert!(ledger.take_overdue(bound, secs(59)).is_empty());
-    assert!(ledger.take_overdue(bound, secs(5)).is_empty(), "now before the bound");
+    assert!(
+        ledger.take_overdue(bound, secs(5)).is_empty(),
+        "now before the bound"
+    );
     let taken = ledger.take_overdue(bound, secs(70));
-    assert_eq!(ids(&taken), ["dlg_b", "dlg_c"], "started + bound <= now, id order");
-    assert_eq!(taken[1].child_to_end(), Some(&kid("c")), "D3: its child is to be ended");
+    assert_eq!(
+        ids(&taken),
+        ["dlg_b", "dlg_c"],
+        "started + bound <= now, id order"
+    );
+    assert_eq!(
+        taken[1].child_to_end(),
+        Some(&kid("c")),
+        "D3: its child is to be ended"
+    );
     assert_eq!(ledger.next_overdue(bound), Some(secs(100)));
     assert_eq!(ledger.counts(), (1, 1));
-    assert_eq!(ledger.next_overdue(Duration::MAX), None, "overflow is never overdue");
+    assert_eq!(
+        ledger.next_overdue(Duration::MAX),
+        None,
+        "overflow is never overdue"
+    );
     assert!(ledger.take_overdue(Duration::MAX, secs(1000)).is_empty());
 }
 
@@ -208,8 +287,15 @@ fn live_lists_every_entry_in_id_order() {
     let (mut ledger, _) = scoped();
     ledger.register("dlg_b", TASK, "second", secs(0)).unwrap();
     ledger.register("dlg_a", TASK, "first", secs(0)).unwrap();
-    let live: Vec<_> = ledger.live().into_iter().map(|(id, d)| (id.to_string(), *d)).collect();
-    assert_eq!(live, [("dlg_a".into(), "first"), ("dlg_b".into(), "second")]);
+    let live: Vec<_> = ledger
+        .live()
+        .into_iter()
+        .map(|(id, d)| (id.to_string(), *d))
+        .collect();
+    assert_eq!(
+        live,
+        [("dlg_a".into(), "first"), ("dlg_b".into(), "second")]
+    );
 }
 
 #[test]
@@ -223,13 +309,32 @@ fn d3_d5_a_scope_change_takes_everything_and_ends_only_children_not_arrived() {
     assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
     let (second, left) = ledger.scope_task("tsk_b".into());
     assert!(second > first);
-    assert_eq!(ids(&left), ["dlg_a", "dlg_b", "dlg_c"], "D5: the old scope is emptied");
-    let to_end: Vec<_> = left.iter().filter_map(Taken::child_to_end).map(|k| k.name).collect();
-    assert_eq!(to_end, ["a"], "D3: the arrived child is not ended, the outstanding one is");
+    assert_eq!(
+        ids(&left),
+        ["dlg_a", "dlg_b", "dlg_c"],
+        "D5: the old scope is emptied"
+    );
+    let to_end: Vec<_> = left
+        .iter()
+        .filter_map(Taken::child_to_end)
+        .map(|k| k.name)
+        .collect();
+    assert_eq!(
+        to_end,
+        ["a"],
+        "D3: the arrived child is not ended, the outstanding one is"
+    );
     assert_eq!(ledger.counts(), (0, 0));
-    assert!(!ledger.take_permit(), "the old scope's wake-up went with it");
+    assert!(
+        !ledger.take_permit(),
+        "the old scope's wake-up went with it"
+    );
     assert_eq!(ledger.scope(), Some(("tsk_b", second)));
-    assert_eq!(ledger.arrive("dlg_b"), Arrival::NotOutstanding, "the delivered memory went with it");
+    assert_eq!(
+        ledger.arrive("dlg_b"),
+        Arrival::NotOutstanding,
+        "the delivered memory went with it"
+    );
 }
 
 /// Seed defects (1) and (2): dropping an older scope cleared the newer
@@ -248,7 +353,14 @@ fn ending_an_older_scope_changes_nothing_and_ending_the_current_frees_its_memory
     assert_eq!(ledger.delivered_len(), 1);
     let left = ledger.end_scope(new).expect("the current scope ends");
     assert_eq!(ids(&left), ["dlg_a"]);
-    assert_eq!((ledger.scope(), ledger.delivered_len(), ledger.counts()), (None, 0, (0, 0)), "D5");
+    assert_eq!(
+        (ledger.scope(), ledger.delivered_len(), ledger.counts()),
+        (None, 0, (0, 0)),
+        "D5"
+    );
     assert_eq!(ledger.end_scope(new), None, "ending twice is inert");
-    assert_eq!(ledger.register("dlg_c", "tsk_b", "x", secs(0)), Err(RegisterError::NoTaskInScope));
+    assert_eq!(
+        ledger.register("dlg_c", "tsk_b", "x", secs(0)),
+        Err(RegisterError::NoTaskInScope)
+    );
 }

@@ -1,0 +1,140 @@
+//! The ledger's vocabulary: ids, tokens, clocks, children, entries and
+//! what each event answers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::facts::IdError;
+
+/// A delegation's id, shared between the ledger's map and its indexes.
+pub type DelegationId = Arc<str>;
+
+/// Identifies one `scope_task`: a scope's end takes effect only with the
+/// token of the scope that is current (SPEC §2: a scope has identity).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ScopeToken(pub u64);
+
+/// A point on a monotonic clock: `std::time::Instant`, or a `Duration`
+/// since an origin of the caller's choosing.
+pub trait Moment: Copy + Ord + std::hash::Hash + std::fmt::Debug {
+    /// `self + by`, or `None` past the end of the clock.
+    fn checked_add(self, by: Duration) -> Option<Self>;
+    /// `self - by`, or `None` before its start.
+    fn checked_sub(self, by: Duration) -> Option<Self>;
+}
+
+impl Moment for Duration {
+    fn checked_add(self, by: Duration) -> Option<Self> {
+        Duration::checked_add(self, by)
+    }
+    fn checked_sub(self, by: Duration) -> Option<Self> {
+        Duration::checked_sub(self, by)
+    }
+}
+
+impl Moment for std::time::Instant {
+    fn checked_add(self, by: Duration) -> Option<Self> {
+        std::time::Instant::checked_add(&self, by)
+    }
+    fn checked_sub(self, by: Duration) -> Option<Self> {
+        std::time::Instant::checked_sub(&self, by)
+    }
+}
+
+/// A launched child (a process, a session) that can be asked to end.
+pub trait Child {
+    /// Begins ending the child. Must not block; called outside every lock.
+    fn begin_ending(&self);
+    /// Whether the child is being ended (by the ledger or anyone else).
+    fn is_being_ended(&self) -> bool;
+}
+
+impl<T: Child + ?Sized> Child for Box<T> {
+    fn begin_ending(&self) {
+        (**self).begin_ending();
+    }
+    fn is_being_ended(&self) -> bool {
+        (**self).is_being_ended()
+    }
+}
+
+/// One delegation in the ledger.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Entry<D, C, T = Duration> {
+    /// The caller's description of the delegation.
+    pub data: Arc<D>,
+    /// When it started, on the caller's clock.
+    pub started: T,
+    /// Whether its outcome was delivered (and not yet taken).
+    pub arrived: bool,
+    /// Its launched child, once adopted.
+    pub child: Option<C>,
+}
+
+/// An entry removed from the ledger, with its id.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Taken<D, C, T = Duration> {
+    /// The delegation's id.
+    pub id: DelegationId,
+    /// The entry as it was.
+    pub entry: Entry<D, C, T>,
+}
+
+impl<D, C, T> Taken<D, C, T> {
+    /// The child to end because its task let go of it before it arrived
+    /// (D3), if any.
+    pub fn child_to_end(&self) -> Option<&C> {
+        self.entry.child.as_ref().filter(|_| !self.entry.arrived)
+    }
+}
+
+/// What `arrive` decided (SPEC §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Arrival {
+    /// The outcome is delivered now, the first and only time (D1).
+    Delivered,
+    /// It was delivered before (and maybe already taken).
+    AlreadyDelivered,
+    /// Nobody waits for this id.
+    NotOutstanding,
+    /// Its child is being ended: the outcome is not accepted.
+    BeingEnded,
+}
+
+/// Why `register` refused (SPEC §2) **[beyond seed]**. The ledger is
+/// unchanged.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Error)]
+#[non_exhaustive]
+pub enum RegisterError {
+    /// The id is not an acceptable identifier.
+    #[error("invalid delegation id: {0}")]
+    InvalidId(IdError),
+    /// No task is in scope.
+    #[error("no task is in scope")]
+    NoTaskInScope,
+    /// The delegation belongs to another task than the one in scope (D2).
+    #[error("delegation of task {found:?}, but task {scoped:?} is in scope")]
+    OtherTask {
+        /// The task in scope.
+        scoped: String,
+        /// The delegation's task.
+        found: String,
+    },
+    /// The id is live, or was delivered, in this scope: never replaced.
+    #[error("delegation id is already in use in this scope")]
+    DuplicateId,
+}
+
+/// What `adopt` did with the child.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[must_use = "a returned child must be ended"]
+pub enum Adoption<C> {
+    /// The entry keeps the child.
+    Adopted,
+    /// The entry keeps the child; this earlier child must be ended.
+    Replaced(C),
+    /// The id is not live: this child must be ended at once.
+    NotLive(C),
+}
