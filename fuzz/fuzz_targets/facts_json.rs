@@ -1,0 +1,9 @@
+//! Arbitrary bytes as JSON facts: `baton::fuzzing::facts_json`.
+#![no_main]
+
+use baton::fuzzing::facts_json;
+use libfuzzer_sys::{Corpus, fuzz_target};
+
+fuzz_target!(|data: &[u8]| -> Corpus {
+    facts_json(data).map_or(Corpus::Reject, |()| Corpus::Keep)
+});

@@ -1,0 +1,9 @@
+//! Adapter sequences, drops and polls against the core: `baton::fuzzing::gate_adapter`.
+#![no_main]
+
+use baton::fuzzing::gate_adapter::{Ops, gate_adapter};
+use libfuzzer_sys::{Corpus, fuzz_target};
+
+fuzz_target!(|input: Ops| -> Corpus {
+    gate_adapter(input).map_or(Corpus::Reject, |()| Corpus::Keep)
+});

@@ -1,0 +1,298 @@
+//! `gate_adapter`: operation sequences through the async adapter, driven by
+//! hand on one thread, agreeing step by step with the core table.
+//!
+//! The reference is [`core::step`] plus one line per operation saying which
+//! event that operation feeds (SPEC §1's cancel-safety table). After every
+//! operation the adapter's state must equal the reference state, its version
+//! must have moved exactly when the reference moved, every future's answer
+//! must be the one the core's waiter query gives, and a future left pending
+//! must have been woken before its answer is decided (no lost wake-up). Every
+//! sequence ends with no waker registered.
+//!
+//! The same [`run`] drives `tests/refinement.rs` (proptest, stable) and the
+//! `gate_adapter` fuzz target.
+
+use std::fmt;
+use std::rc::Rc;
+use std::task::Poll;
+
+use arbitrary::Arbitrary;
+
+use super::{Rejected, intent_named, source};
+use crate::facts::{HandoffIntent, HandoffPause};
+use crate::gate::core::{self, Config, Event, Outcome, State, StateKind, Ticket, Wait, step};
+use crate::{CancelSignal, HandoffGate, HandoffReservation, HeldHandoff, PendingSeal};
+
+mod driven;
+
+use driven::{Driven, Flagged};
+
+/// The most operations one input may hold; longer inputs are rejected.
+pub const MAX_OPS: usize = 96;
+
+/// One of the three requester slots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Arbitrary)]
+pub enum Slot {
+    /// The first requester.
+    A,
+    /// The second requester.
+    B,
+    /// The third requester.
+    C,
+}
+
+impl Slot {
+    /// Every slot.
+    pub const ALL: [Slot; 3] = [Slot::A, Slot::B, Slot::C];
+}
+
+/// Which intent a reserve offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Arbitrary)]
+pub enum IntentChoice {
+    /// A valid intent, unique to the operation.
+    Valid,
+    /// One with an empty `claim_id` (S9).
+    Invalid,
+    /// One naming another root Run (S9).
+    OtherRoot,
+}
+
+/// What the worker's preflight does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Arbitrary)]
+pub enum Preflight {
+    /// Prepares the pause for the requested intent.
+    Prepared,
+    /// Fails (`None`).
+    Failed,
+    /// Prepares a pause for another intent.
+    Mismatched,
+    /// Never finishes.
+    Stalls,
+}
+
+/// One operation on the adapter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Arbitrary)]
+pub enum Op {
+    /// `requester.reserve(intent)` into an empty slot.
+    Reserve(Slot, IntentChoice),
+    /// Polls the slot's `ready()` future (made from its reservation).
+    PollReady(Slot),
+    /// `held.commit()` of the slot's held handoff.
+    Commit(Slot),
+    /// Polls the slot's `wait()` future (made from its pending seal).
+    PollWait(Slot),
+    /// Drops whatever handle or future the slot holds.
+    DropHandle(Slot),
+    /// Makes the worker's `boundary` future (one at a time), with a fresh
+    /// cancel signal.
+    StartBoundary(Preflight),
+    /// Polls the worker's `boundary` future.
+    PollBoundary,
+    /// Drops the worker's `boundary` future.
+    DropBoundary,
+    /// Fires the boundary's cancel signal.
+    FireCancel,
+    /// `gate.sealed(pause)`, with the stored pause or another one.
+    Seal {
+        /// Offer the stored pause (if any).
+        prepared: bool,
+    },
+    /// `gate.close()`.
+    Close,
+    /// Drops the boundary future, then the worker's gate.
+    DropGate,
+}
+
+/// A fuzz input: the operations, in order.
+#[derive(Clone, Arbitrary)]
+pub struct Ops(pub Vec<Op>);
+
+/// Prints as the Rust expression that rebuilds the input, one op a line.
+impl fmt::Debug for Ops {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "Ops(vec![")?;
+        for (index, op) in self.0.iter().enumerate() {
+            writeln!(f, "    /* {index:>3} */ Op::{op:?},")?;
+        }
+        write!(f, "])")
+    }
+}
+
+/// The `gate_adapter` target: runs `input` through the adapter. Panics if
+/// the adapter and the core disagree.
+pub fn gate_adapter(input: Ops) -> Result<(), Rejected> {
+    if input.0.len() > MAX_OPS {
+        return Err(Rejected);
+    }
+    if let Err(mismatch) = run(&input.0, &mut |_| {}) {
+        panic!("{mismatch}\n{input:#?}");
+    }
+    Ok(())
+}
+
+type Pause = HandoffPause<u8>;
+
+fn pause(intent: HandoffIntent, execution: u8) -> Pause {
+    HandoffPause { intent, execution }
+}
+
+fn intent_for(choice: IntentChoice, n: usize) -> HandoffIntent {
+    let valid = intent_named(&format!("handoff-{n}"));
+    match choice {
+        IntentChoice::Valid => valid,
+        IntentChoice::Invalid => HandoffIntent {
+            claim_id: String::new(),
+            ..valid
+        },
+        IntentChoice::OtherRoot => HandoffIntent {
+            root_run_id: "other".into(),
+            ..valid
+        },
+    }
+}
+
+/// What a preflight prepares for `intent` (`None`: it stalls).
+fn prepare(preflight: Preflight, intent: HandoffIntent) -> Option<Option<Pause>> {
+    match preflight {
+        Preflight::Prepared => Some(Some(pause(intent, 1))),
+        Preflight::Failed => Some(None),
+        Preflight::Mismatched => Some(Some(pause(intent_named("mismatched"), 1))),
+        Preflight::Stalls => None,
+    }
+}
+
+/// What a requester's slot holds.
+enum Handle {
+    Empty,
+    Reserved(HandoffReservation<u8>),
+    Readying(Ticket, Flagged<Option<HeldHandoff<u8>>>),
+    Held(HeldHandoff<u8>),
+    Pending(PendingSeal<u8>),
+    Waiting(Ticket, Flagged<Option<Pause>>),
+}
+
+/// Where the worker's boundary future is, in the reference's terms.
+#[derive(Clone, Copy, Debug)]
+enum Phase {
+    Fresh(Preflight),
+    Preflight(Ticket),
+    Waiting(Ticket),
+}
+
+/// The core state and what the operations fed it.
+struct Reference {
+    config: Config,
+    state: State<u8>,
+    /// Whether the current operation moved the state.
+    moved: bool,
+}
+
+impl Reference {
+    fn feed(&mut self, event: Event<u8>) -> Outcome<u8> {
+        let outcome = step(&self.config, &self.state, event);
+        if let Outcome::Moved(next) = &outcome {
+            self.state = next.clone();
+            self.moved = true;
+        }
+        outcome
+    }
+}
+
+/// A disagreement between the adapter and the core.
+pub type Mismatch = String;
+
+/// Runs `ops` through the adapter and the reference side by side, calling
+/// `reached` with the state kind after each operation.
+///
+/// # Errors
+///
+/// The first disagreement, naming the operation and both sides.
+pub fn run(ops: &[Op], reached: &mut dyn FnMut(StateKind)) -> Result<(), Mismatch> {
+    let gate = Rc::new(HandoffGate::<u8>::new(source(), super::ROOT_RUN.into()));
+    let mut driven = Driven {
+        requester: gate.requester(),
+        gate: Some(gate),
+        reference: Reference {
+            config: Config::new(source(), super::ROOT_RUN.into()),
+            state: State::initial(),
+            moved: false,
+        },
+        handles: Slot::ALL.map(|_| Handle::Empty),
+        cancel: CancelSignal::new(),
+        boundary: None,
+    };
+    for (index, &op) in ops.iter().enumerate() {
+        let version = driven.requester.version();
+        driven.reference.moved = false;
+        driven
+            .apply(index, op)
+            .map_err(|mismatch| format!("op {index} Op::{op:?}: {mismatch}"))?;
+        let (actual, expected) = (driven.requester.state(), &driven.reference.state);
+        if actual != *expected {
+            return Err(format!(
+                "after op {index} Op::{op:?}: adapter {actual:?}, core {expected:?}"
+            ));
+        }
+        if (driven.requester.version() != version) != driven.reference.moved {
+            return Err(format!(
+                "op {index} Op::{op:?}: the version moved iff the core moved"
+            ));
+        }
+        reached(expected.kind());
+    }
+    let (requester, cancel) = (driven.requester.clone(), driven.cancel.clone());
+    drop(driven);
+    if requester.waiter_count() != 0 || cancel.waiter_count() != 0 {
+        return Err(format!(
+            "wakers left behind: gate {}, cancel {}",
+            requester.waiter_count(),
+            cancel.waiter_count()
+        ));
+    }
+    Ok(())
+}
+
+/// The reference's answer for a boundary future in `phase` being polled:
+/// feeds what the poll feeds and returns the expected poll and next phase.
+fn boundary_poll(
+    reference: &mut Reference,
+    cancel: &CancelSignal,
+    mut phase: Phase,
+) -> (Poll<Option<Pause>>, Phase) {
+    loop {
+        match phase {
+            Phase::Fresh(preflight) => {
+                let Some((ticket, intent)) = core::observe(&reference.state) else {
+                    return (Poll::Ready(None), phase);
+                };
+                let Some(pause) = prepare(preflight, intent.clone()) else {
+                    return (Poll::Pending, Phase::Preflight(ticket));
+                };
+                let canceled = cancel.is_canceled();
+                let _ = reference.feed(Event::Preflight {
+                    ticket,
+                    pause,
+                    canceled,
+                });
+                if !matches!(reference.state, State::Held { ticket: t, .. } if t == ticket) {
+                    return (Poll::Ready(None), phase);
+                }
+                phase = Phase::Waiting(ticket);
+            }
+            Phase::Preflight(_) => return (Poll::Pending, phase),
+            Phase::Waiting(ticket) => {
+                let answer = match core::boundary(&reference.state, ticket) {
+                    Wait::Resolved(p) => Poll::Ready(Some((**p).clone())),
+                    Wait::Gone => Poll::Ready(None),
+                    Wait::Pending if cancel.is_canceled() => {
+                        let _ = reference.feed(Event::Cancel(ticket));
+                        let after = core::boundary(&reference.state, ticket).decided();
+                        Poll::Ready(after.flatten().map(|p| (**p).clone()))
+                    }
+                    Wait::Pending => Poll::Pending,
+                };
+                return (answer, phase);
+            }
+        }
+    }
+}

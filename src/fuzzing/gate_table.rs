@@ -1,0 +1,316 @@
+//! `gate_table`: operation sequences applied to the core table
+//! ([`core::step`]), every step checked against the ghost reference (S1–S9).
+//!
+//! An [`Op`] names an event relative to the current state (the live ticket,
+//! a stale one, the stored pause…) so that short random inputs reach deep
+//! states; [`Ops`] prints as the Rust literal of the sequence, and a
+//! violation panics with the trace of states the sequence went through.
+
+use std::fmt;
+
+use arbitrary::Arbitrary;
+
+use super::ghost::Ghost;
+use super::{Rejected, intent_named, source};
+use crate::facts::{HandoffIntent, HandoffPause, MAX_ID_BYTES};
+use crate::gate::core::{Config, Event, Outcome, State, Ticket, step};
+
+/// The most operations one input may hold; longer inputs are rejected.
+pub const MAX_OPS: usize = 128;
+
+/// A fuzz input: where the gate starts, then the operations.
+#[derive(Clone, Arbitrary)]
+pub struct Ops {
+    /// The first state.
+    pub start: Start,
+    /// The operations, in order.
+    pub ops: Vec<Op>,
+}
+
+/// The first state of the gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Arbitrary)]
+pub enum Start {
+    /// A new gate: `Running{next: #0}`.
+    Fresh,
+    /// `Running{next: u64::MAX - n % 3}`: the tickets are about to run out.
+    NearExhaustion(u8),
+}
+
+/// One event, named relative to the current state.
+#[derive(Clone, Debug, PartialEq, Eq, Arbitrary)]
+pub enum Op {
+    /// `Reserve(intent)`.
+    Reserve(IntentPick),
+    /// `Preflight{ticket, pause, canceled}`; `None`: preflight failed.
+    Preflight {
+        /// The ticket the worker observed.
+        ticket: TicketPick,
+        /// The pause it prepared.
+        pause: Option<PausePick>,
+        /// The cancellation bit when it finished.
+        canceled: bool,
+    },
+    /// `Cancel(ticket)`: a handle dropped, or the Run cancelled.
+    Cancel(TicketPick),
+    /// `Commit{ticket, canceled}`.
+    Commit {
+        /// The requester's ticket.
+        ticket: TicketPick,
+        /// The cancellation bit.
+        canceled: bool,
+    },
+    /// `Seal(pause)`.
+    Seal(PausePick),
+    /// `Close`.
+    Close,
+}
+
+/// One of three valid intents, told apart by their `handoff_id`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Arbitrary)]
+pub enum Name {
+    /// `handoff_id: "A"`
+    A,
+    /// `handoff_id: "B"`
+    B,
+    /// `handoff_id: "C"`
+    C,
+}
+
+/// Which intent a `Reserve` offers.
+#[derive(Clone, Debug, PartialEq, Eq, Arbitrary)]
+pub enum IntentPick {
+    /// A valid intent.
+    Named(Name),
+    /// A valid intent but for this `handoff_id` (valid or not: S9).
+    HandoffId(String),
+    /// An intent with one defect (S9).
+    Defective(Defect),
+}
+
+/// What is wrong with a defective intent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Arbitrary)]
+pub enum Defect {
+    /// The n-th field (mod 6, declaration order) is empty.
+    Empty(u8),
+    /// The n-th field is one byte over [`MAX_ID_BYTES`].
+    TooLong(u8),
+    /// The n-th field contains a control character.
+    ControlCharacter(u8),
+    /// `successor_run_id` is the source's `run_id`.
+    SuccessorRunIsSource,
+    /// `successor_invocation_id` is the source's `invocation_id`.
+    SuccessorInvocationIsSource,
+    /// `root_run_id` names another Run.
+    OtherRoot,
+}
+
+/// Which ticket an event carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Arbitrary)]
+pub enum TicketPick {
+    /// The state's ticket; in `Running{next}`, `next`; in `Closed`, #0.
+    Live,
+    /// `n + 1` below the live one (wrapping).
+    Stale(u8),
+    /// `n + 1` above the live one (wrapping).
+    Ahead(u8),
+    /// Exactly this ticket.
+    Raw(u64),
+}
+
+/// Which pause an event carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Arbitrary)]
+pub enum PausePick {
+    /// A pause for the requested intent (the stored pause's intent outside
+    /// `Requested`; `A` if none) with this execution.
+    ForRequested(u8),
+    /// A copy of the stored pause (as `ForRequested(0)` if none).
+    Stored,
+    /// A pause for the intent of this name.
+    For(Name, u8),
+}
+
+impl Name {
+    fn intent(self) -> HandoffIntent {
+        intent_named(match self {
+            Name::A => "A",
+            Name::B => "B",
+            Name::C => "C",
+        })
+    }
+}
+
+impl IntentPick {
+    fn intent(&self) -> HandoffIntent {
+        match self {
+            IntentPick::Named(name) => name.intent(),
+            IntentPick::HandoffId(id) => intent_named(id),
+            IntentPick::Defective(defect) => defect.intent(),
+        }
+    }
+}
+
+impl Defect {
+    fn intent(self) -> HandoffIntent {
+        let mut intent = Name::A.intent();
+        fn field(intent: &mut HandoffIntent, n: u8) -> &mut String {
+            match n % 6 {
+                0 => &mut intent.handoff_id,
+                1 => &mut intent.host_epoch,
+                2 => &mut intent.root_run_id,
+                3 => &mut intent.successor_run_id,
+                4 => &mut intent.successor_invocation_id,
+                _ => &mut intent.claim_id,
+            }
+        }
+        match self {
+            Defect::Empty(n) => field(&mut intent, n).clear(),
+            Defect::TooLong(n) => *field(&mut intent, n) = "x".repeat(MAX_ID_BYTES + 1),
+            Defect::ControlCharacter(n) => field(&mut intent, n).push('\u{7}'),
+            Defect::SuccessorRunIsSource => intent.successor_run_id = source().run_id,
+            Defect::SuccessorInvocationIsSource => {
+                intent.successor_invocation_id = source().invocation_id
+            }
+            Defect::OtherRoot => intent.root_run_id = "other".into(),
+        }
+        intent
+    }
+}
+
+impl TicketPick {
+    fn ticket(self, state: &State<u8>) -> Ticket {
+        let live = match state {
+            State::Running { next } => next.0,
+            State::Closed => 0,
+            _ => state.ticket().map_or(0, |t| t.0),
+        };
+        Ticket(match self {
+            TicketPick::Live => live,
+            TicketPick::Stale(n) => live.wrapping_sub(u64::from(n) + 1),
+            TicketPick::Ahead(n) => live.wrapping_add(u64::from(n) + 1),
+            TicketPick::Raw(t) => t,
+        })
+    }
+}
+
+impl PausePick {
+    fn pause(self, state: &State<u8>) -> HandoffPause<u8> {
+        let requested = || match state {
+            State::Requested { intent, .. } => intent.clone(),
+            _ => state
+                .pause()
+                .map_or_else(|| Name::A.intent(), |p| p.intent.clone()),
+        };
+        match self {
+            PausePick::ForRequested(execution) => HandoffPause {
+                intent: requested(),
+                execution,
+            },
+            PausePick::Stored => state.pause().map_or_else(
+                || PausePick::ForRequested(0).pause(state),
+                |p| HandoffPause::clone(p),
+            ),
+            PausePick::For(name, execution) => HandoffPause {
+                intent: name.intent(),
+                execution,
+            },
+        }
+    }
+}
+
+impl Op {
+    /// The core event this operation feeds in `state`.
+    pub fn event(&self, state: &State<u8>) -> Event<u8> {
+        match self {
+            Op::Reserve(pick) => Event::Reserve(pick.intent()),
+            Op::Preflight {
+                ticket,
+                pause,
+                canceled,
+            } => Event::Preflight {
+                ticket: ticket.ticket(state),
+                pause: pause.map(|p| p.pause(state)),
+                canceled: *canceled,
+            },
+            Op::Cancel(ticket) => Event::Cancel(ticket.ticket(state)),
+            Op::Commit { ticket, canceled } => Event::Commit {
+                ticket: ticket.ticket(state),
+                canceled: *canceled,
+            },
+            Op::Seal(pause) => Event::Seal(pause.pause(state)),
+            Op::Close => Event::Close,
+        }
+    }
+}
+
+impl Start {
+    fn state(self) -> State<u8> {
+        match self {
+            Start::Fresh => State::initial(),
+            Start::NearExhaustion(n) => State::Running {
+                next: Ticket(u64::MAX - u64::from(n % 3)),
+            },
+        }
+    }
+}
+
+/// Prints as the Rust expression that rebuilds the input, one op a line.
+impl fmt::Debug for Ops {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "Ops {{ start: Start::{:?}, ops: vec![", self.start)?;
+        for (index, op) in self.ops.iter().enumerate() {
+            writeln!(f, "    /* {index:>3} */ Op::{op:?},")?;
+        }
+        write!(f, "] }}")
+    }
+}
+
+/// The `gate_table` target: applies `input` to the core table and checks
+/// every step against the ghost reference. Panics on a violation, with the
+/// trace of the steps before it.
+pub fn gate_table(input: Ops) -> Result<(), Rejected> {
+    if input.ops.len() > MAX_OPS {
+        return Err(Rejected);
+    }
+    let config = Config::new(source(), super::ROOT_RUN.into());
+    let mut state = input.start.state();
+    let mut ghost = Ghost::new(&state);
+    for (index, op) in input.ops.iter().enumerate() {
+        let event = op.event(&state);
+        let (fed, expect) = ghost.expect(&event);
+        let outcome = step(&config, &state, event);
+        if let Err(violation) = ghost.check(fed, expect, &state, &outcome) {
+            panic!(
+                "{violation}\n  at op {index} Op::{op:?} = {:?}\n  in {state:?}\n  gave {outcome:?}\n\
+                 trace:\n{}{input:#?}",
+                op.event(&state),
+                trace(&config, &input, index),
+            );
+        }
+        if let Outcome::Moved(next) = outcome {
+            state = next;
+        }
+    }
+    Ok(())
+}
+
+/// The first `steps` steps of `input`, one line each (for a failure report).
+fn trace(config: &Config, input: &Ops, steps: usize) -> String {
+    let mut state = input.start.state();
+    let mut lines = String::new();
+    for (index, op) in input.ops.iter().take(steps).enumerate() {
+        let outcome = step(config, &state, op.event(&state));
+        let verdict = match &outcome {
+            Outcome::Moved(next) => format!("{:?}", next.kind()),
+            Outcome::Ignored => "ignored".into(),
+            Outcome::Refused(error) => format!("Err {}", error.name()),
+        };
+        lines.push_str(&format!(
+            "  {index:>3}: {:?} --Op::{op:?}--> {verdict}\n",
+            state.kind()
+        ));
+        if let Outcome::Moved(next) = outcome {
+            state = next;
+        }
+    }
+    lines
+}

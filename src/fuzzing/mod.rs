@@ -1,0 +1,118 @@
+//! The bodies of the cargo-fuzz targets in `fuzz/` (SPEC §5 "fuzzing").
+//!
+//! Each target in `fuzz/fuzz_targets/` is one line calling a function here,
+//! so the very same code runs under libFuzzer (nightly, ASan) and from a
+//! stable `cargo test` that replays the committed corpora
+//! (`tests/fuzz_replay.rs`, through [`Target::replay`]):
+//!
+//! - [`gate_table()`]: operation sequences applied to the core table, each step
+//!   checked against an independent ghost reference for S1–S9;
+//! - [`gate_adapter()`]: operation sequences through the async adapter,
+//!   including drops of every handle and future, driven by hand and compared
+//!   step by step with the core;
+//! - [`facts_json()`]: arbitrary bytes decoded as the JSON facts.
+//!
+//! A body returns `Err(Rejected)` for an input too large to be meaningful
+//! (the target turns it into `Corpus::Reject`) and panics on a violation,
+//! with a message naming the rule (S1…S9) and the operations that led there.
+//!
+//! Only compiled with the `fuzzing` cargo feature; not part of the API.
+
+use arbitrary::{Arbitrary, Unstructured};
+
+use crate::facts::{HandoffIntent, Invocation};
+
+pub mod facts_json;
+pub mod gate_adapter;
+pub mod gate_table;
+mod ghost;
+
+pub use facts_json::facts_json;
+pub use gate_adapter::gate_adapter;
+pub use gate_table::gate_table;
+
+/// An input the fuzzer should not keep in its corpus: it is larger than any
+/// meaningful case, so time spent on it is time lost (`Corpus::Reject`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rejected;
+
+/// The fuzz targets, by the names of their files in `fuzz/fuzz_targets/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// [`gate_table()`]
+    GateTable,
+    /// [`gate_adapter()`]
+    GateAdapter,
+    /// [`facts_json()`]
+    FactsJson,
+}
+
+impl Target {
+    /// Every target.
+    pub const ALL: [Target; 3] = [Self::GateTable, Self::GateAdapter, Self::FactsJson];
+
+    /// The target's name: its file in `fuzz/fuzz_targets/`, its corpus and
+    /// regression folders.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::GateTable => "gate_table",
+            Self::GateAdapter => "gate_adapter",
+            Self::FactsJson => "facts_json",
+        }
+    }
+
+    /// Runs the target's body on the raw bytes of a corpus or crash file,
+    /// decoded exactly as `libfuzzer-sys`'s `fuzz_target!` decodes them
+    /// (bytes that do not decode are rejected there too, unrun).
+    pub fn replay(self, bytes: &[u8]) -> Result<(), Rejected> {
+        match self {
+            Self::GateTable => decode(bytes).ok_or(Rejected).and_then(gate_table),
+            Self::GateAdapter => decode(bytes).ok_or(Rejected).and_then(gate_adapter),
+            Self::FactsJson => facts_json(bytes),
+        }
+    }
+
+    /// What the target's input decodes to, as its `Debug` reproduction
+    /// (`None`: libFuzzer would not run the body on these bytes).
+    pub fn describe(self, bytes: &[u8]) -> Option<String> {
+        match self {
+            Self::GateTable => decode::<gate_table::Ops>(bytes).map(|ops| format!("{ops:#?}")),
+            Self::GateAdapter => decode::<gate_adapter::Ops>(bytes).map(|ops| format!("{ops:#?}")),
+            Self::FactsJson => Some(format!("{:?}", String::from_utf8_lossy(bytes))),
+        }
+    }
+}
+
+/// Decodes a typed fuzz input as `libfuzzer-sys` 0.4 does: too few bytes for
+/// the type's minimum size, or a decoding error, and the body is not run.
+fn decode<'a, T: Arbitrary<'a>>(bytes: &'a [u8]) -> Option<T> {
+    if bytes.len() < T::size_hint(0).0 {
+        return None;
+    }
+    T::arbitrary_take_rest(Unstructured::new(bytes)).ok()
+}
+
+/// The Run every fuzzed gate guards: root Run `run`, invocation `invocation`.
+fn source() -> Invocation {
+    Invocation {
+        session_id: "session".into(),
+        turn_id: "turn".into(),
+        run_id: "run".into(),
+        invocation_id: "invocation".into(),
+    }
+}
+
+/// The root Run of every fuzzed gate.
+const ROOT_RUN: &str = "run";
+
+/// A valid intent for [`source`], told apart by its `handoff_id`.
+fn intent_named(handoff_id: &str) -> HandoffIntent {
+    HandoffIntent {
+        handoff_id: handoff_id.into(),
+        host_epoch: "host".into(),
+        root_run_id: ROOT_RUN.into(),
+        successor_run_id: "successor-run".into(),
+        successor_invocation_id: "successor-invocation".into(),
+        claim_id: "claim".into(),
+    }
+}
