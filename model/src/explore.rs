@@ -224,23 +224,29 @@ pub fn explore<M: Model>(
         edge_start: vec![0],
         edges: Vec::new(),
     };
-    let mut index: HashTable<u32> = HashTable::new();
+    // Each entry keeps its state inline (next to its id) so a lookup compares
+    // without touching `graph.states` and a resize never rehashes from it.
+    let mut index: HashTable<(M::State, u32)> = HashTable::new();
     let mut found: Vec<Option<Found<M::Action, M::State>>> =
         properties.iter().map(|_| None).collect();
     let mut transitions = 0u64;
+    // Transition properties not yet decided, in property order.
+    let mut open_steps: Vec<usize> = (0..properties.len())
+        .filter(|&n| {
+            matches!(
+                properties[n].check,
+                Check::AlwaysStep(_) | Check::Sometimes(_)
+            )
+        })
+        .collect();
 
     let mut insert = |graph: &mut Graph<M::State>, state: M::State, parent: u32| -> (u32, bool) {
         let hash = hasher.hash_one(&state);
-        let states = &graph.states;
-        match index.entry(
-            hash,
-            |&i| states[i as usize] == state,
-            |&i| hasher.hash_one(&states[i as usize]),
-        ) {
-            hashbrown::hash_table::Entry::Occupied(e) => (*e.get(), false),
+        match index.entry(hash, |(s, _)| *s == state, |(s, _)| hasher.hash_one(s)) {
+            hashbrown::hash_table::Entry::Occupied(e) => (e.get().1, false),
             hashbrown::hash_table::Entry::Vacant(e) => {
                 let id = u32::try_from(graph.states.len()).expect("more than 2^32 states");
-                e.insert(id);
+                e.insert((state.clone(), id));
                 graph.states.push(state);
                 graph.parent.push(parent);
                 (id, true)
@@ -284,22 +290,32 @@ pub fn explore<M: Model>(
         } in successors.drain(..)
         {
             transitions += 1;
-            for (slot, p) in found.iter_mut().zip(properties) {
-                let hit = match (&slot, &p.check) {
-                    (None, Check::AlwaysStep(check)) => !check(model, &state, &action, &next),
-                    (None, Check::Sometimes(check)) => check(model, &state, &action, &next),
-                    _ => false,
+            let mut i = 0;
+            while i < open_steps.len() {
+                let n = open_steps[i];
+                let hit = match properties[n].check {
+                    Check::AlwaysStep(check) => !check(model, &state, &action, &next),
+                    Check::Sometimes(check) => check(model, &state, &action, &next),
+                    Check::Always(_) | Check::Terminal(_) | Check::Eventually(_) => false,
                 };
                 if hit {
-                    *slot = Some(Found::Step(here, action.clone(), next.clone()));
+                    found[n] = Some(Found::Step(here, action.clone(), next.clone()));
+                    open_steps.swap_remove(i);
+                } else {
+                    i += 1;
                 }
             }
-            let (id, new) = insert(&mut graph, canon(next), here);
+            let stays = next == state;
+            let (id, new) = if stays {
+                (here, false)
+            } else {
+                insert(&mut graph, canon(next), here)
+            };
             if new {
                 let s = graph.states[id as usize].clone();
                 check_state(&mut found, id, &s);
             }
-            frozen &= id == here;
+            frozen &= stays;
             if liveness {
                 graph.edges.push((id, fairness));
             }

@@ -16,16 +16,15 @@ fn requesters(m: &M, s: &Sys) -> impl Iterator<Item = (u8, Phase)> {
     (0..m.setup.requesters).map(|r| (r, s.req[r as usize].phase))
 }
 
-/// The requester whose reservation `ticket` is (waiting, holding or
-/// releasing), if any.
-fn holders(m: &M, s: &Sys, ticket: u8) -> Vec<u8> {
+/// The requesters holding reservation `ticket` (waiting, holding or
+/// releasing).
+fn holders(m: &M, s: &Sys, ticket: u8) -> impl Iterator<Item = u8> {
     requesters(m, s)
-        .filter(|(_, p)| {
+        .filter(move |(_, p)| {
             matches!(p, Phase::Waiting { ticket: t } | Phase::Holding { ticket: t, .. }
                 | Phase::Releasing { ticket: t } if *t == ticket)
         })
         .map(|(r, _)| r)
-        .collect()
 }
 
 fn pending(m: &M, s: &Sys, query: Query, ticket: u8) -> bool {
@@ -69,7 +68,7 @@ pub fn properties() -> Vec<Property<M>> {
     vec![
         always("S1 one at a time: a live ticket has one holder; one handoff at most", |m, s| {
             let live_ok = match s.gate {
-                Gate::Requested { ticket, .. } | Gate::Held { ticket, .. } => holders(m, s, ticket).len() == 1,
+                Gate::Requested { ticket, .. } | Gate::Held { ticket, .. } => holders(m, s, ticket).count() == 1,
                 Gate::Running { .. } | Gate::Committed { .. } | Gate::Sealed { .. } | Gate::Closed => true,
             };
             let handoffs = requesters(m, s)
@@ -161,7 +160,7 @@ pub fn properties() -> Vec<Property<M>> {
         }),
         always("S7 own pause only: a held or committed pause answers its holder's intent", |m, s| {
             let gate_ok = match s.gate {
-                Gate::Held { ticket, pause } => holders(m, s, ticket).iter().all(|&r| pause::intent(pause) == r),
+                Gate::Held { ticket, pause } => holders(m, s, ticket).all(|r| pause::intent(pause) == r),
                 Gate::Running { .. } | Gate::Requested { .. } | Gate::Committed { .. } | Gate::Sealed { .. } | Gate::Closed => true,
             };
             gate_ok

@@ -72,8 +72,23 @@ pub fn canonical(k: u8, s: Sys) -> Sys {
             refers(worker_intent(s.worker)),
         )
     };
-    let mut order: Vec<u8> = (0..k).collect();
-    order.sort_by_key(|&r| key(r));
+    let mut keys = [(
+        Requester {
+            phase: Phase::Idle,
+            tries: 0,
+        },
+        0,
+        0,
+        0,
+    ); MAX_REQUESTERS];
+    for r in 0..k {
+        let (me, g, w) = key(r);
+        keys[r as usize] = (me, g, w, r);
+    }
+    let keys = &mut keys[..k as usize];
+    keys.sort_unstable();
+    let order: [u8; MAX_REQUESTERS] = std::array::from_fn(|i| keys.get(i).map_or(0, |key| key.3));
+    let order = &order[..k as usize];
     let mut new_of = [0u8; MAX_REQUESTERS];
     for (new, &old) in order.iter().enumerate() {
         new_of[old as usize] = new as u8;
