@@ -18,22 +18,41 @@ fn the_phase_defaults_to_turn_and_the_first_phase_noted_wins() {
     assert_eq!(signal.phase(), Phase::Delegation);
     signal.cancel();
     signal.note_phase(Phase::DoneCheck);
-    assert_eq!(signal.phase(), Phase::Delegation, "cancellation does not reset the phase");
+    assert_eq!(
+        signal.phase(),
+        Phase::Delegation,
+        "cancellation does not reset the phase"
+    );
 }
 
 #[test]
 fn every_phase_round_trips_through_its_wire_word() {
     let words = [
-        "queued", "turn", "inference", "input", "delegation", "member_call", "harness", "plan",
-        "background_wait", "shell", "done_check",
+        "queued",
+        "turn",
+        "inference",
+        "input",
+        "delegation",
+        "member_call",
+        "harness",
+        "plan",
+        "background_wait",
+        "shell",
+        "done_check",
     ];
     assert_eq!(Phase::ALL.len(), words.len());
     for (phase, word) in Phase::ALL.into_iter().zip(words) {
         assert_eq!(phase.as_str(), word);
         assert_eq!(phase.to_string(), word);
         assert_eq!(Phase::from_str(word), Ok(phase));
-        assert_eq!(serde_json::to_string(&phase).unwrap(), format!("\"{word}\""));
-        assert_eq!(serde_json::from_str::<Phase>(&format!("\"{word}\"")).unwrap(), phase);
+        assert_eq!(
+            serde_json::to_string(&phase).unwrap(),
+            format!("\"{word}\"")
+        );
+        assert_eq!(
+            serde_json::from_str::<Phase>(&format!("\"{word}\"")).unwrap(),
+            phase
+        );
     }
     assert_eq!(Phase::from_str("Turn"), Err(UnknownPhase("Turn".into())));
     assert!(serde_json::from_str::<Phase>("\"nap\"").is_err());
