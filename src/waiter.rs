@@ -139,6 +139,7 @@ pub(crate) struct WaitUntil<'a, S, Q> {
 // The future holds no self-references: moving it is always fine.
 impl<S, Q> Unpin for WaitUntil<'_, S, Q> {}
 
+#[cfg(not(baton_loom_broken))]
 impl<S, Q, T> Future for WaitUntil<'_, S, Q>
 where
     Q: FnMut(&mut S) -> Option<T>,
@@ -149,6 +150,34 @@ where
         let this = self.get_mut();
         let mut inner: MutexGuard<'_, Inner<S>> = lock(&this.cell.inner);
         match (this.query)(&mut inner.state) {
+            Some(value) => {
+                inner.release(&mut this.slot);
+                Poll::Ready(value)
+            }
+            None => {
+                inner.register(&mut this.slot, cx.waker());
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// BROKEN ON PURPOSE, only under `--cfg baton_loom_broken` (the loom
+/// suite's self-test, `loom-tests/tests/loom_self_test.rs`): checks the
+/// query, **unlocks**, then registers, so an update in between wakes nobody
+/// — the lost wake-up the real `poll` prevents by doing both under one lock.
+#[cfg(baton_loom_broken)]
+impl<S, Q, T> Future for WaitUntil<'_, S, Q>
+where
+    Q: FnMut(&mut S) -> Option<T>,
+{
+    type Output = T;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        let this = self.get_mut();
+        let decided = (this.query)(&mut lock(&this.cell.inner).state);
+        let mut inner = lock(&this.cell.inner);
+        match decided {
             Some(value) => {
                 inner.release(&mut this.slot);
                 Poll::Ready(value)

@@ -95,11 +95,37 @@ impl<P: PartialEq> Release<P> {
     }
 }
 
+#[cfg(not(baton_loom_broken))]
 impl<P: PartialEq> Drop for Release<P> {
     fn drop(&mut self) {
         if self.armed {
             // Ignored by the core unless `ticket` is still the live one (S2).
             let _ = self.shared.apply(Event::Cancel(self.ticket), None);
+        }
+    }
+}
+
+/// BROKEN ON PURPOSE, only under `--cfg baton_loom_broken` (the loom suite's
+/// self-test, `loom-tests/tests/loom_self_test.rs`): checks the ticket under
+/// one lock and releases under a **second**, so a stale handle can release a
+/// newer reservation (the shape of the seed's defect, S2).
+#[cfg(baton_loom_broken)]
+impl<P: PartialEq> Drop for Release<P> {
+    fn drop(&mut self) {
+        let ticket = self.ticket;
+        let live = self.armed
+            && self.shared.cell.read(|slot| {
+                core::observe(&slot.state).map(|(t, _)| t) == Some(ticket)
+                    || matches!(slot.state, State::Held { ticket: t, .. } if t == ticket)
+            });
+        if live {
+            self.shared.cell.update(|slot| {
+                slot.state = State::Running {
+                    next: ticket.successor(),
+                };
+                slot.cancel = None;
+                (true, ())
+            });
         }
     }
 }

@@ -26,6 +26,8 @@
 mod adapter;
 pub mod core;
 mod error;
+#[doc(hidden)]
+pub mod linearize;
 mod table;
 
 pub use adapter::{HandoffGate, HandoffRequester, HandoffReservation, HeldHandoff, PendingSeal};

@@ -1,0 +1,72 @@
+#![cfg(loom)]
+//! The cancel signal (SPEC §3) under every interleaving: `canceled()` never
+//! misses the `cancel()` it races, and a dropped waiter leaves no waker.
+
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Waker};
+
+use baton::CancelSignal;
+use loom::future::block_on;
+use loom::thread;
+use loom_tests::run::{Coverage, model};
+
+/// §3 / L1: a `canceled()` waiter racing `cancel()` always resolves (a lost
+/// wake-up would be reported by loom as a deadlock), and frees its waker.
+#[test]
+fn a_canceled_waiter_racing_cancel_always_resolves() {
+    model("canceled ∥ cancel", Coverage::Exhaustive, || {
+        let signal = CancelSignal::new();
+        let waiter = {
+            let signal = signal.clone();
+            thread::spawn(move || block_on(signal.canceled()))
+        };
+        signal.cancel();
+        waiter.join().unwrap();
+        assert_eq!(signal.waiter_count(), 0);
+    });
+}
+
+/// §3 / L1: one `cancel()` resolves every waiter, however they interleave.
+#[test]
+fn one_cancel_resolves_two_racing_waiters() {
+    model(
+        "canceled ∥ canceled ∥ cancel",
+        Coverage::Exhaustive,
+        || {
+            let signal = CancelSignal::new();
+            let waiters: Vec<_> = (0..2)
+                .map(|_| {
+                    let signal = signal.clone();
+                    thread::spawn(move || block_on(signal.canceled()))
+                })
+                .collect();
+            signal.cancel();
+            for waiter in waiters {
+                waiter.join().unwrap();
+            }
+            assert_eq!(signal.waiter_count(), 0);
+        },
+    );
+}
+
+/// §1 cancel safety: a `canceled()` future polled, then dropped while
+/// `cancel()` runs, leaves no waker behind.
+#[test]
+fn a_canceled_future_dropped_racing_cancel_leaves_no_waker() {
+    model("drop canceled() ∥ cancel", Coverage::Exhaustive, || {
+        let signal = CancelSignal::new();
+        let dropper = {
+            let signal = signal.clone();
+            thread::spawn(move || {
+                let mut waiting = pin!(signal.canceled());
+                let _ = waiting
+                    .as_mut()
+                    .poll(&mut Context::from_waker(Waker::noop()));
+            })
+        };
+        signal.cancel();
+        dropper.join().unwrap();
+        assert_eq!(signal.waiter_count(), 0);
+    });
+}

@@ -1,0 +1,295 @@
+#![cfg(loom)]
+//! The handoff gate's adapter (SPEC §1) under every interleaving of one
+//! operation per actor, for each pair (and triple) of operations that can
+//! race. All models are exhaustive. Every model ends with `Scene::finish`:
+//! no waker left behind, and the recorded history linearizable against the
+//! core table.
+
+use std::sync::Arc;
+
+use baton::GateError;
+use baton::gate::core::{State, StateKind, Ticket};
+use loom::future::block_on;
+use loom::thread;
+use loom_tests::fixtures::Preflight;
+use loom_tests::run::{Coverage, model};
+use loom_tests::scene::{self, committed, held, requested, started};
+
+/// S1: of two racing reserves exactly one is granted; the other is `Busy`.
+#[test]
+fn two_racing_reserves_grant_exactly_one() {
+    model("reserve ∥ reserve", Coverage::Exhaustive, || {
+        let (scene, _gate) = scene::scene();
+        scene.begin();
+        let other = {
+            let scene = Arc::clone(&scene);
+            thread::spawn(move || scene.reserve("b"))
+        };
+        let mine = scene.reserve("a");
+        let other = other.join().unwrap();
+        let granted = [&mine, &other].iter().filter(|r| r.is_ok()).count();
+        assert_eq!(granted, 1, "S1: exactly one reserve is granted");
+        assert!(
+            [&mine, &other]
+                .iter()
+                .any(|r| matches!(r, Err(GateError::Busy)))
+        );
+        scene.finish();
+    });
+}
+
+/// S6 / L1: a reserve racing `close` is refused `Closed` or granted and
+/// then closed out: the gate ends `Closed` and the reservation is never held.
+#[test]
+fn a_reserve_racing_close_is_refused_or_closed_out() {
+    model("reserve ∥ close", Coverage::Exhaustive, || {
+        let (scene, gate) = scene::scene();
+        scene.begin();
+        let requester = {
+            let scene = Arc::clone(&scene);
+            thread::spawn(move || scene.reserve("a"))
+        };
+        scene.close(&gate);
+        let held = match requester.join().unwrap() {
+            Ok(reservation) => block_on(scene.ready(reservation)).is_some(),
+            Err(error) => {
+                assert_eq!(error, GateError::Closed);
+                false
+            }
+        };
+        assert!(
+            scene.state() == State::Closed && !held,
+            "S6: closed, never held"
+        );
+        scene.finish();
+    });
+}
+
+/// S8: a reservation dropped while the worker's boundary runs its preflight
+/// (or waits on the held pause) leaves the Run running; the boundary
+/// returns nothing.
+#[test]
+fn a_reservation_dropped_during_the_boundary_leaves_the_run_running() {
+    model(
+        "reservation drop ∥ boundary",
+        Coverage::Exhaustive,
+        || {
+            let (scene, gate, reservation) = requested();
+            scene.begin();
+            let requester = {
+                let scene = Arc::clone(&scene);
+                thread::spawn(move || scene.release(Ticket(0), reservation))
+            };
+            let handed = block_on(scene.boundary(Arc::clone(&gate), Preflight::Prepare));
+            requester.join().unwrap();
+            assert!(handed.is_none(), "S8: released, no handoff");
+            assert_eq!(scene.state().kind(), StateKind::Running, "S8: released");
+            scene.finish();
+        },
+    );
+}
+
+/// S3 / S4: a commit racing the cancellation succeeds only with the bit
+/// still clear, and then the waiting worker returns the commit; otherwise
+/// the worker lets go.
+#[test]
+fn a_commit_racing_the_cancellation_is_seen_by_the_worker_iff_it_succeeds() {
+    model("commit ∥ fire ∥ boundary", Coverage::Exhaustive, || {
+        let (scene, _gate, held, boundary) = held();
+        scene.begin();
+        let worker = thread::spawn(move || block_on(boundary));
+        let requester = {
+            let scene = Arc::clone(&scene);
+            thread::spawn(move || scene.commit(held).is_some())
+        };
+        scene.fire();
+        let committed = requester.join().unwrap();
+        let handed = worker.join().unwrap();
+        assert_eq!(
+            committed,
+            handed.is_some(),
+            "S3/S4: the worker returns the commit iff it happened"
+        );
+        scene.finish();
+    });
+}
+
+/// S5: a commit racing `close` is never sealed: the requester's wait
+/// resolves `None`, and the gate ends `Closed`.
+#[test]
+fn a_commit_racing_close_is_never_sealed() {
+    model(
+        "commit ∥ close ∥ boundary",
+        Coverage::Exhaustive,
+        || {
+            let (scene, gate, held, boundary) = held();
+            scene.begin();
+            let worker = thread::spawn(move || block_on(boundary));
+            let requester = {
+                let scene = Arc::clone(&scene);
+                thread::spawn(move || scene.commit(held).and_then(|p| block_on(scene.wait(p))))
+            };
+            scene.close(&gate);
+            let sealed = requester.join().unwrap();
+            worker.join().unwrap();
+            assert!(
+                sealed.is_none() && scene.state() == State::Closed,
+                "S5: no seal"
+            );
+            scene.finish();
+        },
+    );
+}
+
+/// S5 / S6: a seal racing `close` ends in exactly one terminal state, and
+/// the requester's wait returns the pause iff the seal won.
+#[test]
+fn a_seal_racing_close_ends_in_one_terminal_state() {
+    model("seal ∥ close ∥ wait", Coverage::Exhaustive, || {
+        let (scene, gate, pending, pause) = committed();
+        scene.begin();
+        let requester = {
+            let scene = Arc::clone(&scene);
+            thread::spawn(move || block_on(scene.wait(pending)))
+        };
+        let worker = {
+            let (scene, gate) = (Arc::clone(&scene), Arc::clone(&gate));
+            thread::spawn(move || scene.seal(&gate, &pause))
+        };
+        scene.close(&gate);
+        let sealed = worker.join().unwrap();
+        let waited = requester.join().unwrap();
+        let kind = if sealed {
+            StateKind::Sealed
+        } else {
+            StateKind::Closed
+        };
+        assert!(
+            waited.is_some() == sealed && scene.state().kind() == kind,
+            "S5/S6"
+        );
+        scene.finish();
+    });
+}
+
+/// S8: the cancellation racing a reservation's `ready` and the worker's
+/// boundary always ends with the Run released (`Running`), never handed off.
+#[test]
+fn the_cancellation_racing_ready_releases_the_run() {
+    model("ready ∥ fire ∥ boundary", Coverage::Exhaustive, || {
+        let (scene, gate, reservation) = requested();
+        scene.begin();
+        let requester = {
+            let scene = Arc::clone(&scene);
+            thread::spawn(move || {
+                if let Some(held) = block_on(scene.ready(reservation)) {
+                    scene.release(Ticket(0), held);
+                }
+            })
+        };
+        let worker = {
+            let boundary = scene.boundary(Arc::clone(&gate), Preflight::Prepare);
+            thread::spawn(move || block_on(boundary))
+        };
+        scene.fire();
+        requester.join().unwrap();
+        let handed = worker.join().unwrap();
+        assert!(
+            handed.is_none() && scene.state().kind() == StateKind::Running,
+            "S8"
+        );
+        scene.finish();
+    });
+}
+
+/// S2: a stale reservation's drop never releases a newer one: after the
+/// worker's failed preflight released ticket 0 and `b` was granted, `b`
+/// stays live whenever the drop of `a` lands.
+#[test]
+fn a_stale_release_never_releases_a_newer_reservation() {
+    model(
+        "stale drop ∥ boundary; reserve",
+        Coverage::Exhaustive,
+        || {
+            let (scene, gate, stale) = requested();
+            scene.begin();
+            let requester = {
+                let scene = Arc::clone(&scene);
+                thread::spawn(move || scene.release(Ticket(0), stale))
+            };
+            assert!(block_on(scene.boundary(Arc::clone(&gate), Preflight::Fail)).is_none());
+            let newer = scene.reserve("b").expect("ticket 0 is released by now");
+            requester.join().unwrap();
+            assert!(
+                matches!(scene.state(), State::Requested { ticket, .. } if ticket == newer.ticket()),
+                "S2: the stale drop released the newer reservation"
+            );
+            scene.finish();
+        },
+    );
+}
+
+/// Cancel safety: a waiting `ready()` future dropped while the worker's
+/// boundary runs releases the Run (S8) and leaves no waker.
+#[test]
+fn a_ready_future_dropped_racing_the_boundary_releases_and_leaves_no_waker() {
+    model("drop ready() ∥ boundary", Coverage::Exhaustive, || {
+        let (scene, gate, reservation) = requested();
+        let waiting = started(scene.ready(reservation));
+        scene.begin();
+        let requester = {
+            let scene = Arc::clone(&scene);
+            thread::spawn(move || scene.release(Ticket(0), waiting))
+        };
+        let handed = block_on(scene.boundary(Arc::clone(&gate), Preflight::Prepare));
+        requester.join().unwrap();
+        assert!(
+            handed.is_none() && scene.state().kind() == StateKind::Running,
+            "S8"
+        );
+        scene.finish();
+    });
+}
+
+/// S4: the worker's boundary future dropped while held, racing a commit,
+/// releases the Run only if the commit has not happened: a commit is never
+/// undone.
+#[test]
+fn a_held_boundary_dropped_racing_commit_never_undoes_the_commit() {
+    model("drop boundary ∥ commit", Coverage::Exhaustive, || {
+        let (scene, _gate, held, boundary) = held();
+        scene.begin();
+        let worker = {
+            let scene = Arc::clone(&scene);
+            thread::spawn(move || scene.release(Ticket(0), boundary))
+        };
+        let committed = scene.commit(held).is_some();
+        worker.join().unwrap();
+        let kind = if committed {
+            StateKind::Committed
+        } else {
+            StateKind::Running
+        };
+        assert_eq!(scene.state().kind(), kind, "S4: a commit is never undone");
+        scene.finish();
+    });
+}
+
+/// Cancel safety: a waiting `wait()` future dropped while the worker seals
+/// changes nothing: the seal lands, and no waker is left.
+#[test]
+fn a_wait_future_dropped_racing_the_seal_changes_nothing() {
+    model("drop wait() ∥ seal", Coverage::Exhaustive, || {
+        let (scene, gate, pending, pause) = committed();
+        let waiting = started(scene.wait(pending));
+        scene.begin();
+        let requester = thread::spawn(move || drop(waiting));
+        let sealed = scene.seal(&gate, &pause);
+        requester.join().unwrap();
+        assert!(
+            sealed && scene.state().kind() == StateKind::Sealed,
+            "the seal lands"
+        );
+        scene.finish();
+    });
+}
