@@ -48,6 +48,10 @@ fn main() -> ExitCode {
         }
     });
     let configs: Vec<Named> = custom.map_or_else(|| REPORT.to_vec(), |c| vec![c]);
+    let started = std::time::Instant::now();
+    println!(
+        "baton model check: every reachable state stored whole (exact), shortest counterexamples\n"
+    );
     let mut ok = true;
     for named in &configs {
         let checked = check(named, symmetry);
@@ -78,6 +82,11 @@ fn main() -> ExitCode {
             }
         }
     }
+    println!(
+        "\n{} in {:.2} s",
+        if ok { "all properties hold" } else { "FAILED" },
+        started.elapsed().as_secs_f64()
+    );
     if ok {
         ExitCode::SUCCESS
     } else {

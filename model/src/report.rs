@@ -84,7 +84,8 @@ pub fn format(checked: &Checked) -> String {
         let _ = write!(out, "  {mark} {name}");
         match verdict {
             Verdict::Reached(t) => {
-                let _ = writeln!(out, " (in {} steps)", t.steps.len());
+                let n = t.steps.len();
+                let _ = writeln!(out, " (in {n} step{})", if n == 1 { "" } else { "s" });
             }
             Verdict::Violated(t) => {
                 let _ = writeln!(out, "\n{}", render(checked.setup.requesters, t));

@@ -88,7 +88,13 @@ pub fn canonical(k: u8, s: Sys) -> Sys {
     let keys = &mut keys[..k as usize];
     keys.sort_unstable();
     let order: [u8; MAX_REQUESTERS] = std::array::from_fn(|i| keys.get(i).map_or(0, |key| key.3));
-    let order = &order[..k as usize];
+    permute(k, s, &order[..k as usize])
+}
+
+/// `s` with its requesters reordered: new requester `i` is old requester
+/// `order[i]`, intents and pauses renamed to match. `order` is a
+/// permutation of `0..k`.
+pub fn permute(k: u8, s: Sys, order: &[u8]) -> Sys {
     let mut new_of = [0u8; MAX_REQUESTERS];
     for (new, &old) in order.iter().enumerate() {
         new_of[old as usize] = new as u8;
