@@ -1,0 +1,223 @@
+//! The handoff gate: baton vs the original `watch`-based design.
+
+mod baseline;
+mod common;
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use baton::{CancelSignal, HandoffGate, HandoffPause};
+use common::{intent, runtime, source};
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use tokio_util::sync::CancellationToken;
+
+fn prepared(intent: baton::HandoffIntent) -> std::future::Ready<Option<HandoffPause<()>>> {
+    std::future::ready(Some(HandoffPause {
+        intent,
+        execution: (),
+    }))
+}
+
+fn full_cycle(c: &mut Criterion) {
+    let rt = runtime();
+    let mut group = c.benchmark_group("gate/full_cycle");
+    group.bench_function("baton", |b| {
+        let cancel = CancelSignal::new();
+        b.iter(|| {
+            rt.block_on(async {
+                let gate = HandoffGate::<()>::new(source(), "run".into());
+                let reservation = gate.requester().reserve(intent()).unwrap();
+                let (paused, pending) = tokio::join!(gate.boundary(&cancel, prepared), async {
+                    reservation.ready().await.unwrap().commit().unwrap()
+                });
+                let paused = paused.unwrap();
+                assert!(gate.sealed(&paused));
+                black_box(pending.wait().await.unwrap());
+            })
+        })
+    });
+    group.bench_function("baseline", |b| {
+        let cancel = CancellationToken::new();
+        b.iter(|| {
+            rt.block_on(async {
+                let gate = baseline::gate::Gate::new(source(), "run".into());
+                let reservation = gate.reserve(intent()).unwrap();
+                let (paused, pending) = tokio::join!(gate.boundary(&cancel, prepared), async {
+                    reservation.ready().await.unwrap().commit().unwrap()
+                });
+                let paused = paused.unwrap();
+                gate.sealed(&paused);
+                black_box(pending.wait().await.unwrap());
+            })
+        })
+    });
+    group.finish();
+}
+
+fn reserve_release(c: &mut Criterion) {
+    let mut group = c.benchmark_group("gate/reserve_release");
+    let gate = HandoffGate::<()>::new(source(), "run".into());
+    let requester = gate.requester();
+    group.bench_function("baton", |b| {
+        b.iter_batched(
+            intent,
+            |i| drop(requester.reserve(i).unwrap()),
+            BatchSize::SmallInput,
+        )
+    });
+    let base = baseline::gate::Gate::new(source(), "run".into());
+    group.bench_function("baseline", |b| {
+        b.iter_batched(
+            intent,
+            |i| drop(base.reserve(i).unwrap()),
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+fn reserve_busy(c: &mut Criterion) {
+    let mut group = c.benchmark_group("gate/reserve_busy");
+    let gate = HandoffGate::<()>::new(source(), "run".into());
+    let requester = gate.requester();
+    let _held = requester.reserve(intent()).unwrap();
+    group.bench_function("baton", |b| {
+        b.iter_batched(
+            intent,
+            |i| black_box(requester.reserve(i).is_err()),
+            BatchSize::SmallInput,
+        )
+    });
+    let base = baseline::gate::Gate::new(source(), "run".into());
+    let _base_held = base.reserve(intent()).unwrap();
+    group.bench_function("baseline", |b| {
+        b.iter_batched(
+            intent,
+            |i| black_box(base.reserve(i).is_none()),
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+/// `pairs` successful reserve+release pairs by `tasks` requesters on a
+/// 2-worker runtime while one task drives boundaries (failed preflight).
+fn contended_baton(tasks: usize, pairs: u64) -> Duration {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let gate = Arc::new(HandoffGate::<()>::new(source(), "run".into()));
+        let done = Arc::new(AtomicBool::new(false));
+        let count = Arc::new(AtomicU64::new(0));
+        let worker = {
+            let (gate, done) = (Arc::clone(&gate), Arc::clone(&done));
+            tokio::spawn(async move {
+                let cancel = CancelSignal::new();
+                while !done.load(Ordering::Relaxed) {
+                    let _ = gate.boundary(&cancel, |_| std::future::ready(None)).await;
+                    tokio::task::yield_now().await;
+                }
+            })
+        };
+        let start = Instant::now();
+        let requesters: Vec<_> = (0..tasks)
+            .map(|_| {
+                let (requester, done, count) =
+                    (gate.requester(), Arc::clone(&done), Arc::clone(&count));
+                let intent = intent();
+                tokio::spawn(async move {
+                    while !done.load(Ordering::Relaxed) {
+                        if let Ok(reservation) = requester.reserve(intent.clone()) {
+                            drop(reservation);
+                            if count.fetch_add(1, Ordering::Relaxed) + 1 >= pairs {
+                                done.store(true, Ordering::Relaxed);
+                            }
+                        }
+                        tokio::task::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        for task in requesters {
+            task.await.unwrap();
+        }
+        let elapsed = start.elapsed();
+        worker.await.unwrap();
+        elapsed
+    })
+}
+
+fn contended_baseline(tasks: usize, pairs: u64) -> Duration {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let gate = baseline::gate::Gate::new(source(), "run".into());
+        let done = Arc::new(AtomicBool::new(false));
+        let count = Arc::new(AtomicU64::new(0));
+        let worker = {
+            let (gate, done) = (gate.clone(), Arc::clone(&done));
+            tokio::spawn(async move {
+                let cancel = CancellationToken::new();
+                while !done.load(Ordering::Relaxed) {
+                    let _ = gate.boundary(&cancel, |_| std::future::ready(None)).await;
+                    tokio::task::yield_now().await;
+                }
+            })
+        };
+        let start = Instant::now();
+        let requesters: Vec<_> = (0..tasks)
+            .map(|_| {
+                let (gate, done, count) = (gate.clone(), Arc::clone(&done), Arc::clone(&count));
+                let intent = intent();
+                tokio::spawn(async move {
+                    while !done.load(Ordering::Relaxed) {
+                        if let Some(reservation) = gate.reserve(intent.clone()) {
+                            drop(reservation);
+                            if count.fetch_add(1, Ordering::Relaxed) + 1 >= pairs {
+                                done.store(true, Ordering::Relaxed);
+                            }
+                        }
+                        tokio::task::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        for task in requesters {
+            task.await.unwrap();
+        }
+        let elapsed = start.elapsed();
+        worker.await.unwrap();
+        elapsed
+    })
+}
+
+fn contended(c: &mut Criterion) {
+    let mut group = c.benchmark_group("gate/contended");
+    group.sample_size(10);
+    const PAIRS: u64 = 20_000;
+    group.throughput(Throughput::Elements(PAIRS));
+    for tasks in [2, 8, 64] {
+        group.bench_function(format!("baton/{tasks}"), |b| {
+            b.iter_custom(|iters| (0..iters).map(|_| contended_baton(tasks, PAIRS)).sum())
+        });
+        group.bench_function(format!("baseline/{tasks}"), |b| {
+            b.iter_custom(|iters| (0..iters).map(|_| contended_baseline(tasks, PAIRS)).sum())
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    full_cycle,
+    reserve_release,
+    reserve_busy,
+    contended
+);
+criterion_main!(benches);
