@@ -164,10 +164,23 @@ pub fn check_id(id: &str) -> Result<(), IdError> {
     if id.len() > MAX_ID_BYTES {
         return Err(IdError::TooLong(id.len()));
     }
-    if id.chars().any(char::is_control) {
+    if has_control_character(id) {
         return Err(IdError::ControlCharacter);
     }
     Ok(())
+}
+
+/// `id.chars().any(char::is_control)`, on bytes: the control characters
+/// are C0 (`00`–`1F`), DEL (`7F`) and C1 (`U+0080`–`U+009F`, encoded
+/// `C2 80`–`C2 9F`). No other UTF-8 sequence contains these bytes in that
+/// order, since a `C2` byte only ever starts a two-byte sequence.
+fn has_control_character(id: &str) -> bool {
+    let bytes = id.as_bytes();
+    bytes.iter().any(|&b| b < 0x20 || b == 0x7f)
+        || (!id.is_ascii()
+            && bytes
+                .windows(2)
+                .any(|pair| pair[0] == 0xc2 && (0x80..=0x9f).contains(&pair[1])))
 }
 
 fn check_field(field: Field, id: &str) -> Result<(), IntentError> {
@@ -263,3 +276,22 @@ pub fn from_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod control_characters {
+    use super::has_control_character;
+
+    /// The byte scan agrees with `char::is_control` on every code point.
+    #[test]
+    fn the_byte_scan_finds_exactly_the_control_characters() {
+        for c in (0..=0x10ffff).filter_map(char::from_u32) {
+            for text in [format!("{c}"), format!("a{c}b"), format!("é{c}")] {
+                assert_eq!(
+                    has_control_character(&text),
+                    c.is_control(),
+                    "{c:?} in {text:?}"
+                );
+            }
+        }
+    }
+}
