@@ -78,6 +78,30 @@ fn every_committed_corpus_and_regression_input_replays_clean() {
     }
 }
 
+/// Not a check: after `cargo fuzz cmin` (whose merge keeps inputs the
+/// target rejects), removes the rejected ones from the corpora. Run with
+/// `cargo test --all-features --test fuzz_replay -- --ignored`.
+#[test]
+#[ignore = "rewrites fuzz/corpus; run by hand after cargo fuzz cmin"]
+fn remove_the_inputs_each_target_rejects_from_its_corpus() {
+    for target in Target::ALL {
+        let corpus = files("corpus", target);
+        let rejected: Vec<&PathBuf> = corpus
+            .iter()
+            .filter(|path| target.replay(&fs::read(path).expect("readable")).is_err())
+            .collect();
+        for path in &rejected {
+            fs::remove_file(path).expect("removable");
+        }
+        println!(
+            "{}: removed {} of {} corpus inputs",
+            target.name(),
+            rejected.len(),
+            corpus.len()
+        );
+    }
+}
+
 /// Replays the regression `name` of `target`.
 fn regression(target: Target, name: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))

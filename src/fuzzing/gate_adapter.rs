@@ -16,7 +16,7 @@ use std::fmt;
 use std::rc::Rc;
 use std::task::Poll;
 
-use arbitrary::Arbitrary;
+use arbitrary::{Arbitrary, Unstructured};
 
 use super::{Rejected, intent_named, source};
 use crate::facts::{HandoffIntent, HandoffPause};
@@ -103,9 +103,20 @@ pub enum Op {
     DropGate,
 }
 
-/// A fuzz input: the operations, in order.
-#[derive(Clone, Arbitrary)]
+/// A fuzz input: the operations, in order. Decoding stops after
+/// `MAX_OPS + 1` operations: the input is rejected anyway.
+#[derive(Clone)]
 pub struct Ops(pub Vec<Op>);
+
+impl<'a> Arbitrary<'a> for Ops {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        u.arbitrary().map(Ops)
+    }
+
+    fn arbitrary_take_rest(u: Unstructured<'a>) -> arbitrary::Result<Self> {
+        super::take_ops(u, MAX_OPS).map(Ops)
+    }
+}
 
 /// Prints as the Rust expression that rebuilds the input, one op a line.
 impl fmt::Debug for Ops {

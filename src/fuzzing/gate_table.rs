@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use arbitrary::Arbitrary;
+use arbitrary::{Arbitrary, Unstructured};
 
 use super::ghost::Ghost;
 use super::{Rejected, intent_named, source};
@@ -16,15 +16,31 @@ use crate::facts::{HandoffIntent, HandoffPause, MAX_ID_BYTES};
 use crate::gate::core::{Config, Event, Outcome, State, Ticket, step};
 
 /// The most operations one input may hold; longer inputs are rejected.
-pub const MAX_OPS: usize = 128;
+pub const MAX_OPS: usize = 64;
 
-/// A fuzz input: where the gate starts, then the operations.
-#[derive(Clone, Arbitrary)]
+/// A fuzz input: where the gate starts, then the operations. Decoding
+/// stops after `MAX_OPS + 1` operations: the input is rejected anyway.
+#[derive(Clone)]
 pub struct Ops {
     /// The first state.
     pub start: Start,
     /// The operations, in order.
     pub ops: Vec<Op>,
+}
+
+impl<'a> Arbitrary<'a> for Ops {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        Ok(Ops {
+            start: u.arbitrary()?,
+            ops: u.arbitrary()?,
+        })
+    }
+
+    fn arbitrary_take_rest(mut u: Unstructured<'a>) -> arbitrary::Result<Self> {
+        let start = u.arbitrary()?;
+        let ops = super::take_ops(u, MAX_OPS)?;
+        Ok(Ops { start, ops })
+    }
 }
 
 /// The first state of the gate.
@@ -279,18 +295,34 @@ pub fn gate_table(input: Ops) -> Result<(), Rejected> {
         let (fed, expect) = ghost.expect(&event);
         let outcome = step(&config, &state, event);
         if let Err(violation) = ghost.check(fed, expect, &state, &outcome) {
-            panic!(
-                "{violation}\n  at op {index} Op::{op:?} = {:?}\n  in {state:?}\n  gave {outcome:?}\n\
-                 trace:\n{}{input:#?}",
-                op.event(&state),
-                trace(&config, &input, index),
-            );
+            fail(&violation, &input, index, &state, &outcome);
         }
         if let Outcome::Moved(next) = outcome {
             state = next;
         }
     }
     Ok(())
+}
+
+/// Reports a violation at op `index` and panics: out of line, so the hot
+/// loop's stack frame stays small.
+#[cold]
+#[inline(never)]
+fn fail(
+    violation: &dyn fmt::Display,
+    input: &Ops,
+    index: usize,
+    state: &State<u8>,
+    outcome: &Outcome<u8>,
+) -> ! {
+    let config = Config::new(source(), super::ROOT_RUN.into());
+    let op = &input.ops[index];
+    panic!(
+        "{violation}\n  at op {index} Op::{op:?} = {:?}\n  in {state:?}\n  gave {outcome:?}\n\
+         trace:\n{}{input:#?}",
+        op.event(state),
+        trace(&config, input, index),
+    );
 }
 
 /// The first `steps` steps of `input`, one line each (for a failure report).

@@ -9,11 +9,10 @@
 //! queries (S1, S5, S7) on the state reached.
 
 use std::fmt;
-use std::rc::Rc;
+use std::hash::{DefaultHasher, Hash, Hasher};
 
-use crate::facts::{HandoffIntent, HandoffPause, MAX_ID_BYTES};
-use crate::gate::GateError;
-use crate::gate::core::{self, Event, Outcome, State, StateKind, Ticket, Wait};
+use crate::facts::{HandoffIntent, MAX_ID_BYTES};
+use crate::gate::core::{Event, Outcome, State, StateKind, Ticket};
 
 /// A broken rule: its SPEC id and what happened.
 #[derive(Debug)]
@@ -30,12 +29,16 @@ impl fmt::Display for Violation {
 
 /// Fails with `rule` unless `holds`; the detail is only formatted on failure.
 macro_rules! ensure {
-    ($holds:expr, $rule:literal, $($detail:tt)+) => {
+    ($holds:expr, $rule:expr, $($detail:tt)+) => {
         if !$holds {
             return Err(Violation { rule: $rule, detail: format!($($detail)+) });
         }
     };
 }
+
+mod rules;
+
+use rules::{queries, transition};
 
 /// The ghost's facts about the gate.
 #[derive(Clone, Debug, PartialEq)]
@@ -44,8 +47,10 @@ pub(super) struct Ghost {
     live: Option<u64>,
     /// The ticket the next reserve issues (no one is issued twice).
     next: u64,
-    intent: Option<Rc<HandoffIntent>>,
-    pause: Option<Rc<HandoffPause<u8>>>,
+    /// The requested intent's fingerprint.
+    intent: Option<u64>,
+    /// The prepared pause's fingerprint.
+    pause: Option<u64>,
     committed: bool,
     sealed: bool,
     closed: bool,
@@ -75,6 +80,14 @@ pub(super) struct Fed {
     valid: bool,
     /// Preflight: a pause for the requested intent; Seal: the stored pause.
     fits: bool,
+}
+
+/// A fingerprint of an intent or a pause: the ghost remembers facts by
+/// fingerprint rather than by copy, so that checking costs no allocation.
+fn print<T: Hash>(fact: &T) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    fact.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// The ghost's own reading of SPEC §1's intent rules (S9).
@@ -156,7 +169,7 @@ impl Ghost {
                     let mut next = self.clone();
                     next.live = Some(self.next);
                     next.next = self.next + 1;
-                    next.intent = Some(Rc::new(intent.clone()));
+                    next.intent = Some(print(intent));
                     next.recent = [Some(self.next), self.recent[0]];
                     Expect::Move(next)
                 }
@@ -169,13 +182,14 @@ impl Ghost {
                 fed.kind = "Preflight";
                 fed.ticket = Some(*ticket);
                 fed.canceled = *canceled;
-                fed.fits = matches!((pause, &self.intent), (Some(p), Some(i)) if p.intent == **i);
+                fed.fits =
+                    matches!((pause, &self.intent), (Some(p), Some(i)) if print(&p.intent) == *i);
                 let requested = own(*ticket) && self.pause.is_none() && !self.committed;
                 match pause {
                     _ if !requested => Expect::Ignore,
                     Some(pause) if fed.fits && !canceled => {
                         let mut next = self.clone();
-                        next.pause = Some(Rc::new(pause.clone()));
+                        next.pause = Some(print(pause));
                         Expect::Move(next)
                     }
                     _ => Expect::Move(self.released(ticket.0)),
@@ -207,7 +221,7 @@ impl Ghost {
             }
             Event::Seal(pause) => {
                 fed.kind = "Seal";
-                fed.fits = self.pause.as_deref() == Some(pause);
+                fed.fits = self.pause == Some(print(pause));
                 if self.committed && !self.terminal() && fed.fits {
                     let mut next = self.clone();
                     next.sealed = true;
@@ -238,20 +252,20 @@ impl Ghost {
             }
             State::Requested { ticket, intent } => {
                 self.live == Some(ticket.0)
-                    && self.intent.as_deref() == Some(intent)
+                    && self.intent == Some(print(intent))
                     && self.pause.is_none()
                     && !self.committed
                     && !self.terminal()
             }
             State::Held { ticket, pause } | State::Committed { ticket, pause } => {
                 self.live == Some(ticket.0)
-                    && self.pause.as_deref() == Some(&**pause)
+                    && self.pause == Some(print(&**pause))
                     && self.committed == (state.kind() == StateKind::Committed)
                     && !self.terminal()
             }
             State::Sealed { ticket, pause } => {
                 self.live == Some(ticket.0)
-                    && self.pause.as_deref() == Some(&**pause)
+                    && self.pause == Some(print(&**pause))
                     && self.sealed
                     && !self.closed
             }
@@ -307,159 +321,4 @@ impl Ghost {
         ];
         queries(after, probes.into_iter().flatten())
     }
-}
-
-/// S1–S9 on one transition of the core, from SPEC §1 directly.
-fn transition(
-    fed: Fed,
-    before: &State<u8>,
-    outcome: &Outcome<u8>,
-    after: &State<u8>,
-) -> Result<(), Violation> {
-    use StateKind::{Closed, Committed, Held, Requested, Running, Sealed};
-    let moved = matches!(outcome, Outcome::Moved(_));
-    let (from, to) = (before.kind(), after.kind());
-    if to == Requested && from != Requested {
-        ensure!(
-            from == Running && fed.kind == "Reserve",
-            "S1",
-            "{from:?} -> Requested by {}",
-            fed.kind
-        );
-        let (State::Running { next }, Some(issued)) = (before, after.ticket()) else {
-            unreachable!("kinds checked above");
-        };
-        ensure!(
-            issued == *next,
-            "S1",
-            "issued {issued} from Running{{next: {next}}}"
-        );
-    }
-    if moved && fed.ticket.is_some() {
-        ensure!(
-            fed.ticket == before.ticket(),
-            "S2",
-            "{} with {:?} moved {before:?}",
-            fed.kind,
-            fed.ticket
-        );
-    }
-    if to == Committed && from != Committed {
-        let earned = from == Held && fed.kind == "Commit" && !fed.canceled;
-        ensure!(
-            earned,
-            "S3",
-            "{from:?} -> Committed by {} (canceled: {})",
-            fed.kind,
-            fed.canceled
-        );
-        ensure!(
-            after.pause() == before.pause(),
-            "S3",
-            "the committed pause is not the held one"
-        );
-    }
-    if from == Committed {
-        ensure!(
-            matches!(to, Committed | Sealed | Closed),
-            "S4",
-            "Committed -> {to:?}"
-        );
-    }
-    if to == Sealed && from != Sealed {
-        ensure!(
-            from == Committed && fed.kind == "Seal" && fed.fits,
-            "S5",
-            "{from:?} -> Sealed by {}",
-            fed.kind
-        );
-        ensure!(
-            after.pause() == before.pause() && after.ticket() == before.ticket(),
-            "S5",
-            "sealed another pause"
-        );
-    }
-    if from.is_terminal() {
-        ensure!(!moved, "S6", "{from:?} moved by {} to {after:?}", fed.kind);
-    }
-    let released = fed.kind == "Cancel" || (fed.kind == "Preflight" && (!fed.fits || fed.canceled));
-    if matches!(from, Requested | Held) && moved && released {
-        ensure!(
-            to == Running,
-            "S8",
-            "{from:?} released by {} to {to:?}",
-            fed.kind
-        );
-    }
-    if fed.kind == "Reserve" && !fed.valid {
-        let refused = matches!(outcome, Outcome::Refused(GateError::InvalidInput(_)));
-        ensure!(refused, "S9", "an invalid intent gave {outcome:?}");
-    }
-    Ok(())
-}
-
-/// The waiter queries in `state`, for each probe ticket: S7 each waiter
-/// sees only its own ticket's pause, S5 `seal` resolves only in Sealed, S1
-/// at most one ticket is live.
-fn queries(state: &State<u8>, probes: impl Iterator<Item = Ticket>) -> Result<(), Violation> {
-    let mut live = None;
-    for ticket in probes {
-        let own = state.ticket() == Some(ticket);
-        let stored = state.pause();
-        match core::ready(state, ticket) {
-            Wait::Resolved(p) => ensure!(
-                own && state.kind() == StateKind::Held && Some(p) == stored,
-                "S7",
-                "ready({ticket}) resolved in {state:?}"
-            ),
-            Wait::Pending => ensure!(
-                own && state.kind() == StateKind::Requested,
-                "S7",
-                "ready({ticket}) pending in {state:?}"
-            ),
-            Wait::Gone => {}
-        }
-        match core::boundary(state, ticket) {
-            Wait::Resolved(p) => ensure!(
-                own && state.kind() == StateKind::Committed && Some(p) == stored,
-                "S7",
-                "boundary({ticket}) resolved in {state:?}"
-            ),
-            Wait::Pending => ensure!(
-                own && state.kind() == StateKind::Held,
-                "S7",
-                "boundary({ticket}) pending in {state:?}"
-            ),
-            Wait::Gone => {}
-        }
-        match core::seal(state, ticket) {
-            Wait::Resolved(p) => ensure!(
-                own && state.kind() == StateKind::Sealed && Some(p) == stored,
-                "S5",
-                "seal({ticket}) resolved in {state:?}"
-            ),
-            Wait::Pending => ensure!(
-                own && state.kind() == StateKind::Committed,
-                "S5",
-                "seal({ticket}) pending in {state:?}"
-            ),
-            Wait::Gone => {}
-        }
-        let pending = [
-            core::ready(state, ticket),
-            core::boundary(state, ticket),
-            core::seal(state, ticket),
-        ]
-        .iter()
-        .any(|wait| matches!(wait, Wait::Pending));
-        if pending {
-            ensure!(
-                live.is_none_or(|t| t == ticket),
-                "S1",
-                "tickets {live:?} and {ticket} both live in {state:?}"
-            );
-            live = Some(ticket);
-        }
-    }
-    Ok(())
 }

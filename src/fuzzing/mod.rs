@@ -92,6 +92,12 @@ fn decode<'a, T: Arbitrary<'a>>(bytes: &'a [u8]) -> Option<T> {
     T::arbitrary_take_rest(Unstructured::new(bytes)).ok()
 }
 
+/// Decodes the rest of `u` as operations, as `Vec::arbitrary_take_rest`
+/// does, but stops after `max + 1`: enough to see the input is too long.
+fn take_ops<'a, T: Arbitrary<'a>>(u: Unstructured<'a>, max: usize) -> arbitrary::Result<Vec<T>> {
+    u.arbitrary_take_rest_iter()?.take(max + 1).collect()
+}
+
 /// The Run every fuzzed gate guards: root Run `run`, invocation `invocation`.
 fn source() -> Invocation {
     Invocation {
