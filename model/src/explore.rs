@@ -8,14 +8,13 @@
 //! change. Liveness runs afterwards on the stored graph ([`crate::lasso`]).
 
 use std::fmt::Debug;
-use std::hash::{BuildHasher, Hash};
-use std::time::{Duration, Instant};
-
-use hashbrown::HashTable;
-use rustc_hash::FxBuildHasher;
+use std::hash::Hash;
+use std::time::Instant;
 
 use crate::lasso;
 use crate::paths::rebuild;
+pub use crate::verdict::{Exploration, Options, Trace, Verdict};
+use crate::visited::Visited;
 
 /// Whether a transition must eventually be taken when it stays enabled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -44,6 +43,16 @@ pub trait Model {
     type State: Clone + Eq + Hash + Debug;
     /// A transition label.
     type Action: Clone + Debug;
+    /// A state packed small for the visited set; [`Model::pack`] must be
+    /// injective (and [`Model::unpack`] its inverse): the table compares
+    /// whole keys, so the search is exact.
+    type Key: Copy + Eq + Hash + Default + Debug;
+
+    /// `state` packed.
+    fn pack(&self, state: &Self::State) -> Self::Key;
+
+    /// The state `key` packs.
+    fn unpack(&self, key: Self::Key) -> Self::State;
 
     /// The initial states.
     fn initial_states(&self) -> Vec<Self::State>;
@@ -105,93 +114,23 @@ impl<M: Model> Property<M> {
     }
 }
 
-/// A trace from an initial state; a lasso if `loop_start` is set.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Trace<S, A> {
-    /// Where the trace starts.
-    pub initial: S,
-    /// Each action with the state after it.
-    pub steps: Vec<(A, S)>,
-    /// For a liveness counterexample: `steps[loop_start..]` repeats forever,
-    /// returning to the state before `steps[loop_start]`. Equal to
-    /// `steps.len()` when the run stutters there forever.
-    pub loop_start: Option<usize>,
-}
-
-/// What exploration found for one property.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Verdict<S, A> {
-    /// The invariant or liveness property holds.
-    Holds,
-    /// The `sometimes` situation is reached; a shortest witness.
-    Reached(Trace<S, A>),
-    /// The `sometimes` situation is never reached.
-    Unreached,
-    /// Violated; a shortest counterexample (for liveness: shortest prefix).
-    Violated(Trace<S, A>),
-    /// Not checked, for this reason.
-    Skipped(&'static str),
-}
-
-impl<S, A> Verdict<S, A> {
-    /// Whether this verdict is a pass.
-    pub fn passed(&self) -> bool {
-        matches!(self, Verdict::Holds | Verdict::Reached(_))
-    }
-}
-
-/// How to explore.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Options {
-    /// Store states by their symmetry representative.
-    pub symmetry: bool,
-    /// Keep the graph and check liveness (not with symmetry: obligations
-    /// name actors, which symmetry permutes).
-    pub liveness: bool,
-}
-
-/// The result of an exploration.
-#[derive(Debug)]
-pub struct Exploration<S, A> {
-    /// Unique states stored.
-    pub states: usize,
-    /// Transitions taken (self-loops included).
-    pub transitions: u64,
-    /// Length of the longest shortest path from an initial state.
-    pub max_depth: usize,
-    /// Wall time, liveness included.
-    pub elapsed: Duration,
-    /// Wall time of the breadth-first search alone.
-    pub search: Duration,
-    /// One verdict per property, in the order given.
-    pub verdicts: Vec<(&'static str, Verdict<S, A>)>,
-}
-
-impl<S, A> Exploration<S, A> {
-    /// The verdict of the property called `name`.
-    pub fn verdict(&self, name: &str) -> Option<&Verdict<S, A>> {
-        self.verdicts
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v)
-    }
-
-    /// Whether every property passed.
-    pub fn all_passed(&self) -> bool {
-        self.verdicts
-            .iter()
-            .all(|(_, v)| v.passed() || matches!(v, Verdict::Skipped(_)))
-    }
-}
-
 /// The stored reachable graph: states, parents and (for liveness) edges.
-pub(crate) struct Graph<S> {
-    pub(crate) states: Vec<S>,
+pub(crate) struct Graph<K> {
+    /// Every state, packed, by id (breadth-first order).
+    pub(crate) states: Vec<K>,
     pub(crate) parent: Vec<u32>,
     /// `edges[edge_start[i]..edge_start[i + 1]]` leave state `i`.
     pub(crate) edge_start: Vec<u32>,
     pub(crate) edges: Vec<(u32, Fairness)>,
 }
+
+/// A successor to insert: its packed form and state (`None`: a self-loop),
+/// and its fairness.
+type Move<M> = (Option<(<M as Model>::Key, <M as Model>::State)>, Fairness);
+
+/// States expanded together, so that the visited-set lookups of all their
+/// successors overlap in memory.
+const BATCH: usize = 32;
 
 /// The parent of an initial state.
 pub(crate) const ROOT: u32 = u32::MAX;
@@ -217,16 +156,13 @@ pub fn explore<M: Model>(
             s
         }
     };
-    let hasher = FxBuildHasher;
     let mut graph = Graph {
         states: Vec::new(),
         parent: Vec::new(),
         edge_start: vec![0],
         edges: Vec::new(),
     };
-    // Each entry keeps its state inline (next to its id) so a lookup compares
-    // without touching `graph.states` and a resize never rehashes from it.
-    let mut index: HashTable<(M::State, u32)> = HashTable::new();
+    let mut visited = Visited::new();
     let mut found: Vec<Option<Found<M::Action, M::State>>> =
         properties.iter().map(|_| None).collect();
     let mut transitions = 0u64;
@@ -240,18 +176,13 @@ pub fn explore<M: Model>(
         })
         .collect();
 
-    let mut insert = |graph: &mut Graph<M::State>, state: M::State, parent: u32| -> (u32, bool) {
-        let hash = hasher.hash_one(&state);
-        match index.entry(hash, |(s, _)| *s == state, |(s, _)| hasher.hash_one(s)) {
-            hashbrown::hash_table::Entry::Occupied(e) => (e.get().1, false),
-            hashbrown::hash_table::Entry::Vacant(e) => {
-                let id = u32::try_from(graph.states.len()).expect("more than 2^32 states");
-                e.insert((state.clone(), id));
-                graph.states.push(state);
-                graph.parent.push(parent);
-                (id, true)
-            }
+    let insert = |visited: &mut Visited<M::Key>, graph: &mut Graph<M::Key>, key, parent| {
+        let (id, new) = visited.insert(key);
+        if new {
+            graph.states.push(key);
+            graph.parent.push(parent);
         }
+        (id, new)
     };
     let check_state =
         |found: &mut Vec<Option<Found<M::Action, M::State>>>, id: u32, s: &M::State| {
@@ -265,76 +196,105 @@ pub fn explore<M: Model>(
         };
 
     for state in model.initial_states() {
-        let (id, new) = insert(&mut graph, canon(state), ROOT);
+        let state = canon(state);
+        let (id, new) = insert(&mut visited, &mut graph, model.pack(&state), ROOT);
         if new {
-            let s = graph.states[id as usize].clone();
-            check_state(&mut found, id, &s);
+            check_state(&mut found, id, &state);
         }
     }
     let mut successors = Vec::new();
+    // One batch: each expanded state with its id, whether it is frozen and
+    // where its moves end; the moves are `(packed target, fairness)`, with
+    // `None` for a self-loop.
+    let mut expanded: Vec<(u32, M::State, bool, usize)> = Vec::with_capacity(BATCH);
+    let mut moves: Vec<Move<M>> = Vec::new();
     let (mut head, mut layer_end, mut depth) = (0usize, graph.states.len(), 0usize);
     while head < graph.states.len() {
         if head == layer_end {
             depth += 1;
             layer_end = graph.states.len();
         }
-        let here = u32::try_from(head).expect("state ids fit u32");
-        let state = graph.states[head].clone();
-        successors.clear();
-        model.successors(&state, &mut successors);
-        let mut frozen = true;
-        for Successor {
-            action,
-            next,
-            fairness,
-        } in successors.drain(..)
-        {
-            transitions += 1;
-            let mut i = 0;
-            while i < open_steps.len() {
-                let n = open_steps[i];
-                let hit = match properties[n].check {
-                    Check::AlwaysStep(check) => !check(model, &state, &action, &next),
-                    Check::Sometimes(check) => check(model, &state, &action, &next),
-                    Check::Always(_) | Check::Terminal(_) | Check::Eventually(_) => false,
-                };
-                if hit {
-                    found[n] = Some(Found::Step(here, action.clone(), next.clone()));
-                    open_steps.swap_remove(i);
+        let batch_end = layer_end.min(head + BATCH);
+        for at in head..batch_end {
+            let here = u32::try_from(at).expect("state ids fit u32");
+            let state = model.unpack(graph.states[at]);
+            successors.clear();
+            model.successors(&state, &mut successors);
+            let mut frozen = true;
+            for Successor {
+                action,
+                next,
+                fairness,
+            } in successors.drain(..)
+            {
+                transitions += 1;
+                let mut i = 0;
+                while i < open_steps.len() {
+                    let n = open_steps[i];
+                    let hit = match properties[n].check {
+                        Check::AlwaysStep(check) => !check(model, &state, &action, &next),
+                        Check::Sometimes(check) => check(model, &state, &action, &next),
+                        Check::Always(_) | Check::Terminal(_) | Check::Eventually(_) => false,
+                    };
+                    if hit {
+                        found[n] = Some(Found::Step(here, action.clone(), next.clone()));
+                        open_steps.swap_remove(i);
+                    } else {
+                        i += 1;
+                    }
+                }
+                if next == state {
+                    moves.push((None, fairness));
                 } else {
-                    i += 1;
+                    frozen = false;
+                    let next = canon(next);
+                    moves.push((Some((model.pack(&next), next)), fairness));
                 }
             }
-            let stays = next == state;
-            let (id, new) = if stays {
-                (here, false)
-            } else {
-                insert(&mut graph, canon(next), here)
-            };
-            if new {
-                let s = graph.states[id as usize].clone();
-                check_state(&mut found, id, &s);
+            expanded.push((here, state, frozen, moves.len()));
+        }
+        // Touch every target's slot before inserting any: the loads are
+        // independent, so their cache misses overlap instead of queueing.
+        visited.warm(
+            moves
+                .iter()
+                .filter_map(|(m, _)| m.as_ref().map(|(key, _)| *key)),
+        );
+        let mut from = 0;
+        for (here, state, frozen, end) in expanded.drain(..) {
+            for (to, fairness) in &moves[from..end] {
+                let id = match to {
+                    None => here,
+                    Some((key, next)) => {
+                        let (id, new) = insert(&mut visited, &mut graph, *key, here);
+                        if new {
+                            check_state(&mut found, id, next);
+                        }
+                        id
+                    }
+                };
+                if liveness {
+                    graph.edges.push((id, *fairness));
+                }
             }
-            frozen &= stays;
+            from = end;
             if liveness {
-                graph.edges.push((id, fairness));
+                graph
+                    .edge_start
+                    .push(u32::try_from(graph.edges.len()).expect("edges fit u32"));
             }
-        }
-        if liveness {
-            graph
-                .edge_start
-                .push(u32::try_from(graph.edges.len()).expect("edges fit u32"));
-        }
-        if frozen {
-            for (slot, p) in found.iter_mut().zip(properties) {
-                if let (None, Check::Terminal(check)) = (&slot, &p.check) {
-                    if !check(model, &state) {
-                        *slot = Some(Found::State(here));
+            if frozen {
+                for (slot, p) in found.iter_mut().zip(properties) {
+                    if let (None, Check::Terminal(check)) = (&slot, &p.check) {
+                        if !check(model, &state) {
+                            *slot = Some(Found::State(here));
+                        }
                     }
                 }
             }
         }
-        head += 1;
+        moves.clear();
+        head = batch_end;
     }
     let search = start.elapsed();
 

@@ -55,10 +55,14 @@ struct Bad {
 /// set forever; the one with the shortest prefix.
 pub(crate) fn find<M: Model>(
     model: &M,
-    graph: &Graph<M::State>,
+    graph: &Graph<M::Key>,
     obligations: fn(&M, &M::State) -> u64,
 ) -> Option<Trace<M::State, M::Action>> {
-    let masks: Vec<u64> = graph.states.iter().map(|s| obligations(model, s)).collect();
+    let masks: Vec<u64> = graph
+        .states
+        .iter()
+        .map(|&k| obligations(model, &model.unpack(k)))
+        .collect();
     let bits = masks.iter().fold(0, |a, m| a | m);
     let mut best: Option<Bad> = None;
     for bit in (0..64).filter(|b| bits & (1u64 << b) != 0) {
@@ -264,9 +268,9 @@ fn walk<S>(
 
 /// Turns a violation into a trace: the shortest prefix, then the loop with
 /// each edge's action recovered from the model.
-fn lasso<M: Model>(model: &M, graph: &Graph<M::State>, bad: Bad) -> Trace<M::State, M::Action> {
+fn lasso<M: Model>(model: &M, graph: &Graph<M::Key>, bad: Bad) -> Trace<M::State, M::Action> {
     let path = path_to(graph, bad.entry);
-    let state = |id: u32| graph.states[id as usize].clone();
+    let state = |id: u32| model.unpack(graph.states[id as usize]);
     let mut edges: Vec<Edge> = path
         .windows(2)
         .map(|w| (w[0], w[1], Fairness::Optional))
@@ -278,7 +282,7 @@ fn lasso<M: Model>(model: &M, graph: &Graph<M::State>, bad: Bad) -> Trace<M::Sta
         .into_iter()
         .map(|(from, to, fairness)| {
             successors.clear();
-            model.successors(&graph.states[from as usize], &mut successors);
+            model.successors(&state(from), &mut successors);
             let target = state(to);
             let s = successors
                 .drain(..)

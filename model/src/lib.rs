@@ -19,3 +19,5 @@ pub mod lasso;
 mod paths;
 pub mod report;
 pub mod trace;
+mod verdict;
+mod visited;

@@ -20,7 +20,7 @@ pub(crate) fn path_to<S>(graph: &Graph<S>, id: u32) -> Vec<u32> {
 /// A step finding ends with a concrete step satisfying `last`.
 pub(crate) fn rebuild<M: Model>(
     model: &M,
-    graph: &Graph<M::State>,
+    graph: &Graph<M::Key>,
     found: Found<M::Action, M::State>,
     symmetry: bool,
     last: impl Fn(&M::State, &M::Action, &M::State) -> bool,
@@ -31,7 +31,7 @@ pub(crate) fn rebuild<M: Model>(
         Found::Step(id, action, next) => (id, Some((action, next))),
     };
     let path = path_to(graph, end);
-    let first = &graph.states[path[0] as usize];
+    let first = &model.unpack(graph.states[path[0] as usize]);
     let initial = model
         .initial_states()
         .into_iter()
@@ -45,7 +45,7 @@ pub(crate) fn rebuild<M: Model>(
     let mut here = trace.initial.clone();
     let mut successors = Vec::new();
     for &id in &path[1..] {
-        let target = &graph.states[id as usize];
+        let target = &model.unpack(graph.states[id as usize]);
         successors.clear();
         model.successors(&here, &mut successors);
         let s = successors

@@ -12,6 +12,15 @@ struct Counter;
 impl Model for Counter {
     type State = u8;
     type Action = &'static str;
+    type Key = u8;
+
+    fn pack(&self, state: &u8) -> u8 {
+        *state
+    }
+
+    fn unpack(&self, key: u8) -> u8 {
+        key
+    }
 
     fn initial_states(&self) -> Vec<u8> {
         vec![0]
@@ -123,6 +132,15 @@ struct Loop {
 impl Model for Loop {
     type State = char;
     type Action = &'static str;
+    type Key = char;
+
+    fn pack(&self, state: &char) -> char {
+        *state
+    }
+
+    fn unpack(&self, key: char) -> char {
+        key
+    }
 
     fn initial_states(&self) -> Vec<char> {
         vec!['a']
@@ -205,6 +223,15 @@ struct Exit;
 impl Model for Exit {
     type State = char;
     type Action = &'static str;
+    type Key = char;
+
+    fn pack(&self, state: &char) -> char {
+        *state
+    }
+
+    fn unpack(&self, key: char) -> char {
+        key
+    }
 
     fn initial_states(&self) -> Vec<char> {
         vec!['a']
@@ -244,6 +271,15 @@ struct Idle;
 impl Model for Idle {
     type State = char;
     type Action = &'static str;
+    type Key = char;
+
+    fn pack(&self, state: &char) -> char {
+        *state
+    }
+
+    fn unpack(&self, key: char) -> char {
+        key
+    }
 
     fn initial_states(&self) -> Vec<char> {
         vec!['a']

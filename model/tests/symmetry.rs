@@ -1,14 +1,17 @@
-//! Symmetry reduction is sound only if the representative of a state is the
+//! The visited set is exact only if packing loses nothing, and symmetry
+//! reduction is sound only if the representative of a state is the
 //! representative of every copy of it with the requesters renamed.
 
 use std::collections::HashSet;
 
 use baton_model::explore::Model;
+use baton_model::gate::pack::{pack, unpack};
 use baton_model::gate::symmetry::{canonical, permute};
+use baton_model::gate::system::Sys;
 use baton_model::gate::{GateModel, full};
 
-#[test]
-fn every_renaming_of_a_reachable_state_has_the_same_representative() {
+/// Every state reachable with three requesters, one reservation each.
+fn reachable() -> HashSet<Sys> {
     let setup = full(3, 1);
     let model = GateModel::new(setup);
     let mut seen = HashSet::new();
@@ -23,6 +26,22 @@ fn every_renaming_of_a_reachable_state_has_the_same_representative() {
         todo.extend(successors.iter().map(|x| x.next));
     }
     assert_eq!(seen.len(), 12_808);
+    seen
+}
+
+#[test]
+fn packing_a_reachable_state_loses_nothing() {
+    let seen = reachable();
+    let keys: HashSet<_> = seen.iter().map(pack).collect();
+    assert_eq!(keys.len(), seen.len(), "no two states share a key");
+    for s in &seen {
+        assert_eq!(unpack(pack(s)), *s);
+    }
+}
+
+#[test]
+fn every_renaming_of_a_reachable_state_has_the_same_representative() {
+    let seen = reachable();
     let orders: [[u8; 3]; 6] = [
         [0, 1, 2],
         [0, 2, 1],

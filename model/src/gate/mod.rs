@@ -6,6 +6,7 @@
 pub mod codec;
 pub mod compact;
 pub mod coverage;
+pub mod pack;
 pub mod props;
 pub mod state;
 pub mod symmetry;
@@ -79,6 +80,13 @@ impl GateModel {
             "1..={} requesters",
             system::MAX_REQUESTERS
         );
+        assert!(
+            setup.tries <= pack::MAX_TRIES
+                && u16::from(setup.requesters) * u16::from(setup.tries) < u16::from(pack::TICKETS),
+            "at most {} tries each and fewer than {} reservations in all",
+            pack::MAX_TRIES,
+            pack::TICKETS
+        );
         Self {
             setup,
             core: Core::new(setup.requesters, step),
@@ -89,6 +97,15 @@ impl GateModel {
 impl Model for GateModel {
     type State = Sys;
     type Action = Step;
+    type Key = pack::Key;
+
+    fn pack(&self, state: &Sys) -> pack::Key {
+        pack::pack(state)
+    }
+
+    fn unpack(&self, key: pack::Key) -> Sys {
+        pack::unpack(key)
+    }
 
     fn initial_states(&self) -> Vec<Sys> {
         vec![self.setup.initial()]
