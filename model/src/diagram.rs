@@ -86,3 +86,52 @@ const EVENT_ORDER: [&str; 10] = [
 pub fn readme_block(diagram: &str) -> String {
     format!("```mermaid\n{diagram}```\n")
 }
+
+/// The line before the README's copy of the diagram.
+pub const BEGIN: &str = "<!-- model-diagram:begin -->";
+/// The line after it.
+pub const END: &str = "<!-- model-diagram:end -->";
+
+/// What a README says about the diagram.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Readme {
+    /// It has no markers (yet).
+    Unmarked,
+    /// Its copy between the markers is `diagram`'s block.
+    Current,
+    /// Its copy differs; this is what it holds.
+    Stale(String),
+}
+
+/// Compares the block between [`BEGIN`] and [`END`] in `readme` with
+/// [`readme_block`] of `diagram`.
+pub fn check_readme(readme: &str, diagram: &str) -> Readme {
+    let (Some(begin), Some(end)) = (readme.find(BEGIN), readme.find(END)) else {
+        return Readme::Unmarked;
+    };
+    let held = readme
+        .get(begin + BEGIN.len()..end)
+        .unwrap_or_default()
+        .trim_start_matches('\n');
+    if held == readme_block(diagram) {
+        Readme::Current
+    } else {
+        Readme::Stale(held.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_readme_with_the_current_block_between_its_markers_is_current() {
+        let readme = format!(
+            "# x\n\n{BEGIN}\n{}{END}\n",
+            readme_block("stateDiagram-v2\n")
+        );
+        assert_eq!(check_readme(&readme, "stateDiagram-v2\n"), Readme::Current);
+        assert!(matches!(check_readme(&readme, "other\n"), Readme::Stale(_)));
+        assert_eq!(check_readme("# x\n", "stateDiagram-v2\n"), Readme::Unmarked);
+    }
+}

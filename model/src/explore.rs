@@ -209,7 +209,15 @@ pub fn explore<M: Model>(
     let mut expanded: Vec<(u32, M::State, bool, usize)> = Vec::with_capacity(BATCH);
     let mut moves: Vec<Move<M>> = Vec::new();
     let (mut head, mut layer_end, mut depth) = (0usize, graph.states.len(), 0usize);
+    let mut complete = true;
     while head < graph.states.len() {
+        if options
+            .time_limit
+            .is_some_and(|limit| start.elapsed() > limit)
+        {
+            complete = false;
+            break;
+        }
         if head == layer_end {
             depth += 1;
             layer_end = graph.states.len();
@@ -303,6 +311,7 @@ pub fn explore<M: Model>(
         .zip(found)
         .map(|(p, found)| {
             let verdict = match (&p.check, found) {
+                _ if !complete => Verdict::Skipped("time limit: exploration incomplete"),
                 (Check::Eventually(obligations), _) if liveness => {
                     match lasso::find(model, &graph, *obligations) {
                         Some(trace) => Verdict::Violated(trace),
@@ -341,6 +350,7 @@ pub fn explore<M: Model>(
         max_depth: depth,
         elapsed: start.elapsed(),
         search,
+        complete,
         verdicts,
     }
 }

@@ -4,14 +4,16 @@
 //! configuration; `--symmetry` reduces symmetry; `--requesters N --tries T`
 //! checks that configuration instead; `--no-closer` drops the closer;
 //! `--write-regressions` writes the self-test traces to
-//! `model/regressions/`. Exits 1 if a property fails or a broken variant
+//! `model/regressions/`; `--largest SECS` measures which configurations
+//! complete within SECS seconds, with and without symmetry. Exits 1 if a property fails or a broken variant
 //! goes uncaught.
 
 use std::path::Path;
 use std::process::ExitCode;
 
+use baton_model::explore::{Options, explore};
 use baton_model::gate::system::Setup;
-use baton_model::gate::{CI, Named, REPORT, full};
+use baton_model::gate::{CI, GateModel, Named, REPORT, full, props};
 use baton_model::report::{self, check};
 
 fn value(args: &[String], flag: &str) -> Option<u8> {
@@ -29,6 +31,10 @@ fn main() -> ExitCode {
             "{}",
             baton_model::diagram::mermaid(&checked.model.core.explored())
         );
+        return ExitCode::SUCCESS;
+    }
+    if let Some(limit) = value(&args, "--largest") {
+        largest(limit);
         return ExitCode::SUCCESS;
     }
     let symmetry = has("--symmetry");
@@ -91,5 +97,50 @@ fn main() -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+/// Checks growing configurations under a time limit, with and without
+/// symmetry, and prints each one's size and speed.
+fn largest(limit: u8) {
+    let limit = std::time::Duration::from_secs(limit.into());
+    let sizes = [
+        (3, 2),
+        (4, 1),
+        (5, 1),
+        (4, 2),
+        (6, 1),
+        (5, 2),
+        (4, 3),
+        (6, 2),
+        (5, 3),
+        (6, 3),
+    ];
+    for symmetry in [false, true] {
+        for (k, tries) in sizes {
+            let model = GateModel::new(full(k, tries));
+            let options = Options {
+                symmetry,
+                liveness: !symmetry,
+                time_limit: Some(limit),
+            };
+            let e = explore(&model, &props::properties(), options);
+            let within = e.complete && e.elapsed <= limit;
+            println!(
+                "{k} requesters × {tries}{}: {} · {} states · {} transitions · {:.1} s ({:.1} s search) · {} states/s · {}",
+                if symmetry { ", symmetry" } else { "" },
+                if within {
+                    "within the limit"
+                } else {
+                    "OVER the limit"
+                },
+                report::thousands(e.states as u64),
+                report::thousands(e.transitions),
+                e.elapsed.as_secs_f64(),
+                e.search.as_secs_f64(),
+                report::thousands(report::speed(&e) as u64),
+                if e.all_passed() { "all pass" } else { "FAILED" },
+            );
+        }
     }
 }

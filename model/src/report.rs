@@ -32,6 +32,7 @@ pub fn check(named: &Named, symmetry: bool) -> Checked {
     let options = Options {
         symmetry,
         liveness: !symmetry,
+        time_limit: None,
     };
     let exploration = explore(&model, &props::properties(), options);
     Checked {
@@ -41,6 +42,14 @@ pub fn check(named: &Named, symmetry: bool) -> Checked {
         exploration,
         model,
     }
+}
+
+/// The Mermaid diagram of the core transitions the CI configuration takes
+/// (what `--diagram` prints and the README embeds).
+pub fn diagram() -> String {
+    let model = GateModel::new(crate::gate::CI.setup);
+    let _ = explore(&model, &[], Options::default());
+    crate::diagram::mermaid(&model.core.explored())
 }
 
 /// `1234567` as `1,234,567`.
@@ -164,6 +173,7 @@ pub fn self_test(setup: Setup) -> Vec<Caught> {
                 Options {
                     symmetry: false,
                     liveness: true,
+                    time_limit: None,
                 },
             );
             let violated = e

@@ -45,6 +45,9 @@ pub struct Options {
     /// Keep the graph and check liveness (not with symmetry: obligations
     /// name actors, which symmetry permutes).
     pub liveness: bool,
+    /// Stop searching after this long; the exploration is then incomplete
+    /// and proves nothing (every verdict is skipped).
+    pub time_limit: Option<Duration>,
 }
 
 /// The result of an exploration.
@@ -60,6 +63,8 @@ pub struct Exploration<S, A> {
     pub elapsed: Duration,
     /// Wall time of the breadth-first search alone.
     pub search: Duration,
+    /// Whether every reachable state was explored (no time limit hit).
+    pub complete: bool,
     /// One verdict per property, in the order given.
     pub verdicts: Vec<(&'static str, Verdict<S, A>)>,
 }

@@ -53,6 +53,7 @@ fn run<M: Model>(model: &M, properties: &[Property<M>]) -> Vec<Verdict<M::State,
         Options {
             symmetry: false,
             liveness: true,
+            time_limit: None,
         },
     );
     e.verdicts.into_iter().map(|(_, v)| v).collect()

@@ -14,6 +14,7 @@ fn check(setup: Setup, symmetry: bool) -> Exploration<Sys, Step> {
         Options {
             symmetry,
             liveness: !symmetry,
+            time_limit: None,
         },
     )
 }

@@ -35,6 +35,7 @@ fn caught(
         Options {
             symmetry: false,
             liveness: true,
+            time_limit: None,
         },
     );
     match e.verdict(v.caught_by) {
@@ -97,6 +98,7 @@ fn the_rerequest_livelock_is_caught_only_by_the_lasso_search() {
         Options {
             symmetry: false,
             liveness: true,
+            time_limit: None,
         },
     );
     for (p, (name, verdict)) in properties.iter().zip(&e.verdicts) {
@@ -124,6 +126,7 @@ fn a_fair_closer_would_excuse_the_livelock_so_liveness_is_checked_with_an_unfair
         Options {
             symmetry: false,
             liveness: true,
+            time_limit: None,
         },
     );
     assert_eq!(e.verdict(v.caught_by), Some(&Verdict::Holds));
@@ -161,6 +164,7 @@ fn a_worker_that_never_exits_after_losing_its_committed_boundary_violates_l3() {
         Options {
             symmetry: false,
             liveness: true,
+            time_limit: None,
         },
     );
     let Some(Verdict::Violated(t)) = e.verdict("L3 a committed handoff ends Sealed or Closed")

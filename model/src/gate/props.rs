@@ -4,6 +4,9 @@
 //!
 //! The "release leads to Running" half of S8 is progress, not safety: S8
 //! checks that a release never leaves a fact, L2 that it eventually happens.
+//!
+//! In a predicate, a `_ => true` arm means "not a situation this property
+//! is about"; every arm that decides something is written out.
 
 use super::GateModel;
 use super::codec::{Answer, Ev, Gate, Out, Query, Refusal};

@@ -111,9 +111,10 @@ pub fn successors(setup: &Setup, core: &Core, s: &Sys, out: &mut Out2) {
                         canceled: s.canceled,
                     },
                 );
+                // As the adapter: a refused commit drops the held handoff.
                 let phase = match step.outcome {
                     Some(Out::Moved(_)) => Phase::Sealing { ticket, pause },
-                    _ => Phase::Releasing { ticket },
+                    Some(Out::Ignored | Out::Refused(_)) | None => Phase::Releasing { ticket },
                 };
                 push(with((step, next), phase, me.tries), fair);
                 push(
@@ -233,11 +234,11 @@ fn worker(
                         canceled: s.canceled,
                     },
                 );
-                let w = match (next.gate, pause) {
-                    (Gate::Held { ticket: t, .. }, Some(pause)) if t == ticket => {
-                        Worker::Awaiting { ticket, pause }
-                    }
-                    _ => Worker::Running,
+                // As the adapter: it waits only if its own ticket is now held.
+                let held = matches!(next.gate, Gate::Held { ticket: t, .. } if t == ticket);
+                let w = match pause {
+                    Some(pause) if held => Worker::Awaiting { ticket, pause },
+                    Some(_) | None => Worker::Running,
                 };
                 push(at((step, next), w), fair);
             }
