@@ -1,5 +1,5 @@
 //! Linearizability checking: is a concurrent history explained by some
-//! sequential order of the real core's [`step`] calls?
+//! sequential order of the real core's [`step`](core::step) calls?
 //!
 //! [`linearize`] is Wing & Gong's backtracking search, generalised to
 //! operations that take several atomic steps (`boundary` observes, feeds its
@@ -10,9 +10,10 @@
 //! configurations already refuted keeps the search small for the ≤ ~10
 //! operations of a loom model.
 //!
-//! [`GateSpec`] is the handoff gate's specification over [`step`] and the
-//! waiter queries, with the Run's cancellation bit as part of the state.
-//! Shared by `loom-tests/` (every execution of every model) and `model/`.
+//! [`GateSpec`] is the handoff gate's specification over
+//! [`step`](core::step) and the waiter queries, with the Run's cancellation
+//! bit as part of the state. `loom-tests/` checks every execution of every
+//! model with it; it is public (hidden) so that `model/` can use it too.
 
 use std::collections::HashSet;
 use std::fmt::Debug;
