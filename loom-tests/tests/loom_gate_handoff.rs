@@ -51,22 +51,22 @@ fn a_requester_and_a_worker_agree_on_whether_the_run_was_handed_off() {
     });
 }
 
-/// S1 / S5 / S7 / L1: a requester, a competing requester that gives up once
-/// held, a worker (one boundary, sealing what it is handed) and a closer:
-/// every waiter resolves, and the requester sees a seal exactly when the
-/// worker sealed, which is exactly when the gate ends `Sealed`.
-///
-/// Bounded, preemption bound 3: four actors of up to five operations each
-/// are far beyond an exhaustive run (3 threads × 2 lock operations did not
-/// finish in 10 min here; this model at bound 4 takes ~900k executions,
-/// 2 min). Bound 3 (~73k executions, ~10 s) is one more than tokio's CI
-/// uses for its loom suite; the bugs loom finds in practice need at most
-/// 2 preemptions, and every pair and triple of these operations is
-/// explored exhaustively in `loom_gate_races.rs` and `loom_gate_wakeups.rs`.
+/// S5 / L1: with a requester, a competitor that gives up once held, a
+/// worker sealing what it is handed and a closer, every waiter resolves and
+/// the requester sees a seal exactly when the worker sealed, exactly when
+/// the gate ends `Sealed`.
 #[test]
 fn the_full_handoff_with_a_competitor_and_a_closer_ends_consistently() {
     model(
         "requester ∥ competitor ∥ worker ∥ closer",
+        // Bounded: four actors of up to five operations each are far beyond
+        // an exhaustive run (3 threads x 2 lock operations did not finish in
+        // 10 min here). Bound 3 takes ~73k executions (~10 s); bound 4,
+        // ~890k (~2 min). 3 is one more than tokio's CI uses for its loom
+        // suite; the bugs loom finds in practice need at most 2 preemptions,
+        // and each pair of these operations that can race (and the costly
+        // triples) is exhaustive in `loom_gate_races.rs` and
+        // `loom_gate_wakeups.rs`.
         Coverage::Bounded(3),
         || {
             let (scene, gate) = scene::scene();

@@ -79,12 +79,13 @@ pub fn linearize<S: Spec>(
                 .collect()
         })
         .collect();
+    let (refuted, order) = (HashSet::new(), Vec::new());
     let mut search = Search {
         spec,
         history,
         before,
-        refuted: HashSet::new(),
-        order: Vec::new(),
+        refuted,
+        order,
     };
     let mut pcs = vec![None; history.len()];
     search.explore(&initial, &mut pcs).then_some(search.order)
@@ -270,14 +271,10 @@ impl<P: Clone + PartialEq> GateSpec<P> {
 
     fn apply(&self, world: &World<P>, event: Event<P>) -> (Outcome<P>, World<P>) {
         let outcome = core::step(&self.config, &world.gate, event);
-        let gate = match &outcome {
-            Outcome::Moved(next) => next.clone(),
-            Outcome::Ignored | Outcome::Refused(_) => world.gate.clone(),
-        };
-        let next = World {
-            gate,
-            canceled: world.canceled,
-        };
+        let mut next = world.clone();
+        if let Outcome::Moved(state) = &outcome {
+            next.gate = state.clone();
+        }
         (outcome, next)
     }
 }
