@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::explore::{Exploration, Options, Verdict, explore};
+use crate::gate::codec::StepFn;
 use crate::gate::system::{Setup, Step, Sys};
 use crate::gate::variants::{VARIANTS, Variant};
 use crate::gate::{GateModel, Named, props};
@@ -28,7 +29,13 @@ pub struct Checked {
 
 /// Checks the handoff system `named` against every property.
 pub fn check(named: &Named, symmetry: bool) -> Checked {
-    let model = GateModel::new(named.setup);
+    check_step(named, symmetry, baton::gate::core::step::<u8>)
+}
+
+/// Checks the handoff system `named` around `step` (the real one or a
+/// broken variant) against every property.
+pub fn check_step(named: &Named, symmetry: bool, step: StepFn) -> Checked {
+    let model = GateModel::with_step(named.setup, step);
     let options = Options {
         symmetry,
         liveness: !symmetry,
