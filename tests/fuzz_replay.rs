@@ -6,11 +6,13 @@
 //! not committed fails here instead of passing vacuously.
 #![cfg(feature = "fuzzing")]
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::panic::catch_unwind;
 use std::path::{Path, PathBuf};
 
-use baton::fuzzing::Target;
+use baton::fuzzing::{Target, decode, facts_json, gate_adapter, gate_table};
+use baton::gate::core::StateKind;
 
 /// The files in `fuzz/<folder>/<target>/`, sorted; none if it is missing.
 fn files(folder: &str, target: Target) -> Vec<PathBuf> {
@@ -76,6 +78,72 @@ fn every_committed_corpus_and_regression_input_replays_clean() {
             target.name()
         );
     }
+}
+
+/// The committed `gate_table` corpus is not only clean but broad: it steps
+/// every kind of event in every kind of state (6 × 6 cells of SPEC §1's
+/// table), so a corpus that lost its depth fails here.
+#[test]
+fn the_gate_table_corpus_steps_every_event_in_every_state() {
+    let mut cells = BTreeSet::new();
+    let mut outcomes = BTreeSet::new();
+    for path in files("corpus", Target::GateTable) {
+        let bytes = fs::read(&path).expect("readable");
+        let input: gate_table::Ops = decode(&bytes).expect("corpus inputs decode");
+        gate_table::walk(&input, input.ops.len(), &mut |_, (kind, event, verdict)| {
+            cells.insert((kind, event));
+            outcomes.insert((kind, event, verdict));
+        });
+    }
+    println!(
+        "gate_table corpus: {} of 36 (state, event) cells, {} distinct outcomes",
+        cells.len(),
+        outcomes.len()
+    );
+    let missing: Vec<_> = StateKind::ALL
+        .iter()
+        .flat_map(|kind| EVENTS.iter().map(move |event| (*kind, *event)))
+        .filter(|cell| !cells.contains(cell))
+        .collect();
+    assert!(missing.is_empty(), "cells never stepped: {missing:?}");
+}
+
+/// The kinds of event of the table, as `gate_table::walk` names them.
+const EVENTS: [&str; 6] = ["Reserve", "Preflight", "Cancel", "Commit", "Seal", "Close"];
+
+/// The committed `gate_adapter` corpus drives the adapter into every state.
+#[test]
+fn the_gate_adapter_corpus_reaches_every_state() {
+    let mut reached = BTreeSet::new();
+    for path in files("corpus", Target::GateAdapter) {
+        let bytes = fs::read(&path).expect("readable");
+        let input: gate_adapter::Ops = decode(&bytes).expect("corpus inputs decode");
+        gate_adapter::run(&input.0, &mut |kind| {
+            reached.insert(kind);
+        })
+        .expect("the corpus replays clean");
+    }
+    println!("gate_adapter corpus reaches {reached:?}");
+    assert_eq!(
+        reached.len(),
+        StateKind::ALL.len(),
+        "reached only {reached:?}"
+    );
+}
+
+/// The committed `facts_json` corpus holds valid facts of each kind, so the
+/// round-trip checks really run, not only the decoders' error paths.
+#[test]
+fn the_facts_json_corpus_round_trips_every_kind_of_fact() {
+    let mut checked = [0usize; 3];
+    for path in files("corpus", Target::FactsJson) {
+        let bytes = fs::read(&path).expect("readable");
+        for (count, hit) in checked.iter_mut().zip(facts_json::round_trips(&bytes)) {
+            *count += usize::from(hit);
+        }
+    }
+    println!("facts_json corpus: [invocation, intent, pause] round-tripped {checked:?}");
+    assert!(checked.iter().all(|&count| count > 0), "{checked:?}");
 }
 
 /// Not a check: after `cargo fuzz cmin` (whose merge keeps inputs the

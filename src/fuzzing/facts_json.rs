@@ -22,25 +22,33 @@ pub fn facts_json(data: &[u8]) -> Result<(), Rejected> {
     if data.len() > MAX_BYTES {
         return Err(Rejected);
     }
-    round_trip::<Invocation>(data, |_| true);
-    round_trip::<HandoffIntent>(data, |intent| intent.validate(&source()).is_ok());
-    round_trip::<HandoffPause<HandoffExecution>>(data, |pause| {
-        pause.intent.validate(&source()).is_ok() && pause.execution.validate().is_ok()
-    });
+    round_trips(data);
     Ok(())
 }
 
+/// The body of [`facts_json()`]: which of the three facts `data` decoded to
+/// and validated as, each checked to round-trip.
+pub fn round_trips(data: &[u8]) -> [bool; 3] {
+    [
+        round_trip::<Invocation>(data, |_| true),
+        round_trip::<HandoffIntent>(data, |intent| intent.validate(&source()).is_ok()),
+        round_trip::<HandoffPause<HandoffExecution>>(data, |pause| {
+            pause.intent.validate(&source()).is_ok() && pause.execution.validate().is_ok()
+        }),
+    ]
+}
+
 /// Decodes `data` as `T`; if it decodes and is `valid`, checks the round
-/// trip.
-fn round_trip<T>(data: &[u8], valid: impl Fn(&T) -> bool)
+/// trip and returns `true`.
+fn round_trip<T>(data: &[u8], valid: impl Fn(&T) -> bool) -> bool
 where
     T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug,
 {
     let Ok(fact) = from_json::<T>(data) else {
-        return;
+        return false;
     };
     if !valid(&fact) {
-        return;
+        return false;
     }
     let type_name = std::any::type_name::<T>();
     let encoded = serde_json::to_vec(&fact).expect("a fact always encodes");
@@ -59,6 +67,7 @@ where
         said, encoded,
         "{type_name}: the encoding says something else than the input"
     );
+    true
 }
 
 /// Adds to `said` every object member that `encoded` has as `null` and

@@ -13,7 +13,7 @@ use arbitrary::{Arbitrary, Unstructured};
 use super::ghost::Ghost;
 use super::{Rejected, intent_named, source};
 use crate::facts::{HandoffIntent, HandoffPause, MAX_ID_BYTES};
-use crate::gate::core::{Config, Event, Outcome, State, Ticket, step};
+use crate::gate::core::{Config, Event, Outcome, State, StateKind, Ticket, step};
 
 /// The most operations one input may hold; longer inputs are rejected.
 pub const MAX_OPS: usize = 64;
@@ -315,34 +315,57 @@ fn fail(
     state: &State<u8>,
     outcome: &Outcome<u8>,
 ) -> ! {
-    let config = Config::new(source(), super::ROOT_RUN.into());
     let op = &input.ops[index];
     panic!(
         "{violation}\n  at op {index} Op::{op:?} = {:?}\n  in {state:?}\n  gave {outcome:?}\n\
          trace:\n{}{input:#?}",
         op.event(state),
-        trace(&config, input, index),
+        trace(input, index),
     );
 }
 
-/// The first `steps` steps of `input`, one line each (for a failure report).
-fn trace(config: &Config, input: &Ops, steps: usize) -> String {
+/// One step of the table, as the coverage of a corpus counts it: the kind
+/// of state, the kind of event, and what came out (`Running`…, `ignored`,
+/// `Err Busy`…).
+pub type Cell = (StateKind, &'static str, String);
+
+/// Calls `visit` with each step `input` takes through the table, up to
+/// `steps` steps (a failure trace, a corpus's coverage of the table).
+pub fn walk(input: &Ops, steps: usize, visit: &mut dyn FnMut(&Op, Cell)) {
+    let config = Config::new(source(), super::ROOT_RUN.into());
     let mut state = input.start.state();
-    let mut lines = String::new();
-    for (index, op) in input.ops.iter().take(steps).enumerate() {
-        let outcome = step(config, &state, op.event(&state));
+    for op in input.ops.iter().take(steps) {
+        let event = op.event(&state);
+        let name = match &event {
+            Event::Reserve(_) => "Reserve",
+            Event::Preflight { .. } => "Preflight",
+            Event::Cancel(_) => "Cancel",
+            Event::Commit { .. } => "Commit",
+            Event::Seal(_) => "Seal",
+            Event::Close => "Close",
+        };
+        let outcome = step(&config, &state, event);
         let verdict = match &outcome {
             Outcome::Moved(next) => format!("{:?}", next.kind()),
             Outcome::Ignored => "ignored".into(),
             Outcome::Refused(error) => format!("Err {}", error.name()),
         };
-        lines.push_str(&format!(
-            "  {index:>3}: {:?} --Op::{op:?}--> {verdict}\n",
-            state.kind()
-        ));
+        visit(op, (state.kind(), name, verdict));
         if let Outcome::Moved(next) = outcome {
             state = next;
         }
     }
+}
+
+/// The first `steps` steps of `input`, one line each (for a failure report).
+fn trace(input: &Ops, steps: usize) -> String {
+    let mut lines = String::new();
+    let mut index = 0;
+    walk(input, steps, &mut |op, (kind, _, verdict)| {
+        lines.push_str(&format!(
+            "  {index:>3}: {kind:?} --Op::{op:?}--> {verdict}\n"
+        ));
+        index += 1;
+    });
     lines
 }

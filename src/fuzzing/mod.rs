@@ -85,7 +85,7 @@ impl Target {
 
 /// Decodes a typed fuzz input as `libfuzzer-sys` 0.4 does: too few bytes for
 /// the type's minimum size, or a decoding error, and the body is not run.
-fn decode<'a, T: Arbitrary<'a>>(bytes: &'a [u8]) -> Option<T> {
+pub fn decode<'a, T: Arbitrary<'a>>(bytes: &'a [u8]) -> Option<T> {
     if bytes.len() < T::size_hint(0).0 {
         return None;
     }
