@@ -8,6 +8,15 @@
 //! checks S1–S9 and L1–L3. [`trace`] prints counterexamples and writes and
 //! replays them as JSON; [`report`] is what `cargo run -p baton-model`
 //! prints, and [`diagram`] the Mermaid state diagram of what was explored.
+//!
+//! ```text
+//! cargo run --release -p baton-model                 # the report (CI's configuration, with and without the closer)
+//! cargo run --release -p baton-model -- --diagram    # the Mermaid stateDiagram-v2 the README embeds
+//! cargo run --release -p baton-model -- --requesters 4 --tries 2 [--symmetry] [--no-closer]
+//! cargo run --release -p baton-model -- --variant d_failed_preflight_rerequests   # see a counterexample
+//! cargo run --release -p baton-model -- --largest 60 # what completes within 60 s
+//! cargo test -p baton-model                          # pinned counts, self-tests, regressions
+//! ```
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -143,7 +143,11 @@ fn largest(limit: u8) {
                 e.elapsed.as_secs_f64(),
                 e.search.as_secs_f64(),
                 report::thousands(report::speed(&e) as u64),
-                if e.all_passed() { "all pass" } else { "FAILED" },
+                match (e.complete, e.all_passed()) {
+                    (false, _) => "incomplete",
+                    (true, true) => "all pass",
+                    (true, false) => "FAILED",
+                },
             );
         }
     }
