@@ -147,3 +147,42 @@ fn a_wait_resolving_without_a_seal_is_unexplained() {
     };
     assert!(explained(committed, &[call(1, 4, wait), call(2, 3, seal)]));
 }
+
+/// S2: a final snapshot the operations cannot produce is unexplained: a
+/// stale release landing after a newer reserve leaves that one live.
+#[test]
+fn a_snapshot_the_operations_cannot_produce_is_unexplained() {
+    let requested = World {
+        gate: State::Requested {
+            ticket: Ticket(0),
+            intent: intent("a"),
+        },
+        canceled: false,
+    };
+    let boundary = GateOp::Boundary {
+        preflight: Some((intent("a"), None)),
+        result: None,
+    };
+    let history = |last: State<u8>| {
+        [
+            call(1, 10, GateOp::Release { ticket: Ticket(0) }),
+            call(2, 3, boundary.clone()),
+            call(4, 5, reserve("b", Ok(1))),
+            call(
+                11,
+                12,
+                GateOp::Snapshot(World {
+                    gate: last,
+                    canceled: false,
+                }),
+            ),
+        ]
+    };
+    let live = State::Requested {
+        ticket: Ticket(1),
+        intent: intent("b"),
+    };
+    assert!(explained(requested.clone(), &history(live)));
+    let released = State::Running { next: Ticket(2) };
+    assert!(!explained(requested, &history(released)));
+}

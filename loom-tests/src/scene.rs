@@ -267,8 +267,9 @@ impl Scene {
     /// What every model ends with, once its threads are joined: no waker
     /// left registered on the gate or the cancel signal (SPEC §1, cancel
     /// safety: "dropping a waiting future removes its waker"), and the
-    /// recorded history explained by some sequential order of core steps
-    /// that respects real-time order (SPEC §5: linearizable).
+    /// recorded history, closed by a snapshot of the final state, explained
+    /// by some sequential order of core steps that respects real-time order
+    /// (SPEC §5: linearizable).
     ///
     /// # Panics
     ///
@@ -284,6 +285,12 @@ impl Scene {
             0,
             "a waker was left on the cancel signal"
         );
+        let invoked = self.tick();
+        let last = World {
+            gate: self.state(),
+            canceled: self.cancel.is_canceled(),
+        };
+        self.record(invoked, GateOp::Snapshot(last));
         let log = self.log();
         let spec = GateSpec::new(fixtures::config());
         assert!(

@@ -229,6 +229,8 @@ pub enum GateOp<P> {
     Close,
     /// The Run's cancellation fired.
     Fire,
+    /// A snapshot of the gate's state and the cancellation bit.
+    Snapshot(World<P>),
 }
 
 /// Progress inside one [`GateOp`].
@@ -346,6 +348,7 @@ impl<P: Clone + Eq + Hash + Debug> Spec for GateSpec<P> {
                 done(matches!(outcome, Outcome::Moved(_)) == *sealed, next)
             }
             (GateOp::Close, Start) => done(true, self.apply(world, Event::Close).1),
+            (GateOp::Snapshot(seen), Start) => same(world == seen),
             (GateOp::Fire, Start) => {
                 let mut next = world.clone();
                 next.canceled = true;
