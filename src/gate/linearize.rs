@@ -358,6 +358,8 @@ impl<P: Clone + Eq + Hash + Debug> Spec for GateSpec<P> {
                 self.boundary(preflight.as_ref(), result.as_ref(), pc, world)
             }
             (GateOp::Resumed { result, .. }, pc) => self.boundary(None, result.as_ref(), pc, world),
+            // A progress this operation never reaches: no step, so such a
+            // history is rejected (a checker bug fails loudly, never passes).
             (_, _) => vec![],
         }
     }
