@@ -1,5 +1,5 @@
 //! `gate_table`: operation sequences applied to the core table
-//! ([`core::step`]), every step checked against the ghost reference (S1–S9).
+//! ([`core::step`](crate::gate::core::step)), every step checked against the ghost reference (S1–S9).
 //!
 //! An [`Op`] names an event relative to the current state (the live ticket,
 //! a stale one, the stored pause…) so that short random inputs reach deep
