@@ -5,6 +5,7 @@
 //! for `RUSTFLAGS="--cfg loom" cargo test -p loom-tests --release`).
 //!
 //! - [`fixtures`]: the gate, intents and pauses every model uses;
+//! - [`ledger`]: the delegation ledger's set-ups and counted children;
 //! - `run` (loom only): a model with its coverage stated in code and its
 //!   execution count printed;
 //! - `scene` (loom only): a gate whose every operation is recorded, so that
@@ -15,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod fixtures;
+pub mod ledger;
 #[cfg(loom)]
 pub mod run;
 #[cfg(loom)]

@@ -1,0 +1,323 @@
+#![cfg(loom)]
+//! The delegation ledger's adapter (SPEC §2) under every interleaving of one
+//! or two operations per actor, for each pair (and one triple) of operations
+//! that can race: an arrival against a take, a scope's end and a wait; a
+//! registration against a scope change; a scope's drop against a newer
+//! scope. All models are exhaustive and end with no waker left behind.
+//!
+//! The ledger is shared by a `std::sync::Arc` and its children count their
+//! endings in `std` atomics (see `loom_tests::ledger`): loom sees only the
+//! ledger's own lock, so every interleaving explored is one of its.
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Waker};
+use std::time::Instant;
+
+use baton::ledger::{Arrival, Delegations, RegisterError};
+use loom::future::block_on;
+use loom::thread;
+use loom_tests::ledger::{Counted, TASK_A, TASK_B, delegation, live_ids, scoped};
+use loom_tests::run::{Coverage, model};
+
+/// Whether a fresh `wait_for_arrival`, polled once, resolves at once: a
+/// wake-up is stored. The future is dropped after the poll.
+fn a_wake_up_is_stored(ledger: &Delegations) -> bool {
+    pin!(ledger.wait_for_arrival())
+        .poll(&mut Context::from_waker(Waker::noop()))
+        .is_ready()
+}
+
+/// D1 / D4: an arrival racing `take_arrived` is delivered once and taken
+/// once, and the taker's `counts()` accounts for the entry it did not take.
+#[test]
+fn an_arrival_racing_take_arrived_is_delivered_once_and_taken_once() {
+    let started = Instant::now();
+    model("arrive ∥ take_arrived", Coverage::Exhaustive, move || {
+        let (ledger, _scope, children) = scoped(&["dlg_a"], started);
+        let arriver = {
+            let ledger = Arc::clone(&ledger);
+            thread::spawn(move || ledger.arrive("dlg_a"))
+        };
+        let taken = ledger.take_arrived();
+        let (outstanding, arrived) = ledger.counts();
+        assert_eq!(
+            taken.len() + outstanding + arrived,
+            1,
+            "D4: the entry is either taken or counted, once"
+        );
+        assert_eq!(arriver.join().unwrap(), Arrival::Delivered, "D1");
+        let rest = ledger.take_arrived();
+        let all: Vec<_> = taken
+            .iter()
+            .chain(&rest)
+            .map(|taken| (taken.id().to_owned(), taken.arrived()))
+            .collect();
+        assert_eq!(
+            all,
+            [("dlg_a".to_owned(), true)],
+            "D1: taken exactly once, as arrived"
+        );
+        assert_eq!(ledger.counts(), (0, 0), "D4");
+        assert_eq!(
+            ledger.arrive("dlg_a"),
+            Arrival::AlreadyDelivered,
+            "D1: never delivered again"
+        );
+        drop((taken, rest));
+        assert_eq!(children[0].ended(), 0, "D3: an arrived child is not ended");
+        assert_eq!(ledger.waiter_count(), 0);
+    });
+}
+
+/// D1: of two arrivals of one delegation racing `take_arrived`, exactly one
+/// is `Delivered` and the other `AlreadyDelivered`, even when the entry was
+/// taken in between.
+#[test]
+fn two_arrivals_racing_take_arrived_deliver_the_outcome_exactly_once() {
+    let started = Instant::now();
+    model(
+        "arrive ∥ arrive ∥ take_arrived",
+        Coverage::Exhaustive,
+        move || {
+            let (ledger, _scope, _children) = scoped(&["dlg_a"], started);
+            let arrivers: Vec<_> = (0..2)
+                .map(|_| {
+                    let ledger = Arc::clone(&ledger);
+                    thread::spawn(move || ledger.arrive("dlg_a"))
+                })
+                .collect();
+            let mut taken = ledger.take_arrived().len();
+            let mut arrivals: Vec<_> = arrivers.into_iter().map(|a| a.join().unwrap()).collect();
+            arrivals.sort_by_key(|arrival| *arrival != Arrival::Delivered);
+            assert_eq!(
+                arrivals,
+                [Arrival::Delivered, Arrival::AlreadyDelivered],
+                "D1: delivered exactly once"
+            );
+            taken += ledger.take_arrived().len();
+            assert_eq!(taken, 1, "D1: taken exactly once");
+            assert_eq!(ledger.waiter_count(), 0);
+        },
+    );
+}
+
+/// D3 / D5: after a scope drop racing an arrival the ledger is empty, the
+/// child not arrived is ended exactly once, and the arrived one never.
+#[test]
+fn an_arrival_racing_the_scope_drop_leaves_nothing_and_ends_only_children_not_arrived() {
+    let started = Instant::now();
+    model("arrive ∥ scope drop", Coverage::Exhaustive, move || {
+        let (ledger, scope, children) = scoped(&["dlg_a", "dlg_b"], started);
+        let arriver = {
+            let ledger = Arc::clone(&ledger);
+            thread::spawn(move || ledger.arrive("dlg_a"))
+        };
+        drop(scope);
+        let arrival = arriver.join().unwrap();
+        assert!(
+            matches!(arrival, Arrival::Delivered | Arrival::NotOutstanding),
+            "{arrival:?}"
+        );
+        assert_eq!(ledger.counts(), (0, 0), "D5: empty after the scope");
+        assert!(live_ids(&ledger).is_empty(), "D5");
+        assert_eq!(ledger.remembered(), 0, "D5: its memory went with it");
+        assert_eq!(ledger.task_id(), None);
+        let arrived = usize::from(arrival == Arrival::Delivered);
+        assert_eq!(
+            children[0].ended(),
+            1 - arrived,
+            "D3: ended exactly once unless arrived"
+        );
+        assert_eq!(children[1].ended(), 1, "D3: ended exactly once");
+        assert_eq!(ledger.arrive("dlg_b"), Arrival::NotOutstanding);
+        assert_eq!(ledger.waiter_count(), 0);
+    });
+}
+
+/// D6: a `wait_for_arrival` racing an arrival always resolves (a lost
+/// wake-up would be reported by loom as a deadlock), consuming the one
+/// stored wake-up.
+#[test]
+fn a_wait_racing_an_arrival_always_resolves() {
+    let started = Instant::now();
+    model(
+        "wait_for_arrival ∥ arrive",
+        Coverage::Exhaustive,
+        move || {
+            let (ledger, _scope, _children) = scoped(&["dlg_a"], started);
+            let waiter = {
+                let ledger = Arc::clone(&ledger);
+                thread::spawn(move || block_on(ledger.wait_for_arrival()))
+            };
+            assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
+            waiter.join().unwrap();
+            assert!(
+                !a_wake_up_is_stored(&ledger),
+                "D6: one arrival, one wake-up, consumed by the wait"
+            );
+            assert_eq!(ledger.waiter_count(), 0, "the wait freed its waker");
+        },
+    );
+}
+
+/// D6: a wait dropped after one poll racing an arrival leaves no waker, and
+/// unless that poll resolved it, the arrival's wake-up is still stored for
+/// the next wait.
+#[test]
+fn a_wait_dropped_racing_an_arrival_consumes_nothing_it_did_not_return() {
+    let started = Instant::now();
+    model("dropped wait ∥ arrive", Coverage::Exhaustive, move || {
+        let (ledger, _scope, _children) = scoped(&["dlg_a"], started);
+        let waiter = {
+            let ledger = Arc::clone(&ledger);
+            thread::spawn(move || a_wake_up_is_stored(&ledger))
+        };
+        assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
+        let resolved = waiter.join().unwrap();
+        assert_eq!(ledger.waiter_count(), 0, "the dropped wait left no waker");
+        assert_eq!(
+            a_wake_up_is_stored(&ledger),
+            !resolved,
+            "D6: the wake-up is returned once, by the wait that resolved"
+        );
+    });
+}
+
+/// D2 / D3: a registration for the scoped task racing a change to another
+/// task is refused, or kept only until the change takes it; it never leaks
+/// into the new scope, and its child is ended exactly once.
+#[test]
+fn a_registration_racing_a_scope_change_never_leaks_into_the_new_scope() {
+    let started = Instant::now();
+    model(
+        "register+adopt ∥ scope change",
+        Coverage::Exhaustive,
+        move || {
+            let ledger = Arc::new(Delegations::new());
+            let old = ledger.scope_task(TASK_A);
+            let child = Counted::new();
+            let registrant = {
+                let (ledger, child) = (Arc::clone(&ledger), Arc::clone(&child));
+                thread::spawn(move || {
+                    let registered = ledger.register("dlg_a", delegation(TASK_A, started));
+                    ledger.adopt("dlg_a", child.handle());
+                    registered
+                })
+            };
+            let new = ledger.scope_task(TASK_B);
+            match registrant.join().unwrap() {
+                Ok(()) => {}
+                Err(RegisterError::OtherTask { scoped, found }) => {
+                    assert_eq!((scoped.as_str(), found.as_str()), (TASK_B, TASK_A), "D2");
+                }
+                Err(error) => panic!("D2: {error:?}"),
+            }
+            assert!(
+                live_ids(&ledger).is_empty(),
+                "D2: never kept in the new scope"
+            );
+            assert_eq!(ledger.counts(), (0, 0), "D4");
+            assert_eq!(child.ended(), 1, "D3: its child is ended exactly once");
+            drop((old, new));
+            assert_eq!(child.ended(), 1, "D3: and only once");
+            assert_eq!(ledger.waiter_count(), 0);
+        },
+    );
+}
+
+/// D2: a registration for the next task racing the scope change to it is
+/// kept exactly when it lands after the change, and refused before.
+#[test]
+fn a_registration_for_the_next_task_is_kept_only_once_it_is_in_scope() {
+    let started = Instant::now();
+    model(
+        "register(next) ∥ scope change",
+        Coverage::Exhaustive,
+        move || {
+            let ledger = Arc::new(Delegations::new());
+            let old = ledger.scope_task(TASK_A);
+            let registrant = {
+                let ledger = Arc::clone(&ledger);
+                thread::spawn(move || ledger.register("dlg_b", delegation(TASK_B, started)))
+            };
+            let new = ledger.scope_task(TASK_B);
+            let registered = registrant.join().unwrap();
+            match &registered {
+                Ok(()) => {}
+                Err(RegisterError::OtherTask { scoped, found }) => {
+                    assert_eq!((scoped.as_str(), found.as_str()), (TASK_A, TASK_B), "D2");
+                }
+                Err(error) => panic!("D2: {error:?}"),
+            }
+            let kept: &[&str] = if registered.is_ok() { &["dlg_b"] } else { &[] };
+            assert_eq!(live_ids(&ledger), kept, "D2: kept iff registered in scope");
+            drop((old, new));
+            assert!(live_ids(&ledger).is_empty(), "D5");
+            assert_eq!(ledger.waiter_count(), 0);
+        },
+    );
+}
+
+/// Scope identity: an older scope's drop racing a registration in the newer
+/// scope changes nothing: the registration is kept, its child untouched.
+#[test]
+fn a_stale_scope_drop_racing_a_registration_in_the_newer_scope_changes_nothing() {
+    let started = Instant::now();
+    model(
+        "stale scope drop ∥ register",
+        Coverage::Exhaustive,
+        move || {
+            let ledger = Arc::new(Delegations::new());
+            let old = ledger.scope_task(TASK_A);
+            let new = ledger.scope_task(TASK_B);
+            let dropper = thread::spawn(move || drop(old));
+            let child = Counted::new();
+            assert_eq!(
+                ledger.register("dlg_b", delegation(TASK_B, started)),
+                Ok(()),
+                "a stale drop never ends the newer scope"
+            );
+            ledger.adopt("dlg_b", child.handle());
+            dropper.join().unwrap();
+            assert_eq!(ledger.task_id().as_deref(), Some(TASK_B));
+            assert_eq!(live_ids(&ledger), ["dlg_b"], "D2: kept in its scope");
+            assert_eq!(child.ended(), 0, "the stale drop ended nothing");
+            drop(new);
+            assert_eq!(child.ended(), 1, "D3: its own scope's end ends it");
+            assert_eq!(ledger.waiter_count(), 0);
+        },
+    );
+}
+
+/// Scope identity / D3: a scope's drop racing the next `scope_task` ends
+/// the old scope's child exactly once (by whichever comes first) and leaves
+/// the new scope and its delegation alone.
+#[test]
+fn a_scope_drop_racing_the_next_scope_ends_the_old_children_once_and_spares_the_new() {
+    let started = Instant::now();
+    model(
+        "scope drop ∥ scope change+register",
+        Coverage::Exhaustive,
+        move || {
+            let (ledger, old, children) = scoped(&["dlg_a"], started);
+            let dropper = thread::spawn(move || drop(old));
+            let new = ledger.scope_task(TASK_B);
+            let child = Counted::new();
+            assert_eq!(
+                ledger.register("dlg_b", delegation(TASK_B, started)),
+                Ok(()),
+                "the old scope's drop never ends the newer scope"
+            );
+            ledger.adopt("dlg_b", child.handle());
+            dropper.join().unwrap();
+            assert_eq!(live_ids(&ledger), ["dlg_b"], "D2 / D5");
+            assert_eq!(children[0].ended(), 1, "D3: the old child ended once");
+            assert_eq!(child.ended(), 0, "the new child untouched");
+            drop(new);
+            assert_eq!(child.ended(), 1, "D3");
+            assert_eq!(ledger.waiter_count(), 0);
+        },
+    );
+}
