@@ -13,7 +13,7 @@ use std::future::Future;
 use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Waker};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use baton::ledger::{Arrival, Delegations, RegisterError};
 use loom::future::block_on;
@@ -103,6 +103,40 @@ fn two_arrivals_racing_take_arrived_deliver_the_outcome_exactly_once() {
     );
 }
 
+/// D1 / D3: an arrival racing `take_overdue` is either delivered, and the
+/// entry is not overdue any more, or refused because the entry was taken as
+/// overdue, and its child ended exactly once.
+#[test]
+fn an_arrival_racing_take_overdue_is_delivered_or_its_child_ended_never_both() {
+    let started = Instant::now();
+    model("arrive ∥ take_overdue", Coverage::Exhaustive, move || {
+        let (ledger, _scope, children) = scoped(&["dlg_a"], started);
+        let arriver = {
+            let ledger = Arc::clone(&ledger);
+            thread::spawn(move || ledger.arrive("dlg_a"))
+        };
+        // Each taken delegation is dropped here: one not arrived ends its child.
+        let overdue: Vec<_> = (ledger.take_overdue(Duration::ZERO, started).into_iter())
+            .map(|taken| taken.id().to_owned())
+            .collect();
+        let arrival = arriver.join().unwrap();
+        match arrival {
+            Arrival::Delivered => {
+                assert!(overdue.is_empty(), "D1: an arrived entry is not overdue");
+                assert_eq!(ledger.counts(), (0, 1), "D4");
+                assert_eq!(children[0].ended(), 0, "D3: an arrived child is not ended");
+            }
+            Arrival::NotOutstanding => {
+                assert_eq!(overdue, ["dlg_a"]);
+                assert_eq!(ledger.counts(), (0, 0), "D4");
+                assert_eq!(children[0].ended(), 1, "D3: the overdue child ended once");
+            }
+            other => panic!("D1: {other:?}"),
+        }
+        assert_eq!(ledger.waiter_count(), 0);
+    });
+}
+
 /// D3 / D5: after a scope drop racing an arrival the ledger is empty, the
 /// child not arrived is ended exactly once, and the arrived one never.
 #[test]
@@ -157,6 +191,33 @@ fn a_wait_racing_an_arrival_always_resolves() {
                 !a_wake_up_is_stored(&ledger),
                 "D6: one arrival, one wake-up, consumed by the wait"
             );
+            assert_eq!(ledger.waiter_count(), 0, "the wait freed its waker");
+        },
+    );
+}
+
+/// D6: a wait racing two arrivals always resolves, whichever lands first
+/// and however the two coalesce.
+#[test]
+fn a_wait_racing_two_arrivals_always_resolves() {
+    let started = Instant::now();
+    model(
+        "wait_for_arrival ∥ arrive ∥ arrive",
+        Coverage::Exhaustive,
+        move || {
+            let (ledger, _scope, _children) = scoped(&["dlg_a", "dlg_b"], started);
+            let waiter = {
+                let ledger = Arc::clone(&ledger);
+                thread::spawn(move || block_on(ledger.wait_for_arrival()))
+            };
+            let arriver = {
+                let ledger = Arc::clone(&ledger);
+                thread::spawn(move || ledger.arrive("dlg_b"))
+            };
+            assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
+            assert_eq!(arriver.join().unwrap(), Arrival::Delivered);
+            waiter.join().unwrap();
+            assert_eq!(ledger.counts(), (0, 2), "D4");
             assert_eq!(ledger.waiter_count(), 0, "the wait freed its waker");
         },
     );
