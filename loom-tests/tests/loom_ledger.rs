@@ -373,7 +373,11 @@ fn a_scope_drop_racing_the_next_scope_ends_the_old_children_once_and_spares_the_
             );
             ledger.adopt("dlg_b", child.handle());
             dropper.join().unwrap();
-            assert_eq!(live_ids(&ledger), ["dlg_b"], "D2 / D5");
+            assert_eq!(
+                live_ids(&ledger),
+                ["dlg_b"],
+                "D2: the newer scope keeps its delegation"
+            );
             assert_eq!(children[0].ended(), 1, "D3: the old child ended once");
             assert_eq!(child.ended(), 0, "the new child untouched");
             drop(new);

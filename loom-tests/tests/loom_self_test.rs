@@ -4,7 +4,10 @@
 //! `--cfg baton_loom_broken`, the library's waiter cell checks its query,
 //! unlocks, then registers (a lost wake-up), and its `Release` guard checks
 //! the ticket under one lock and releases under a second (a stale handle
-//! releases a newer reservation). The suite's own models must then fail.
+//! releases a newer reservation), and the ledger's `DelegationScope` drop
+//! checks its token under one lock and ends the current scope under a second
+//! (an older scope's drop ends a newer one). The suite's own models must then
+//! fail.
 //!
 //! Loom aborts the process on a deadlock (loom issue #291), which
 //! `#[should_panic]` cannot catch, so each broken model runs in a child
@@ -85,5 +88,31 @@ fn the_suite_catches_a_release_that_checks_and_acts_under_two_locks() {
     assert!(
         evidence("stale release", &text, "S2: "),
         "no S2 failure reported:\n{text}"
+    );
+}
+
+/// D6: with registration after unlocking, a ledger's `wait_for_arrival`
+/// racing an arrival misses its wake-up, and loom reports the deadlock.
+#[test]
+fn the_suite_catches_a_ledger_wait_that_misses_its_wake_up() {
+    let text = run_broken("loom_ledger", "a_wait_racing_an_arrival_always_resolves");
+    assert!(
+        evidence("ledger lost wake-up", &text, "deadlock; threads = "),
+        "no deadlock reported:\n{text}"
+    );
+}
+
+/// Scope identity: with the token checked under one lock and the scope
+/// ended under a second, a scope's drop racing the next `scope_task` ends
+/// the newer scope, and the model's assertion fails.
+#[test]
+fn the_suite_catches_a_scope_drop_that_checks_and_acts_under_two_locks() {
+    let text = run_broken(
+        "loom_ledger",
+        "a_scope_drop_racing_the_next_scope_ends_the_old_children_once_and_spares_the_new",
+    );
+    assert!(
+        evidence("stale scope drop", &text, "newer scope"),
+        "no scope-identity failure reported:\n{text}"
     );
 }

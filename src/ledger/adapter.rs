@@ -250,11 +250,37 @@ impl DelegationScope {
     }
 }
 
+#[cfg(not(baton_loom_broken))]
 impl Drop for DelegationScope {
     fn drop(&mut self) {
         let token = self.token;
         let left = self.cell.update(|ledger| {
             let left = ledger.end_scope(token);
+            (left.is_some(), left)
+        });
+        if let Some(left) = left {
+            end(left);
+        }
+    }
+}
+
+/// BROKEN ON PURPOSE, only under `--cfg baton_loom_broken` (the loom suite's
+/// self-test, `loom-tests/tests/loom_self_test.rs`): checks the token under
+/// one lock and ends whatever scope is current under a **second**, so a
+/// `scope_task` in between has its newer scope ended (the seed's defect).
+#[cfg(baton_loom_broken)]
+impl Drop for DelegationScope {
+    fn drop(&mut self) {
+        let token = self.token;
+        let current = self
+            .cell
+            .read(|ledger| ledger.scope().map(|(_, current)| current) == Some(token));
+        if !current {
+            return;
+        }
+        let left = self.cell.update(|ledger| {
+            let current = ledger.scope().map(|(_, current)| current);
+            let left = current.and_then(|current| ledger.end_scope(current));
             (left.is_some(), left)
         });
         if let Some(left) = left {
