@@ -170,6 +170,30 @@ fn an_arrival_racing_the_scope_drop_leaves_nothing_and_ends_only_children_not_ar
     });
 }
 
+/// D3: a child adopted racing the scope's drop is ended exactly once: by
+/// the drop if adopted first, by `adopt` itself if the entry is gone.
+#[test]
+fn a_child_adopted_racing_the_scope_drop_is_ended_exactly_once() {
+    let started = Instant::now();
+    model("adopt ∥ scope drop", Coverage::Exhaustive, move || {
+        let ledger = Arc::new(Delegations::new());
+        let scope = ledger.scope_task(TASK_A);
+        ledger
+            .register("dlg_a", delegation(TASK_A, started))
+            .expect("in scope");
+        let child = Counted::new();
+        let adopter = {
+            let (ledger, child) = (Arc::clone(&ledger), Arc::clone(&child));
+            thread::spawn(move || ledger.adopt("dlg_a", child.handle()))
+        };
+        drop(scope);
+        adopter.join().unwrap();
+        assert_eq!(child.ended(), 1, "D3: ended exactly once");
+        assert_eq!(ledger.counts(), (0, 0), "D5");
+        assert_eq!(ledger.waiter_count(), 0);
+    });
+}
+
 /// D6: a `wait_for_arrival` racing an arrival always resolves (a lost
 /// wake-up would be reported by loom as a deadlock), consuming the one
 /// stored wake-up.
