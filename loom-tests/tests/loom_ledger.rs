@@ -1,33 +1,22 @@
 #![cfg(loom)]
 //! The delegation ledger's adapter (SPEC §2) under every interleaving of one
 //! or two operations per actor, for each pair (and one triple) of operations
-//! that can race: an arrival against a take, a scope's end and a wait; a
-//! registration against a scope change; a scope's drop against a newer
-//! scope. All models are exhaustive and end with no waker left behind.
+//! that can race: an arrival against a take or the scope's end, an adoption
+//! against the scope's end, a registration against a scope change, a scope's
+//! drop against a newer scope. (Waits are in `loom_ledger_wakeups.rs`.) All
+//! models are exhaustive and end with no waker left behind.
 //!
 //! The ledger is shared by a `std::sync::Arc` and its children count their
 //! endings in `std` atomics (see `loom_tests::ledger`): loom sees only the
 //! ledger's own lock, so every interleaving explored is one of its.
 
-use std::future::Future;
-use std::pin::pin;
 use std::sync::Arc;
-use std::task::{Context, Waker};
 use std::time::{Duration, Instant};
 
 use baton::ledger::{Arrival, Delegations, RegisterError};
-use loom::future::block_on;
 use loom::thread;
 use loom_tests::ledger::{Counted, TASK_A, TASK_B, delegation, live_ids, scoped};
 use loom_tests::run::{Coverage, model};
-
-/// Whether a fresh `wait_for_arrival`, polled once, resolves at once: a
-/// wake-up is stored. The future is dropped after the poll.
-fn a_wake_up_is_stored(ledger: &Delegations) -> bool {
-    pin!(ledger.wait_for_arrival())
-        .poll(&mut Context::from_waker(Waker::noop()))
-        .is_ready()
-}
 
 /// D1 / D4: an arrival racing `take_arrived` is delivered once and taken
 /// once, and the taker's `counts()` accounts for the entry it did not take.
@@ -191,82 +180,6 @@ fn a_child_adopted_racing_the_scope_drop_is_ended_exactly_once() {
         assert_eq!(child.ended(), 1, "D3: ended exactly once");
         assert_eq!(ledger.counts(), (0, 0), "D5");
         assert_eq!(ledger.waiter_count(), 0);
-    });
-}
-
-/// D6: a `wait_for_arrival` racing an arrival always resolves (a lost
-/// wake-up would be reported by loom as a deadlock), consuming the one
-/// stored wake-up.
-#[test]
-fn a_wait_racing_an_arrival_always_resolves() {
-    let started = Instant::now();
-    model(
-        "wait_for_arrival ∥ arrive",
-        Coverage::Exhaustive,
-        move || {
-            let (ledger, _scope, _children) = scoped(&["dlg_a"], started);
-            let waiter = {
-                let ledger = Arc::clone(&ledger);
-                thread::spawn(move || block_on(ledger.wait_for_arrival()))
-            };
-            assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
-            waiter.join().unwrap();
-            assert!(
-                !a_wake_up_is_stored(&ledger),
-                "D6: one arrival, one wake-up, consumed by the wait"
-            );
-            assert_eq!(ledger.waiter_count(), 0, "the wait freed its waker");
-        },
-    );
-}
-
-/// D6: a wait racing two arrivals always resolves, whichever lands first
-/// and however the two coalesce.
-#[test]
-fn a_wait_racing_two_arrivals_always_resolves() {
-    let started = Instant::now();
-    model(
-        "wait_for_arrival ∥ arrive ∥ arrive",
-        Coverage::Exhaustive,
-        move || {
-            let (ledger, _scope, _children) = scoped(&["dlg_a", "dlg_b"], started);
-            let waiter = {
-                let ledger = Arc::clone(&ledger);
-                thread::spawn(move || block_on(ledger.wait_for_arrival()))
-            };
-            let arriver = {
-                let ledger = Arc::clone(&ledger);
-                thread::spawn(move || ledger.arrive("dlg_b"))
-            };
-            assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
-            assert_eq!(arriver.join().unwrap(), Arrival::Delivered);
-            waiter.join().unwrap();
-            assert_eq!(ledger.counts(), (0, 2), "D4");
-            assert_eq!(ledger.waiter_count(), 0, "the wait freed its waker");
-        },
-    );
-}
-
-/// D6: a wait dropped after one poll racing an arrival leaves no waker, and
-/// unless that poll resolved it, the arrival's wake-up is still stored for
-/// the next wait.
-#[test]
-fn a_wait_dropped_racing_an_arrival_consumes_nothing_it_did_not_return() {
-    let started = Instant::now();
-    model("dropped wait ∥ arrive", Coverage::Exhaustive, move || {
-        let (ledger, _scope, _children) = scoped(&["dlg_a"], started);
-        let waiter = {
-            let ledger = Arc::clone(&ledger);
-            thread::spawn(move || a_wake_up_is_stored(&ledger))
-        };
-        assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
-        let resolved = waiter.join().unwrap();
-        assert_eq!(ledger.waiter_count(), 0, "the dropped wait left no waker");
-        assert_eq!(
-            a_wake_up_is_stored(&ledger),
-            !resolved,
-            "D6: the wake-up is returned once, by the wait that resolved"
-        );
     });
 }
 

@@ -95,7 +95,10 @@ fn the_suite_catches_a_release_that_checks_and_acts_under_two_locks() {
 /// racing an arrival misses its wake-up, and loom reports the deadlock.
 #[test]
 fn the_suite_catches_a_ledger_wait_that_misses_its_wake_up() {
-    let text = run_broken("loom_ledger", "a_wait_racing_an_arrival_always_resolves");
+    let text = run_broken(
+        "loom_ledger_wakeups",
+        "a_wait_racing_an_arrival_always_resolves",
+    );
     assert!(
         evidence("ledger lost wake-up", &text, "deadlock; threads = "),
         "no deadlock reported:\n{text}"
