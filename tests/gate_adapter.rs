@@ -5,6 +5,7 @@
 mod common;
 
 use std::pin::pin;
+use std::task::Poll;
 
 use baton::gate::core::{State, StateKind, Ticket};
 use baton::{CancelSignal, GateError, HandoffIntent, IntentError};
@@ -354,6 +355,41 @@ async fn dropping_the_boundary_once_committed_changes_nothing() {
         "S4: the commit is irreversible"
     );
     assert!(gate.sealed(&pause_for(intent())));
+    assert_eq!(pending.wait().await, Some(pause_for(intent())));
+    assert_eq!(gate.waiter_count(), 0);
+}
+
+/// Row: `boundary` future dropped once Committed → the next boundary learns
+/// of the commit: it returns the committed pause at once, without preflight
+/// or any event, so a worker that merely keeps reaching boundaries ends the
+/// handoff (L3).
+#[tokio::test]
+async fn a_boundary_after_a_lost_committed_boundary_returns_the_committed_pause() {
+    let gate = gate();
+    let requester = gate.requester();
+    let cancel = CancelSignal::new();
+    let reservation = requester.reserve(intent()).unwrap();
+    let pending = {
+        let mut boundary = pin!(gate.boundary(&cancel, prepared));
+        assert!(poll_once(boundary.as_mut()).is_pending());
+        reservation.ready().await.unwrap().commit().unwrap()
+    };
+    let version = requester.version();
+    let mut next = pin!(
+        gate.boundary(&cancel, |_| -> std::future::Ready<Option<Pause>> {
+            panic!("preflight must not run once committed")
+        })
+    );
+    let Poll::Ready(Some(pause)) = poll_once(next.as_mut()) else {
+        panic!("the first poll returns the committed pause");
+    };
+    assert_eq!(pause, pause_for(intent()));
+    assert_eq!(
+        (kind(&gate), requester.version()),
+        (StateKind::Committed, version),
+        "learning of the commit changes nothing"
+    );
+    assert!(gate.sealed(&pause));
     assert_eq!(pending.wait().await, Some(pause_for(intent())));
     assert_eq!(gate.waiter_count(), 0);
 }

@@ -2,8 +2,10 @@
 //! (a thin wrapper around the real one) is reported by the expected
 //! property with a shortest trace of the expected length.
 
-use baton_model::explore::{Check, Options, Verdict, explore};
-use baton_model::gate::system::{Act, Setup};
+use baton::gate::core::{self, Begin, State};
+use baton_model::explore::{Check, Exploration, Options, Verdict, explore};
+use baton_model::gate::codec::Core;
+use baton_model::gate::system::{Act, Setup, Step, Sys};
 use baton_model::gate::variants::{VARIANTS, Variant};
 use baton_model::gate::{GateModel, full, props};
 use baton_model::report::self_test;
@@ -149,28 +151,69 @@ fn every_variant_is_caught_by_its_expected_property() {
     );
 }
 
-#[test]
-fn a_worker_that_never_exits_after_losing_its_committed_boundary_violates_l3() {
-    // Finding: once Committed, `observe` answers `None`, so a worker whose
-    // `boundary` future was dropped cannot learn of the commit at a later
-    // boundary; L3 then holds only because the worker eventually exits.
-    let setup = Setup {
-        exit_after_lost_commit: false,
-        ..SMALL
-    };
-    let e = explore(
-        &GateModel::new(setup),
+const L3: &str = "L3 a committed handoff ends Sealed or Closed";
+
+fn with_liveness(model: &GateModel) -> Exploration<Sys, Step> {
+    explore(
+        model,
         &props::properties(),
         Options {
             symmetry: false,
             liveness: true,
             time_limit: None,
         },
-    );
-    let Some(Verdict::Violated(t)) = e.verdict("L3 a committed handoff ends Sealed or Closed")
-    else {
+    )
+}
+
+/// The adapter before `core::begin`: a boundary that began in `Committed`
+/// saw no request (`core::observe` is `None` there) and returned `None`.
+fn begin_blind_to_the_commit(state: &State<u8>) -> Begin<'_, u8> {
+    match core::begin(state) {
+        Begin::Committed(_) => Begin::Nothing,
+        begun @ (Begin::Nothing | Begin::Requested(..)) => begun,
+    }
+}
+
+#[test]
+fn a_worker_that_merely_reaches_boundaries_after_losing_its_committed_boundary_ends_the_handoff() {
+    // With and without the closer (which could excuse a stuck handoff), and
+    // with no actor that exits on its own: the worker's only fair move in
+    // Committed is to reach a boundary, which returns the committed pause.
+    for closer in [true, false] {
+        let setup = Setup { closer, ..SMALL };
+        let e = with_liveness(&GateModel::new(setup));
+        assert_eq!(e.verdict(L3), Some(&Verdict::Holds), "closer: {closer}");
+        let witness =
+            "reached: a boundary after a lost committed boundary returns the committed pause";
+        let Some(Verdict::Reached(t)) = e.verdict(witness) else {
+            panic!("{witness}: not reached");
+        };
+        let acts = acts(t);
+        let lost = acts.iter().position(|a| *a == Act::DropBoundary);
+        let commit = acts.iter().position(|a| matches!(a, Act::Commit(_)));
+        assert!(commit < lost && lost.is_some(), "{acts:?}");
+        assert_eq!(acts.last(), Some(&Act::BoundaryFindsCommit));
+    }
+}
+
+#[test]
+fn a_boundary_blind_to_the_commit_leaves_it_committed_forever_caught_by_l3_as_a_lasso() {
+    // The finding that led to `core::begin`: a worker whose committed
+    // `boundary` future was dropped keeps running, its later boundaries see
+    // nothing, and nobody seals or closes (without the closer).
+    let setup = Setup {
+        closer: false,
+        ..SMALL
+    };
+    let model = GateModel {
+        setup,
+        core: Core::new(setup.requesters, core::step::<u8>).with_begin(begin_blind_to_the_commit),
+    };
+    let Some(Verdict::Violated(t)) = with_liveness(&model).verdict(L3).cloned() else {
         panic!("expected an L3 lasso");
     };
-    println!("{}", render(setup.requesters, t));
-    assert!(acts(t).contains(&Act::DropBoundary));
+    println!("{}", render(setup.requesters, &t));
+    let start = t.loop_start.expect("a lasso");
+    assert!(acts(&t)[..start].contains(&Act::DropBoundary));
+    assert!(!acts(&t).contains(&Act::BoundaryFindsCommit));
 }

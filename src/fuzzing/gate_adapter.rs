@@ -273,8 +273,10 @@ fn boundary_poll(
     loop {
         match phase {
             Phase::Fresh(preflight) => {
-                let Some((ticket, intent)) = core::observe(&reference.state) else {
-                    return (Poll::Ready(None), phase);
+                let (ticket, intent) = match core::begin(&reference.state) {
+                    core::Begin::Requested(ticket, intent) => (ticket, intent),
+                    core::Begin::Committed(p) => return (Poll::Ready(Some((**p).clone())), phase),
+                    core::Begin::Nothing => return (Poll::Ready(None), phase),
                 };
                 let Some(pause) = prepare(preflight, intent.clone()) else {
                     return (Poll::Pending, Phase::Preflight(ticket));

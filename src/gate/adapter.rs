@@ -9,7 +9,7 @@ use std::pin::pin;
 use std::task::Poll;
 
 use super::GateError;
-use super::core::{self, Config, Event, Outcome, State, Ticket};
+use super::core::{self, Begin, Config, Event, Outcome, State, Ticket};
 use crate::cancel::Cancellation;
 use crate::facts::{HandoffIntent, HandoffPause, Invocation};
 use crate::sync::Arc;
@@ -77,6 +77,12 @@ impl<P: PartialEq> Shared<P> {
             .wait_until(|slot| query(&slot.state, ticket).decided().map(|p| p.cloned()))
             .await
     }
+}
+
+/// What `boundary` found when it began, copied out of the lock.
+enum Begun<P> {
+    Requested(Ticket, HandoffIntent),
+    Committed(std::sync::Arc<HandoffPause<P>>),
 }
 
 /// Releases a ticket when dropped (`Cancel(T)`), unless disarmed. The one
@@ -201,9 +207,17 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
     /// [`sealed`](Self::sealed)) or lets go (`None`: keep running).
     /// Cancellation while held releases the Run.
     ///
+    /// If a handoff is already committed — an earlier `boundary` future held
+    /// it and was dropped after the commit — returns the committed pause at
+    /// once, without preflight: the worker must stop, append it durably and
+    /// seal it, exactly as if that earlier future had returned it. So a
+    /// worker that merely keeps reaching boundaries always ends a committed
+    /// handoff (L3).
+    ///
     /// Cancel-safe: dropping the future during preflight or while held
     /// releases the Run (`Cancel(T)`); so does a panicking preflight. Once
-    /// committed, nothing is undone.
+    /// committed, nothing is undone: dropping the future then changes
+    /// nothing, and the next `boundary` returns the committed pause.
     pub async fn boundary<C, F, Fut>(&self, cancel: &C, preflight: F) -> Option<HandoffPause<P>>
     where
         C: Cancellation,
@@ -211,9 +225,15 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
         Fut: Future<Output = Option<HandoffPause<P>>>,
     {
         let shared = &self.shared;
-        let (ticket, intent) = shared.cell.read(|slot| {
-            core::observe(&slot.state).map(|(ticket, intent)| (ticket, intent.clone()))
+        let begun = shared.cell.read(|slot| match core::begin(&slot.state) {
+            Begin::Nothing => None,
+            Begin::Requested(ticket, intent) => Some(Begun::Requested(ticket, intent.clone())),
+            Begin::Committed(pause) => Some(Begun::Committed(std::sync::Arc::clone(pause))),
         })?;
+        let (ticket, intent) = match begun {
+            Begun::Requested(ticket, intent) => (ticket, intent),
+            Begun::Committed(pause) => return Some(HandoffPause::clone(&pause)),
+        };
         let release = Release {
             shared: Arc::clone(shared),
             ticket,

@@ -2,7 +2,8 @@
 //!
 //! [`step`] maps a state and an event to an [`Outcome`]; [`ready`],
 //! [`boundary`] and [`seal`] say what each kind of waiter should do in a
-//! state; [`observe`] is what a worker sees at a step boundary. There are no
+//! state; [`begin`] is what a worker must do when it reaches a step
+//! boundary ([`observe`]: the request it would prepare for, if any). There are no
 //! locks, no clock and no async here: the cancellation bit is an input of the
 //! events that need it. Every `(state, event)` cell is decided by an
 //! exhaustive match, so adding a state or an event does not compile until
@@ -419,15 +420,48 @@ pub fn seal<P>(state: &State<P>, ticket: Ticket) -> Wait<&Arc<HandoffPause<P>>> 
     }
 }
 
-/// What the worker sees when it reaches a step boundary: the live ticket and
-/// intent if a handoff is requested, else `None` (nothing to do).
-pub fn observe<P>(state: &State<P>) -> Option<(Ticket, &HandoffIntent)> {
+/// What the worker finds when it reaches a step boundary: what
+/// [`HandoffGate::boundary`](crate::HandoffGate::boundary) does first.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Begin<'a, P> {
+    /// No handoff to act on: keep running (`Running`; `Held`, which only a
+    /// boundary already under way waits on; the terminal states).
+    Nothing,
+    /// A requester holds `Ticket` and asks for this intent: run preflight.
+    Requested(Ticket, &'a HandoffIntent),
+    /// A handoff is already committed — the boundary that held it was
+    /// dropped after the commit. The commit is irreversible (S4): stop,
+    /// append this pause durably and seal it.
+    Committed(&'a Arc<HandoffPause<P>>),
+}
+
+impl<P> Clone for Begin<'_, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<P> Copy for Begin<'_, P> {}
+
+/// What a worker reaching a step boundary must do in `state` (see
+/// [`Begin`]). Reaching a boundary is enough for a committed handoff to end
+/// (L3): a later boundary learns of a commit its dropped predecessor missed.
+pub fn begin<P>(state: &State<P>) -> Begin<'_, P> {
     match state {
-        State::Requested { ticket, intent } => Some((*ticket, intent)),
-        State::Running { .. }
-        | State::Held { .. }
-        | State::Committed { .. }
-        | State::Sealed { .. }
-        | State::Closed => None,
+        State::Requested { ticket, intent } => Begin::Requested(*ticket, intent),
+        State::Committed { pause, .. } => Begin::Committed(pause),
+        State::Running { .. } | State::Held { .. } | State::Sealed { .. } | State::Closed => {
+            Begin::Nothing
+        }
+    }
+}
+
+/// The request a worker reaching a step boundary would prepare for: the
+/// live ticket and intent in `Requested`, else `None`. The
+/// [`Begin::Requested`] case of [`begin`].
+pub fn observe<P>(state: &State<P>) -> Option<(Ticket, &HandoffIntent)> {
+    match begin(state) {
+        Begin::Requested(ticket, intent) => Some((ticket, intent)),
+        Begin::Nothing | Begin::Committed(_) => None,
     }
 }

@@ -296,6 +296,48 @@ fn the_boundary_sees_a_request_only_in_requested() {
 }
 
 #[test]
+fn begin_prepares_in_requested_returns_the_pause_in_committed_and_does_nothing_otherwise() {
+    let sample = Sample::new();
+    for kind in StateKind::ALL {
+        let state = sample.state(kind);
+        let begun = core::begin(&state);
+        match kind {
+            StateKind::Requested => {
+                assert_eq!(begun, core::Begin::Requested(LIVE, &sample.intent));
+            }
+            // L3: a boundary after a lost committed boundary learns of the
+            // commit, so reaching boundaries suffices to end the handoff.
+            StateKind::Committed => {
+                let core::Begin::Committed(pause) = begun else {
+                    panic!("in Committed, begin must return the pause: {begun:?}");
+                };
+                assert_eq!(**pause, sample.prepared);
+                assert!(std::ptr::eq(
+                    pause,
+                    state.pause().expect("Committed has one")
+                ));
+            }
+            StateKind::Running | StateKind::Held | StateKind::Sealed | StateKind::Closed => {
+                assert_eq!(begun, core::Begin::Nothing, "in {kind:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn observe_is_the_requested_case_of_begin_in_every_state_kind() {
+    let sample = Sample::new();
+    for kind in StateKind::ALL {
+        let state = sample.state(kind);
+        let expected = match core::begin(&state) {
+            core::Begin::Requested(ticket, intent) => Some((ticket, intent)),
+            core::Begin::Nothing | core::Begin::Committed(_) => None,
+        };
+        assert_eq!(core::observe(&state), expected, "in {kind:?}");
+    }
+}
+
+#[test]
 fn only_sealed_and_closed_are_terminal() {
     let terminal: Vec<_> = StateKind::ALL
         .into_iter()

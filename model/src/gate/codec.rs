@@ -15,11 +15,16 @@ use baton::facts::{HandoffIntent, HandoffPause, Invocation};
 use baton::gate::core::{self, Config, Event, Outcome, State, Ticket, Wait};
 use rustc_hash::FxHashMap;
 
-pub use super::compact::{Answer, Ev, Gate, Out, Query, Refusal};
+pub use super::compact::{Answer, Begun, Ev, Gate, Out, Query, Refusal};
 
 /// A step function with the real core's signature; the model explores the
 /// real [`core::step`] or a deliberately broken wrapper around it.
 pub type StepFn = fn(&Config, &State<u8>, Event<u8>) -> Outcome<u8>;
+
+/// A boundary query with the real `core::begin`'s signature; the model
+/// explores the real one or, to show what it buys, an older adapter's
+/// behaviour (see [`Core::with_begin`]).
+pub type BeginFn = for<'a> fn(&'a State<u8>) -> core::Begin<'a, u8>;
 
 /// The fixed table of facts for `k` requesters. Intent `r < k` is requester
 /// `r`'s; intent `k + r` differs from it only in its claim (a mismatched
@@ -173,9 +178,10 @@ impl Facts {
 pub struct Core {
     facts: Facts,
     step: StepFn,
+    begin: BeginFn,
     steps: RefCell<FxHashMap<(Gate, Ev), Out>>,
     answers: RefCell<FxHashMap<(Gate, Query, u8), Answer>>,
-    observed: RefCell<FxHashMap<Gate, Option<(u8, u8)>>>,
+    begun: RefCell<FxHashMap<Gate, Begun>>,
 }
 
 impl Core {
@@ -184,10 +190,17 @@ impl Core {
         Self {
             facts: Facts::new(k),
             step,
+            begin: core::begin::<u8>,
             steps: RefCell::default(),
             answers: RefCell::default(),
-            observed: RefCell::default(),
+            begun: RefCell::default(),
         }
+    }
+
+    /// This core with `begin` in place of the real `core::begin`.
+    pub fn with_begin(mut self, begin: BeginFn) -> Self {
+        self.begin = begin;
+        self
     }
 
     /// The table of facts.
@@ -236,20 +249,24 @@ impl Core {
         answer
     }
 
-    /// `core::observe`: the live ticket and intent index, if requested.
-    pub fn observe(&self, gate: Gate) -> Option<(u8, u8)> {
-        if let Some(seen) = self.observed.borrow().get(&gate) {
-            return *seen;
+    /// `core::begin`: what the worker does at a step boundary.
+    pub fn begin(&self, gate: Gate) -> Begun {
+        if let Some(begun) = self.begun.borrow().get(&gate) {
+            return *begun;
         }
         let state = self.facts.decode(gate);
-        let seen = core::observe(&state).map(|(t, intent)| {
-            (
-                u8::try_from(t.0).expect("few tickets"),
-                self.facts.intent_index(intent),
-            )
-        });
-        self.observed.borrow_mut().insert(gate, seen);
-        seen
+        let begun = match (self.begin)(&state) {
+            core::Begin::Nothing => Begun::Nothing,
+            core::Begin::Requested(t, intent) => Begun::Requested {
+                ticket: u8::try_from(t.0).expect("few tickets"),
+                intent: self.facts.intent_index(intent),
+            },
+            core::Begin::Committed(pause) => Begun::Committed {
+                pause: self.facts.pause_index(pause),
+            },
+        };
+        self.begun.borrow_mut().insert(gate, begun);
+        begun
     }
 }
 

@@ -216,3 +216,23 @@ pub enum Query {
     /// `core::seal`.
     Seal,
 }
+
+/// What `core::begin` tells a worker at a step boundary, with facts as
+/// table indices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Begun {
+    /// `Begin::Nothing`: keep running.
+    Nothing,
+    /// `Begin::Requested`: run preflight for this ticket and intent.
+    Requested {
+        /// The live ticket.
+        ticket: u8,
+        /// The requested intent.
+        intent: u8,
+    },
+    /// `Begin::Committed`: the boundary returns this committed pause.
+    Committed {
+        /// The committed pause.
+        pause: u8,
+    },
+}

@@ -29,6 +29,10 @@ pub fn coverage() -> Vec<Property<GateModel>> {
                     && matches!(t.outcome, Some(Out::Moved(g)) if g.ticket() > Some(0))
             },
         ),
+        sometimes(
+            "reached: a boundary after a lost committed boundary returns the committed pause",
+            |_, _, t, _| t.act == Act::BoundaryFindsCommit,
+        ),
         sometimes("released: preflight failed", |_, _, t, _| {
             t.act == Act::PreflightFails && moved_to(t, "Running")
         }),

@@ -35,7 +35,6 @@ pub const fn full(requesters: u8, tries: u8) -> Setup {
         fair_closer: false,
         cancellation: true,
         bad_input: true,
-        exit_after_lost_commit: true,
     }
 }
 

@@ -186,6 +186,11 @@ pub fn properties() -> Vec<Property<M>> {
                     }
                     _ => true,
                 },
+                // A later boundary returns only the pause actually committed.
+                Act::BoundaryFindsCommit => match b.worker {
+                    Worker::Sealing { pause } => matches!(a.gate, Gate::Committed { pause: p, .. } if p == pause),
+                    Worker::Running | Worker::Preflight { .. } | Worker::Awaiting { .. } | Worker::Done => false,
+                },
                 _ => true,
             }
         }),

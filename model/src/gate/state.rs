@@ -28,11 +28,6 @@ pub struct Setup {
     pub cancellation: bool,
     /// Bad input (a malformed intent, another root Run) may arrive any time.
     pub bad_input: bool,
-    /// A worker whose `boundary` future was dropped after the commit exits
-    /// (drops its gate: `Close`), as SPEC's cancel-safety table requires
-    /// ("the worker seals or closes"). Without it the worker keeps running
-    /// forever and L3 fails: a later `boundary` cannot see the commit.
-    pub exit_after_lost_commit: bool,
 }
 
 /// Where a requester's program is.
@@ -99,7 +94,8 @@ pub enum Worker {
         /// Ghost: the pause it prepared.
         pause: u8,
     },
-    /// `boundary` returned the committed pause; appending it durably.
+    /// `boundary` returned the committed pause (when it woke, or when a
+    /// later boundary found the commit); appending it durably.
     Sealing {
         /// The committed pause `boundary` returned.
         pause: u8,
@@ -152,13 +148,17 @@ pub enum Act {
     DropBoundary,
     /// The worker's `boundary` resolves.
     BoundaryWakes,
+    /// A new `boundary` begins in `Committed` (its predecessor was dropped
+    /// after the commit) and returns the committed pause at once.
+    BoundaryFindsCommit,
     /// The worker's `boundary` sees cancellation while held.
     BoundaryCanceled,
     /// The worker seals the committed pause.
     Seal,
     /// The worker reports a different pause as sealed.
     SealForged,
-    /// The worker exits after the commit (its gate drops: `Close`).
+    /// The worker exits after `boundary` returned the committed pause,
+    /// without sealing (its gate drops: `Close`).
     WorkerExits,
     /// The closer closes the gate.
     Close,

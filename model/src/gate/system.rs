@@ -10,15 +10,17 @@
 //! - each requester `r` (class `r`) for its own running code: it wakes when
 //!   `ready()`/`wait()` is decided, and holding a handoff it commits or drops
 //!   it (and drops it after a refused commit);
-//! - a worker whose `boundary` was dropped after the commit exits (class
-//!   [`WORKER`]; see [`Setup::exit_after_lost_commit`]).
+//! - in particular a worker whose `boundary` future was dropped after the
+//!   commit merely keeps reaching boundaries: the next one finds the commit
+//!   (`core::begin`) and returns the committed pause, which it then seals or
+//!   exits on. No actor is assumed to exit on its own (L3).
 //!
 //! Never forced (may happen at any time, or never): reserving, dropping a
 //! waiting future or a `PendingSeal`, dropping the worker's `boundary`
 //! future, forged seals, bad input, cancellation, and the closer — unless
 //! [`Setup::fair_closer`] makes it fair, which excuses every livelock.
 
-use super::codec::{Answer, Core, Ev, Gate, Out, Query, Refusal};
+use super::codec::{Answer, Begun, Core, Ev, Gate, Out, Query, Refusal};
 pub use super::state::*;
 use crate::explore::{Fairness, Successor};
 
@@ -157,7 +159,7 @@ pub fn successors(setup: &Setup, core: &Core, s: &Sys, out: &mut Out2) {
             }
         }
     }
-    worker(s, k, setup.exit_after_lost_commit, core, &feed, &mut push);
+    worker(s, k, core, &feed, &mut push);
     if s.closer {
         let (step, mut next) = feed(Act::Close, Ev::Close);
         next.closer = false;
@@ -191,7 +193,6 @@ pub fn successors(setup: &Setup, core: &Core, s: &Sys, out: &mut Out2) {
 fn worker(
     s: &Sys,
     k: u8,
-    exit_after_lost_commit: bool,
     core: &Core,
     feed: &dyn Fn(Act, Ev) -> (Step, Sys),
     push: &mut dyn FnMut((Step, Sys), Fairness),
@@ -203,17 +204,20 @@ fn worker(
     };
     match s.worker {
         Worker::Running => {
-            if let Some((ticket, intent)) = core.observe(s.gate) {
-                let step = Step {
-                    act: Act::Observe,
-                    event: None,
-                    outcome: None,
-                };
-                push(at((step, *s), Worker::Preflight { ticket, intent }), fair);
-            }
-            if exit_after_lost_commit && matches!(s.gate, Gate::Committed { .. }) {
-                push(at(feed(Act::WorkerExits, Ev::Close), Worker::Done), fair);
-            }
+            // A step boundary: what `boundary` does before any await.
+            let (act, w) = match core.begin(s.gate) {
+                Begun::Nothing => return,
+                Begun::Requested { ticket, intent } => {
+                    (Act::Observe, Worker::Preflight { ticket, intent })
+                }
+                Begun::Committed { pause } => (Act::BoundaryFindsCommit, Worker::Sealing { pause }),
+            };
+            let step = Step {
+                act,
+                event: None,
+                outcome: None,
+            };
+            push(at((step, *s), w), fair);
         }
         Worker::Preflight { ticket, intent } => {
             let mismatched = match intent {
