@@ -163,8 +163,12 @@ impl Delegations {
     }
 
     /// Resolves once an outcome was delivered since the last time a wait
-    /// resolved. Like `tokio::sync::Notify::notify_one`: one stored wake-up,
-    /// arrivals coalesce, each wake-up resolves one wait. Cancel-safe: a
+    /// resolved (D6). Like `tokio::sync::Notify::notify_one` with one stored
+    /// permit: arrivals coalesce, and each stored wake-up resolves exactly
+    /// one wait. Unlike `Notify`, arrivals also coalesce while several waits
+    /// are pending (two arrivals then wake one of two pending waits), and a
+    /// scope's end discards its wake-up: the ledger is meant to have one
+    /// consumer, which takes everything arrived when woken. Cancel-safe: a
     /// dropped wait consumes nothing.
     pub async fn wait_for_arrival(&self) {
         self.cell
