@@ -191,3 +191,14 @@ fn gate_adapter_commit_of_a_slot_without_a_held_handoff_keeps_its_reservation() 
         "commit-of-a-slot-without-a-held-handoff",
     );
 }
+
+/// `["host_epoch","]",",\\\\\\\\\\\\",""]` decodes as an `Invocation`. Root
+/// cause: serde's derived `Deserialize` also accepts a struct as a JSON
+/// array of its fields in declaration order, and the harness compared that
+/// array with the re-encoding's object (the harness now lines positional
+/// structs up with the members; baton accepting the positional form is
+/// reported as an open question for `facts`).
+#[test]
+fn facts_json_a_fact_given_as_a_json_array_says_what_its_encoding_says() {
+    regression(Target::FactsJson, "a-fact-given-as-a-json-array");
+}

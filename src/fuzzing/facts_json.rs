@@ -3,10 +3,14 @@
 //! Decoding never panics (SPEC §1 "Facts"). Whatever decodes and validates
 //! must round-trip: its encoding decodes back equal and encodes again to the
 //! same bytes, and it says what the input said — the input's JSON value,
-//! with `null` for optional fields it left out, is the encoding's value.
+//! with `null` for optional fields it left out and structs given by
+//! position (serde also accepts a struct as an array of its fields) lined
+//! up with their members, is the encoding's value.
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use std::fmt;
+
+use serde::de::{DeserializeOwned, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Rejected, source};
@@ -60,36 +64,108 @@ where
         twice, encoded,
         "{type_name}: encodes differently the second time"
     );
-    let mut said: Value = serde_json::from_slice(data).expect("the input decoded, so it is JSON");
-    let encoded: Value = serde_json::from_slice(&encoded).expect("an encoding is JSON");
-    fill_left_out_nulls(&mut said, &encoded);
-    assert_eq!(
-        said, encoded,
-        "{type_name}: the encoding says something else than the input"
+    let said: Value = serde_json::from_slice(data).expect("the input decoded, so it is JSON");
+    let encoded: Ordered = serde_json::from_slice(&encoded).expect("an encoding is JSON");
+    assert!(
+        says(&said, &encoded),
+        "{type_name}: the encoding says something else than the input:\n  \
+         input    {said}\n  encoding {encoded:?}"
     );
     true
 }
 
-/// Adds to `said` every object member that `encoded` has as `null` and
-/// `said` leaves out (serde reads a missing `Option` field as `None`).
-fn fill_left_out_nulls(said: &mut Value, encoded: &Value) {
+/// A JSON value with its object members in document order (`Value` sorts
+/// them), so that an object can be lined up with an array that gave the same
+/// struct by position.
+#[derive(Debug)]
+enum Ordered {
+    Object(Vec<(String, Ordered)>),
+    Array(Vec<Ordered>),
+    Scalar(Value),
+}
+
+impl<'de> Deserialize<'de> for Ordered {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(OrderedVisitor)
+    }
+}
+
+struct OrderedVisitor;
+
+impl<'de> Visitor<'de> for OrderedVisitor {
+    type Value = Ordered;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<Ordered, E> {
+        Ok(Ordered::Scalar(Value::Bool(value)))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Ordered, E> {
+        Ok(Ordered::Scalar(Value::from(value)))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<Ordered, E> {
+        Ok(Ordered::Scalar(Value::from(value)))
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<Ordered, E> {
+        Ok(Ordered::Scalar(Value::from(value)))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Ordered, E> {
+        Ok(Ordered::Scalar(Value::from(value)))
+    }
+
+    fn visit_unit<E>(self) -> Result<Ordered, E> {
+        Ok(Ordered::Scalar(Value::Null))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Ordered, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Ordered::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Ordered, A::Error> {
+        let mut members = Vec::new();
+        while let Some(member) = map.next_entry()? {
+            members.push(member);
+        }
+        Ok(Ordered::Object(members))
+    }
+}
+
+/// Whether the input's JSON value `said` says what the encoding `encoded`
+/// says. A member the input leaves out must be `null` in the encoding (serde
+/// reads a missing `Option` as `None`); a struct the input gives as an array
+/// (serde's positional form of a struct) must list the encoding's members
+/// in order.
+fn says(said: &Value, encoded: &Ordered) -> bool {
     match (said, encoded) {
-        (Value::Object(said), Value::Object(encoded)) => {
-            for (key, value) in encoded {
-                match said.get_mut(key) {
-                    Some(inner) => fill_left_out_nulls(inner, value),
-                    None if value.is_null() => {
-                        said.insert(key.clone(), Value::Null);
-                    }
-                    None => {}
-                }
-            }
+        (Value::Object(said), Ordered::Object(members)) => {
+            said.keys()
+                .all(|key| members.iter().any(|(name, _)| name == key))
+                && members.iter().all(|(name, value)| match said.get(name) {
+                    Some(inner) => says(inner, value),
+                    None => matches!(value, Ordered::Scalar(Value::Null)),
+                })
         }
-        (Value::Array(said), Value::Array(encoded)) => {
-            for (inner, value) in said.iter_mut().zip(encoded) {
-                fill_left_out_nulls(inner, value);
-            }
+        (Value::Array(said), Ordered::Object(members)) => {
+            said.len() == members.len()
+                && said
+                    .iter()
+                    .zip(members)
+                    .all(|(inner, (_, value))| says(inner, value))
         }
-        _ => {}
+        (Value::Array(said), Ordered::Array(items)) => {
+            said.len() == items.len() && said.iter().zip(items).all(|(a, b)| says(a, b))
+        }
+        (said, Ordered::Scalar(value)) => said == value,
+        (_, Ordered::Object(_) | Ordered::Array(_)) => false,
     }
 }
