@@ -5,12 +5,14 @@
 //! transitions, `sometimes` coverage, terminal checks and, in [`lasso`],
 //! liveness under stated fairness. [`gate`] builds the handoff system of
 //! SPEC §1 around `baton::gate::core::step` — never a copy of it — and
-//! checks S1–S9 and L1–L3. [`trace`] prints counterexamples and writes and
+//! checks S1–S9 and L1–L3; [`ledger`] builds the delegation ledger system
+//! of SPEC §2 around `baton::ledger::core::step` and checks D1–D6.
+//! [`trace`] prints counterexamples and writes and
 //! replays them as JSON; [`report`] is what `cargo run -p baton-model`
 //! prints, and [`diagram`] the Mermaid state diagram of what was explored.
 //!
 //! ```text
-//! cargo run --release -p baton-model                 # the report (CI's configuration, with and without the closer)
+//! cargo run --release -p baton-model                 # the report (the gate's CI configuration with and without the closer, the ledger's)
 //! cargo run --release -p baton-model -- --diagram    # the Mermaid stateDiagram-v2 the README embeds
 //! cargo run --release -p baton-model -- --requesters 4 --tries 2 [--symmetry] [--no-closer]
 //! cargo run --release -p baton-model -- --variant d_failed_preflight_rerequests   # see a counterexample
@@ -25,6 +27,7 @@ pub mod diagram;
 pub mod explore;
 pub mod gate;
 pub mod lasso;
+pub mod ledger;
 mod paths;
 pub mod report;
 pub mod trace;

@@ -1,4 +1,6 @@
-//! `cargo run --release -p baton-model`: the model-checking report.
+//! `cargo run --release -p baton-model`: the model-checking report — the
+//! handoff gate's configurations, the delegation ledger's, and both
+//! checkers' self-tests on broken variants.
 //!
 //! Flags: `--diagram` prints the Mermaid state diagram of the CI
 //! configuration; `--symmetry` reduces symmetry; `--requesters N --tries T`
@@ -16,7 +18,7 @@ use std::process::ExitCode;
 use baton_model::explore::{Options, explore};
 use baton_model::gate::system::Setup;
 use baton_model::gate::{CI, GateModel, Named, REPORT, full, props, variants};
-use baton_model::report;
+use baton_model::{ledger, report};
 
 fn value(args: &[String], flag: &str) -> Option<u8> {
     let i = args.iter().position(|a| a == flag)?;
@@ -91,6 +93,16 @@ fn main() -> ExitCode {
                 }
             }
         }
+        println!();
+        for named in ledger::REPORT {
+            let checked = ledger::report::check(named);
+            print!("{}", ledger::report::format(&checked));
+            ok &= checked.exploration.all_passed();
+            println!();
+        }
+        let caught = ledger::report::self_test(ledger::report::SELF_TEST);
+        print!("{}", ledger::report::format_self_test(&caught));
+        ok &= caught.iter().all(|c| c.trace.is_some());
     }
     println!(
         "\n{} in {:.2} s",

@@ -1,12 +1,13 @@
 //! What `cargo run --release -p baton-model` prints: per machine and
 //! configuration the states, transitions, depth, time and speed, each
 //! property ✓/✗ (with its counterexample, also written as JSON), and the
-//! checker's self-test on the broken variants.
+//! checker's self-test on the broken variants. The ledger's section is
+//! [`crate::ledger::report`].
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::explore::{Exploration, Options, Verdict, explore};
+use crate::explore::{Exploration, Options, Trace, Verdict, explore};
 use crate::gate::codec::StepFn;
 use crate::gate::system::{Setup, Step, Sys};
 use crate::gate::variants::{VARIANTS, Variant};
@@ -91,7 +92,20 @@ pub fn format(checked: &Checked) -> String {
         e.search.as_secs_f64(),
         thousands(speed(e) as u64),
     );
-    for (name, verdict) in &e.verdicts {
+    verdict_lines(&mut out, &e.verdicts, |t| {
+        render(checked.setup.requesters, t)
+    });
+    out
+}
+
+/// One line per property, ✓/✗/–, with a shortest witness's length or a
+/// counterexample rendered in full.
+pub fn verdict_lines<S, A>(
+    out: &mut String,
+    verdicts: &[(&'static str, Verdict<S, A>)],
+    render: impl Fn(&Trace<S, A>) -> String,
+) {
+    for (name, verdict) in verdicts {
         let mark = match verdict {
             Verdict::Holds | Verdict::Reached(_) => "✓",
             Verdict::Unreached | Verdict::Violated(_) => "✗",
@@ -104,7 +118,7 @@ pub fn format(checked: &Checked) -> String {
                 let _ = writeln!(out, " (in {n} step{})", if n == 1 { "" } else { "s" });
             }
             Verdict::Violated(t) => {
-                let _ = writeln!(out, "\n{}", render(checked.setup.requesters, t));
+                let _ = writeln!(out, "\n{}", render(t));
             }
             Verdict::Skipped(why) => {
                 let _ = writeln!(out, " ({why})");
@@ -112,7 +126,17 @@ pub fn format(checked: &Checked) -> String {
             Verdict::Holds | Verdict::Unreached => out.push('\n'),
         }
     }
-    out
+}
+
+/// How a counterexample was found: its length, or its lasso's shape.
+pub fn trace_shape<S, A>(t: &Trace<S, A>) -> String {
+    match t.loop_start {
+        Some(start) => format!(
+            "lasso: {start}-step prefix + {}-step loop",
+            t.steps.len() - start
+        ),
+        None => format!("{} steps", t.steps.len()),
+    }
 }
 
 /// Where counterexamples are written: `target/model-counterexamples/`.
@@ -214,15 +238,7 @@ pub fn format_self_test(caught: &[Caught]) -> String {
     for c in caught {
         let mark = if c.trace.is_some() { "✓" } else { "✗" };
         let how = match &c.trace {
-            Some(t) if t.loop_start.is_some() => {
-                let start = t.loop_start.unwrap_or(0);
-                format!(
-                    "lasso: {}-step prefix + {}-step loop",
-                    start,
-                    t.steps.len() - start
-                )
-            }
-            Some(t) => format!("{} steps", t.steps.len()),
+            Some(t) => trace_shape(&t.trace()),
             None => "NOT CAUGHT".into(),
         };
         let _ = writeln!(

@@ -1,0 +1,132 @@
+//! The ledger's section of the report: per configuration the states,
+//! transitions, depth, time and speed, each property ✓/✗ with its
+//! counterexample, and the checker's self-test on the broken variants.
+
+use std::fmt::Write as _;
+
+use super::state::{LStep, LSys, Setup};
+use super::variants::{VARIANTS, Variant};
+use super::{LedgerModel, Named, StepFn, full, props, show};
+use crate::explore::{Exploration, Options, Trace, Verdict, explore};
+use crate::report::{thousands, trace_shape, verdict_lines};
+
+/// The configuration the self-test runs the broken variants on: one
+/// delegation with one child, two scopes, one tick, the waiter — enough
+/// for each variant's shortest trace (the tests find the same lengths on
+/// the CI configuration).
+pub const SELF_TEST: Setup = full(1, 1, 2, 1);
+
+/// One checked configuration.
+pub struct Checked {
+    /// The configuration.
+    pub named: Named,
+    /// What exploration found.
+    pub exploration: Exploration<LSys, LStep>,
+    /// The model explored (its table of ledgers renders the traces).
+    pub model: LedgerModel,
+}
+
+/// Explores `model` against every property, liveness included.
+pub fn explore_all(model: &LedgerModel) -> Exploration<LSys, LStep> {
+    explore(
+        model,
+        &props::properties(),
+        Options {
+            symmetry: false,
+            liveness: true,
+            time_limit: None,
+        },
+    )
+}
+
+/// Checks the ledger system `named` around `step`.
+pub fn check_step(named: Named, step: StepFn) -> Checked {
+    let model = LedgerModel::with_step(named.setup, step);
+    let exploration = explore_all(&model);
+    Checked {
+        named,
+        exploration,
+        model,
+    }
+}
+
+/// Checks the ledger system `named` around the real `step`.
+pub fn check(named: Named) -> Checked {
+    check_step(named, baton::ledger::core::step)
+}
+
+/// The report's block for one configuration.
+pub fn format(checked: &Checked) -> String {
+    let e = &checked.exploration;
+    let speed = e.states as f64 / e.search.as_secs_f64().max(1e-9);
+    let mut out = format!(
+        "delegation ledger · {}\n  {} states · {} transitions · {} ledgers · max depth {} · {:.2} s ({:.2} s search) · {} states/s\n",
+        checked.named.name,
+        thousands(e.states as u64),
+        thousands(e.transitions),
+        thousands(checked.model.ledgers() as u64),
+        e.max_depth,
+        e.elapsed.as_secs_f64(),
+        e.search.as_secs_f64(),
+        thousands(speed as u64),
+    );
+    verdict_lines(&mut out, &e.verdicts, |t| show::render(&checked.model, t));
+    out
+}
+
+/// A broken variant checked on a configuration.
+pub struct Caught {
+    /// The variant.
+    pub variant: Variant,
+    /// The properties it violated, in report order.
+    pub violated: Vec<&'static str>,
+    /// The counterexample of the property expected to catch it, rendered.
+    pub trace: Option<(Trace<LSys, LStep>, String)>,
+}
+
+/// Runs the checker on every broken variant of the ledger's `step`.
+pub fn self_test(setup: Setup) -> Vec<Caught> {
+    VARIANTS
+        .iter()
+        .map(|&variant| {
+            let model = LedgerModel::with_step(setup, variant.step);
+            let e = explore_all(&model);
+            let violated = e
+                .verdicts
+                .iter()
+                .filter(|(_, v)| matches!(v, Verdict::Violated(_)))
+                .map(|(n, _)| *n)
+                .collect();
+            let trace = match e.verdict(variant.caught_by) {
+                Some(Verdict::Violated(t)) => Some((t.clone(), show::render(&model, t))),
+                Some(_) | None => None,
+            };
+            Caught {
+                variant,
+                violated,
+                trace,
+            }
+        })
+        .collect()
+}
+
+/// The report's self-test block for the ledger.
+pub fn format_self_test(caught: &[Caught]) -> String {
+    let n = caught.iter().filter(|c| c.trace.is_some()).count();
+    let mut out = format!(
+        "ledger checker self-test · {n}/{} broken variants of step caught\n",
+        caught.len()
+    );
+    for c in caught {
+        let (mark, how) = match &c.trace {
+            Some((t, _)) => ("✓", trace_shape(t)),
+            None => ("✗", "NOT CAUGHT".into()),
+        };
+        let _ = writeln!(
+            out,
+            "  {mark} {}: {} — by {} ({how})",
+            c.variant.name, c.variant.bug, c.variant.caught_by
+        );
+    }
+    out
+}

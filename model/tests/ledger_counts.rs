@@ -1,0 +1,93 @@
+//! Pinned sizes of the ledger system's state space, every property passing
+//! on them, and the packed form losing nothing. A change in a count is a
+//! behaviour change of the ledger core or of the model: explain it in the
+//! commit that changes the number.
+
+use std::collections::HashSet;
+
+use baton_model::explore::{Exploration, Model, Verdict};
+use baton_model::ledger::report::explore_all;
+use baton_model::ledger::state::{LStep, LSys, Setup};
+use baton_model::ledger::{CI, LedgerModel, full};
+
+fn check(setup: Setup) -> (Exploration<LSys, LStep>, usize) {
+    let model = LedgerModel::new(setup);
+    let e = explore_all(&model);
+    (e, model.ledgers())
+}
+
+/// Every invariant (D1–D6 and SPEC §2's answers) and D6's liveness hold;
+/// coverage is asserted where the configuration can reach it.
+fn assert_invariants_hold(e: &Exploration<LSys, LStep>) {
+    for (name, verdict) in &e.verdicts {
+        match verdict {
+            Verdict::Violated(trace) => panic!("{name} violated:\n{trace:?}"),
+            Verdict::Skipped(why) => panic!("{name} skipped: {why}"),
+            Verdict::Holds | Verdict::Reached(_) | Verdict::Unreached => {}
+        }
+    }
+}
+
+#[test]
+fn one_delegation_with_one_child_two_scopes_one_tick_has_exactly_480_states_and_d1_to_d6_hold() {
+    let (e, ledgers) = check(full(1, 1, 2, 1));
+    assert_eq!(
+        (e.states, e.transitions, e.max_depth, ledgers),
+        (480, 5_724, 13, 33)
+    );
+    assert_invariants_hold(&e);
+}
+
+#[test]
+fn two_delegations_with_one_child_each_have_exactly_12624_states_and_d1_to_d6_hold() {
+    let (e, ledgers) = check(full(2, 1, 2, 1));
+    assert_eq!(
+        (e.states, e.transitions, e.max_depth, ledgers),
+        (12_624, 206_656, 19, 353)
+    );
+    assert_invariants_hold(&e);
+}
+
+#[test]
+fn the_ci_configuration_has_exactly_89826_states_and_every_property_passes() {
+    let (e, ledgers) = check(CI.setup);
+    assert_eq!(
+        (e.states, e.transitions, e.max_depth, ledgers),
+        (89_826, 1_530_285, 24, 689)
+    );
+    for (name, verdict) in &e.verdicts {
+        assert!(verdict.passed(), "{name}: {verdict:?}");
+    }
+}
+
+#[test]
+fn without_the_waiter_or_bad_input_the_ledger_still_keeps_d1_to_d5() {
+    let setup = Setup {
+        waiter: false,
+        bad_input: false,
+        ..full(2, 1, 2, 1)
+    };
+    let (e, _) = check(setup);
+    assert_eq!((e.states, e.transitions), (3_632, 50_336));
+    assert_invariants_hold(&e);
+}
+
+#[test]
+fn packing_a_reachable_ledger_state_loses_nothing() {
+    let model = LedgerModel::new(full(2, 2, 2, 1));
+    let mut seen = HashSet::new();
+    let mut todo = model.initial_states();
+    let mut successors = Vec::new();
+    while let Some(s) = todo.pop() {
+        if !seen.insert(s) {
+            continue;
+        }
+        assert_eq!(model.unpack(model.pack(&s)), s);
+        successors.clear();
+        model.successors(&s, &mut successors);
+        todo.extend(successors.iter().map(|x| x.next));
+    }
+    assert_eq!(seen.len(), 89_826);
+    let keys: HashSet<_> = seen.iter().map(|s| model.pack(s)).collect();
+    assert_eq!(keys.len(), seen.len(), "distinct states pack distinctly");
+}
