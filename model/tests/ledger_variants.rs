@@ -84,3 +84,19 @@ fn every_ledger_variant_is_caught_by_its_expected_property() {
         );
     }
 }
+
+#[test]
+fn an_arrival_with_no_stored_wake_up_also_leaves_a_wait_pending_forever_caught_as_a_lasso() {
+    let v = variant("h_");
+    let model = LedgerModel::with_step(SELF_TEST, v.step);
+    let e = explore_all(&model);
+    let Some(Verdict::Violated(t)) =
+        e.verdict("D6 a pending wait_for_arrival resolves once an arrival is owed")
+    else {
+        panic!("expected a D6 lasso");
+    };
+    println!("{}", render(&model, t));
+    let start = t.loop_start.expect("a lasso");
+    assert!(acts(t)[..start].contains(&Act::Arrive(0)));
+    assert!(acts(t)[start..].iter().all(|a| *a == Act::PollWait));
+}

@@ -17,6 +17,7 @@ pub mod child;
 pub mod coverage;
 pub mod props;
 pub mod report;
+pub mod seen;
 pub mod show;
 pub mod state;
 pub mod system;
@@ -28,8 +29,8 @@ use std::rc::Rc;
 use rustc_hash::FxHashMap;
 
 use crate::explore::{Model, Successor};
-use baton::ledger::core::Entry;
-use child::{ModelChild, World, within};
+use child::{World, within};
+pub use seen::{Seen, SeenEntry};
 use state::{
     Act, Event, Held, L, LStep, LSys, MAX_CHILDREN, MAX_IDS, MAX_SCOPES, MAX_TICKS, Outcome, Setup,
 };
@@ -86,6 +87,7 @@ pub struct LedgerModel {
 /// Every distinct ledger reached, by index; ledger 0 is the empty one.
 struct Ledgers {
     ids: u8,
+    bound: u8,
     index: FxHashMap<L, u32>,
     all: Vec<L>,
     /// What each ledger's public queries answer, read once when it is
@@ -99,98 +101,10 @@ impl Ledgers {
             return i;
         }
         let i = u32::try_from(self.all.len()).expect("fewer than 2^32 ledgers");
-        self.seen.push(Seen::of(&ledger, self.ids));
+        self.seen.push(Seen::of(&ledger, self.ids, self.bound));
         self.index.insert(ledger.clone(), i);
         self.all.push(ledger);
         i
-    }
-}
-
-/// One entry as [`Ledger::entry`](baton::ledger::core::Ledger::entry)
-/// shows it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct SeenEntry {
-    /// The task it was registered for (its data).
-    pub task: u8,
-    /// When it started, in ticks.
-    pub started: u8,
-    /// Whether it arrived.
-    pub arrived: bool,
-    /// Its child.
-    pub child: Option<ModelChild>,
-}
-
-impl SeenEntry {
-    fn of(entry: &Entry<u8, ModelChild>) -> Self {
-        Self {
-            task: *entry.data,
-            started: u8::try_from(entry.started.as_secs()).expect("few ticks"),
-            arrived: entry.arrived,
-            child: entry.child,
-        }
-    }
-
-    /// Whether `taken` is this entry, as it was.
-    pub fn is(&self, taken: &state::Taken) -> bool {
-        Self::of(&taken.entry) == *self
-    }
-}
-
-/// What a ledger's public queries answer (`scope`, `entry` of each model
-/// id, `live`, `counts`, `delivered_len`, and `take_permit` on a copy).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Seen {
-    /// The task index in scope and the scope's token.
-    pub scope: Option<(u8, u8)>,
-    /// `entry(d)` for each model id `d`.
-    pub entries: [Option<SeenEntry>; MAX_IDS as usize],
-    /// `live().len()`.
-    pub live: usize,
-    /// The tasks the `live()` entries' data name, one bit each.
-    pub live_tasks: u8,
-    /// `counts()`.
-    pub counts: (usize, usize),
-    /// `delivered_len()`.
-    pub delivered: usize,
-    /// Whether a wake-up is stored (`take_permit` on a copy).
-    pub permit: bool,
-}
-
-impl Seen {
-    fn of(ledger: &L, ids: u8) -> Self {
-        let live = ledger.live();
-        Self {
-            scope: ledger.scope().map(|(task, token)| {
-                let t = task
-                    .strip_prefix("task-")
-                    .and_then(|t| t.parse().ok())
-                    .expect("the model scopes only task-0, task-1");
-                (t, u8::try_from(token.0).expect("few scopes"))
-            }),
-            entries: std::array::from_fn(|d| {
-                let d = d as u8;
-                (d < ids)
-                    .then(|| ledger.entry(&state::name(d)).map(SeenEntry::of))
-                    .flatten()
-            }),
-            live: live.len(),
-            live_tasks: live.iter().fold(0, |acc, (_, task)| acc | 1 << **task),
-            counts: ledger.counts(),
-            delivered: ledger.delivered_len(),
-            permit: ledger.clone().take_permit(),
-        }
-    }
-
-    /// Whether the ledger is empty in every respect D5 names.
-    pub fn empty(&self) -> bool {
-        self.live == 0 && self.counts == (0, 0) && self.delivered == 0 && !self.permit
-    }
-
-    /// The model ids with an entry that satisfies `keep`, in id order.
-    pub fn ids_where(&self, keep: impl Fn(&SeenEntry) -> bool) -> Vec<u8> {
-        (0..MAX_IDS)
-            .filter(|&d| self.entries[d as usize].as_ref().is_some_and(&keep))
-            .collect()
     }
 }
 
@@ -230,6 +144,7 @@ impl LedgerModel {
         );
         let mut ledgers = Ledgers {
             ids: setup.ids,
+            bound: setup.bound,
             index: FxHashMap::default(),
             all: Vec::new(),
             seen: Vec::new(),

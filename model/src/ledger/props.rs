@@ -177,6 +177,11 @@ pub fn properties() -> Vec<Property<M>> {
                     before.entries[d].is_some_and(|e| e.is(t)) && after.entries[d].is_none()
                 })
         }),
+        always("next_overdue is the earliest start not arrived plus the bound", |m, s| {
+            let seen = m.seen(s);
+            let earliest = seen.entries.iter().flatten().filter(|e| !e.arrived).map(|e| e.started).min();
+            seen.next_overdue == earliest.map(|started| started + m.setup.bound)
+        }),
         Property {
             name: "D6 a pending wait_for_arrival resolves once an arrival is owed",
             check: Check::Eventually(|_, s: &LSys| u64::from(s.waiting && s.owed)),

@@ -82,3 +82,8 @@ pub const VARIANTS: [Variant; 3] = [
         caught_by: "D6 an arrival is never lost: after Delivered the wake-up is stored",
     },
 ];
+
+/// The ledger variant called `name`.
+pub fn by_name(name: &str) -> Option<StepFn> {
+    VARIANTS.iter().find(|v| v.name == name).map(|v| v.step)
+}
