@@ -381,12 +381,21 @@ impl<P: Clone + PartialEq> GateSpec<P> {
             Some(_) | None => vec![],
         };
         match pc {
-            GatePc::Start => match (core::observe(&world.gate), preflight) {
-                (None, None) => finish(Some(None)),
-                (Some((ticket, seen)), Some((intent, _))) if seen == intent => {
+            GatePc::Start => match (core::begin(&world.gate), preflight) {
+                (core::Begin::Nothing, None) => finish(Some(None)),
+                // A boundary that begins in Committed returns that pause.
+                (core::Begin::Committed(pause), None) => {
+                    finish(Some(Some(HandoffPause::clone(pause))))
+                }
+                (core::Begin::Requested(ticket, seen), Some((intent, _))) if seen == intent => {
                     vec![(GatePc::Observed(ticket), world.clone())]
                 }
-                (Some(_) | None, _) => vec![],
+                (
+                    core::Begin::Nothing | core::Begin::Committed(_) | core::Begin::Requested(..),
+                    _,
+                ) => {
+                    vec![]
+                }
             },
             GatePc::Observed(ticket) => {
                 let pause = preflight.and_then(|(_, pause)| pause.clone());
