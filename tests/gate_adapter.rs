@@ -574,3 +574,10 @@ async fn many_requesters_on_a_multi_thread_runtime_hand_off_exactly_once() {
     assert_eq!(winners.len(), 1, "S1: exactly one handoff: {winners:?}");
     assert_eq!(gate.waiter_count(), 0);
 }
+
+#[test]
+fn the_gate_and_its_requesters_name_the_root_run() {
+    let gate = gate();
+    assert_eq!(gate.root_run_id(), "run");
+    assert_eq!(gate.requester().root_run_id(), "run");
+}

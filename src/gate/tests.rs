@@ -383,3 +383,11 @@ fn the_checked_in_table_is_the_one_the_core_renders() {
         "README.md must embed src/gate/table.md verbatim"
     );
 }
+
+#[test]
+fn a_ticket_prints_as_its_number_and_a_config_names_its_run() {
+    assert_eq!(Ticket(7).to_string(), "#7");
+    let sample = Sample::new();
+    assert_eq!(sample.config.root_run_id(), "run");
+    assert_eq!(sample.config.source().run_id, "run");
+}
