@@ -102,23 +102,60 @@ fn reserve_busy(c: &mut Criterion) {
     group.finish();
 }
 
+/// One design under contention: a cheap-to-clone handle that can try one
+/// reserve+release and drive one boundary with a failing preflight.
+trait Contender: Clone + Send + Sync + 'static {
+    /// Reserves and releases at once; whether the reserve succeeded.
+    fn reserve_release(&self, intent: &baton::HandoffIntent) -> bool;
+    /// Drives one boundary whose preflight fails.
+    fn boundary(&self) -> impl std::future::Future<Output = ()> + Send + '_;
+}
+
+/// The worker's gate shared with the requesters (baton's gate is not `Clone`).
+#[derive(Clone)]
+struct BatonGate(
+    Arc<HandoffGate<()>>,
+    baton::HandoffRequester<()>,
+    CancelSignal,
+);
+
+impl Contender for BatonGate {
+    fn reserve_release(&self, intent: &baton::HandoffIntent) -> bool {
+        self.1.reserve(intent.clone()).is_ok()
+    }
+    async fn boundary(&self) {
+        let _ = self.0.boundary(&self.2, |_| std::future::ready(None)).await;
+    }
+}
+
+#[derive(Clone)]
+struct BaselineGate(baseline::gate::Gate, CancellationToken);
+
+impl Contender for BaselineGate {
+    fn reserve_release(&self, intent: &baton::HandoffIntent) -> bool {
+        self.0.reserve(intent.clone()).is_some()
+    }
+    async fn boundary(&self) {
+        let _ = self.0.boundary(&self.1, |_| std::future::ready(None)).await;
+    }
+}
+
 /// `pairs` successful reserve+release pairs by `tasks` requesters on a
 /// 2-worker runtime while one task drives boundaries (failed preflight).
-fn contended_baton(tasks: usize, pairs: u64) -> Duration {
+fn contended_run<G: Contender>(gate: impl FnOnce() -> G, tasks: usize, pairs: u64) -> Duration {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .build()
         .unwrap();
     rt.block_on(async {
-        let gate = Arc::new(HandoffGate::<()>::new(source(), "run".into()));
+        let gate = gate();
         let done = Arc::new(AtomicBool::new(false));
         let count = Arc::new(AtomicU64::new(0));
         let worker = {
-            let (gate, done) = (Arc::clone(&gate), Arc::clone(&done));
+            let (gate, done) = (gate.clone(), Arc::clone(&done));
             tokio::spawn(async move {
-                let cancel = CancelSignal::new();
                 while !done.load(Ordering::Relaxed) {
-                    let _ = gate.boundary(&cancel, |_| std::future::ready(None)).await;
+                    gate.boundary().await;
                     tokio::task::yield_now().await;
                 }
             })
@@ -126,16 +163,14 @@ fn contended_baton(tasks: usize, pairs: u64) -> Duration {
         let start = Instant::now();
         let requesters: Vec<_> = (0..tasks)
             .map(|_| {
-                let (requester, done, count) =
-                    (gate.requester(), Arc::clone(&done), Arc::clone(&count));
+                let (gate, done, count) = (gate.clone(), Arc::clone(&done), Arc::clone(&count));
                 let intent = intent();
                 tokio::spawn(async move {
                     while !done.load(Ordering::Relaxed) {
-                        if let Ok(reservation) = requester.reserve(intent.clone()) {
-                            drop(reservation);
-                            if count.fetch_add(1, Ordering::Relaxed) + 1 >= pairs {
-                                done.store(true, Ordering::Relaxed);
-                            }
+                        if gate.reserve_release(&intent)
+                            && count.fetch_add(1, Ordering::Relaxed) + 1 >= pairs
+                        {
+                            done.store(true, Ordering::Relaxed);
                         }
                         tokio::task::yield_now().await;
                     }
@@ -151,50 +186,23 @@ fn contended_baton(tasks: usize, pairs: u64) -> Duration {
     })
 }
 
+fn contended_baton(tasks: usize, pairs: u64) -> Duration {
+    let gate = || {
+        let gate = HandoffGate::<()>::new(source(), "run".into());
+        let requester = gate.requester();
+        BatonGate(Arc::new(gate), requester, CancelSignal::new())
+    };
+    contended_run(gate, tasks, pairs)
+}
+
 fn contended_baseline(tasks: usize, pairs: u64) -> Duration {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let gate = baseline::gate::Gate::new(source(), "run".into());
-        let done = Arc::new(AtomicBool::new(false));
-        let count = Arc::new(AtomicU64::new(0));
-        let worker = {
-            let (gate, done) = (gate.clone(), Arc::clone(&done));
-            tokio::spawn(async move {
-                let cancel = CancellationToken::new();
-                while !done.load(Ordering::Relaxed) {
-                    let _ = gate.boundary(&cancel, |_| std::future::ready(None)).await;
-                    tokio::task::yield_now().await;
-                }
-            })
-        };
-        let start = Instant::now();
-        let requesters: Vec<_> = (0..tasks)
-            .map(|_| {
-                let (gate, done, count) = (gate.clone(), Arc::clone(&done), Arc::clone(&count));
-                let intent = intent();
-                tokio::spawn(async move {
-                    while !done.load(Ordering::Relaxed) {
-                        if let Some(reservation) = gate.reserve(intent.clone()) {
-                            drop(reservation);
-                            if count.fetch_add(1, Ordering::Relaxed) + 1 >= pairs {
-                                done.store(true, Ordering::Relaxed);
-                            }
-                        }
-                        tokio::task::yield_now().await;
-                    }
-                })
-            })
-            .collect();
-        for task in requesters {
-            task.await.unwrap();
-        }
-        let elapsed = start.elapsed();
-        worker.await.unwrap();
-        elapsed
-    })
+    let gate = || {
+        BaselineGate(
+            baseline::gate::Gate::new(source(), "run".into()),
+            CancellationToken::new(),
+        )
+    };
+    contended_run(gate, tasks, pairs)
 }
 
 fn contended(c: &mut Criterion) {
