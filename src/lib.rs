@@ -6,6 +6,7 @@ mod sync;
 mod waiter;
 
 pub mod cancel;
+pub mod durable;
 pub mod facts;
 pub mod gate;
 pub mod ledger;
