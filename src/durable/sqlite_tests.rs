@@ -1,0 +1,193 @@
+//! [`SqliteLog`] on real files: the log rules, durability across reopening,
+//! the schema version, and corrupt rows.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::*;
+use crate::durable::tests::{pause, source, the_log_rules_hold};
+use crate::durable::{Decision, reconcile};
+
+/// A fresh database path in the temp dir, removed (with its WAL) on drop.
+struct TempDb(PathBuf);
+
+impl TempDb {
+    fn new() -> Self {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let name = format!(
+            "baton-sqlite-test-{}-{}.sqlite",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let db = Self(std::env::temp_dir().join(name));
+        db.remove();
+        db
+    }
+    fn remove(&self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
+        }
+    }
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+#[test]
+fn the_sqlite_log_keeps_the_log_rules() {
+    let db = TempDb::new();
+    the_log_rules_hold(&SqliteLog::open(&db.0).unwrap());
+}
+
+#[test]
+fn an_acknowledged_append_is_read_back_whole_after_reopening() {
+    let db = TempDb::new();
+    let log = SqliteLog::open(&db.0).unwrap();
+    assert_eq!(
+        log.append("root", &source(), &pause("h")).unwrap(),
+        Receipt::Written
+    );
+    drop(log);
+    let log = SqliteLog::open(&db.0).unwrap();
+    let facts = HandoffLog::<u32>::facts(&log, "root", "run").unwrap();
+    assert_eq!(facts.pauses[0].source, source());
+    assert_eq!(reconcile(&facts), Ok(Decision::HandedOff(pause("h"))));
+}
+
+#[test]
+fn the_log_is_wal_with_full_sync_and_records_its_schema_version() {
+    let db = TempDb::new();
+    let log = SqliteLog::open(&db.0).unwrap();
+    let connection = lock(&log.connection);
+    let mode: String = connection
+        .pragma_query_value(None, "journal_mode", |row| row.get(0))
+        .unwrap();
+    let synchronous: i64 = connection
+        .pragma_query_value(None, "synchronous", |row| row.get(0))
+        .unwrap();
+    let version: i64 = connection
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .unwrap();
+    assert_eq!(
+        (mode.as_str(), synchronous, version),
+        ("wal", 2, SCHEMA_VERSION)
+    );
+}
+
+#[test]
+fn a_file_with_an_unknown_schema_version_is_a_typed_error() {
+    let db = TempDb::new();
+    let connection = Connection::open(&db.0).unwrap();
+    connection.pragma_update(None, "user_version", 7).unwrap();
+    drop(connection);
+    assert!(matches!(
+        SqliteLog::open(&db.0),
+        Err(LogError::UnknownSchema {
+            found: 7,
+            expected: SCHEMA_VERSION
+        })
+    ));
+}
+
+#[test]
+fn a_foreign_handoff_pause_table_without_a_version_is_a_typed_error() {
+    let db = TempDb::new();
+    let connection = Connection::open(&db.0).unwrap();
+    connection
+        .execute_batch("CREATE TABLE handoff_pause (x);")
+        .unwrap();
+    drop(connection);
+    assert!(matches!(
+        SqliteLog::open(&db.0),
+        Err(LogError::UnknownSchema { found: 0, .. })
+    ));
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_a_storage_error_not_a_panic() {
+    let db = TempDb::new();
+    std::fs::write(
+        &db.0,
+        b"this is not a SQLite database, just some bytes......",
+    )
+    .unwrap();
+    assert!(matches!(SqliteLog::open(&db.0), Err(LogError::Storage(_))));
+}
+
+#[test]
+fn the_schema_refuses_a_second_row_for_one_run_even_outside_baton() {
+    let db = TempDb::new();
+    let log = SqliteLog::open(&db.0).unwrap();
+    let _ = log.append("root", &source(), &pause("h")).unwrap();
+    let connection = lock(&log.connection);
+    let second = connection.execute(
+        "INSERT INTO handoff_pause SELECT root_run_id, run_id, session_id, turn_id, \
+         invocation_id, 'other', successor_run_id, successor_invocation_id, pause \
+         FROM handoff_pause",
+        [],
+    );
+    assert!(second.is_err(), "the primary key is the Run");
+}
+
+#[test]
+fn a_row_altered_outside_baton_is_reported_corrupt_not_guessed() {
+    let db = TempDb::new();
+    let log = SqliteLog::open(&db.0).unwrap();
+    let _ = log.append("root", &source(), &pause("h")).unwrap();
+    lock(&log.connection)
+        .execute("UPDATE handoff_pause SET handoff_id = 'forged'", [])
+        .unwrap();
+    assert!(matches!(
+        HandoffLog::<u32>::facts(&log, "root", "run"),
+        Err(LogError::Corrupt { .. })
+    ));
+    lock(&log.connection)
+        .execute(
+            "UPDATE handoff_pause SET handoff_id = 'h', pause = json_set(pause, '$.execution', 'x')",
+            [],
+        )
+        .unwrap();
+    assert!(matches!(
+        HandoffLog::<u32>::facts(&log, "root", "run"),
+        Err(LogError::Corrupt { .. })
+    ));
+}
+
+#[test]
+fn a_payload_that_fails_to_encode_is_a_typed_error_and_writes_nothing() {
+    struct Unencodable;
+    impl serde::Serialize for Unencodable {
+        fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+            Err(serde::ser::Error::custom("no"))
+        }
+    }
+    impl<'de> serde::Deserialize<'de> for Unencodable {
+        fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+            Err(serde::de::Error::custom("no"))
+        }
+    }
+    impl PartialEq for Unencodable {
+        fn eq(&self, _: &Self) -> bool {
+            true
+        }
+    }
+    let db = TempDb::new();
+    let log = SqliteLog::open(&db.0).unwrap();
+    let bad = HandoffPause {
+        intent: pause("h").intent,
+        execution: Unencodable,
+    };
+    assert!(matches!(
+        log.append("root", &source(), &bad),
+        Err(LogError::Encode(_))
+    ));
+    assert!(
+        HandoffLog::<u32>::facts(&log, "root", "run")
+            .unwrap()
+            .pauses
+            .is_empty()
+    );
+}

@@ -1,0 +1,83 @@
+//! The worker's last step of a handoff: append the committed pause durably,
+//! then seal — in that order, never the other.
+
+use thiserror::Error;
+
+use super::log::{HandoffLog, LogError, Receipt};
+use crate::facts::{HandoffPause, Invocation};
+use crate::gate::HandoffGate;
+use crate::gate::core::State;
+
+/// Why [`append_then_seal`] did not seal.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum SealError {
+    /// API misuse: the gate is not committed to this pause (pass the pause
+    /// `boundary` returned). Nothing was appended; the gate is unchanged.
+    #[error("the gate is not committed to this pause")]
+    NotCommitted,
+    /// The append failed; the gate is **closed without a seal**, so the
+    /// requester's `wait()` returns `None`. For [`LogError::Storage`] the
+    /// append's outcome is unknown: the owner reconciles from the log.
+    #[error("the durable append failed; the gate is closed without a seal: {0}")]
+    Append(#[source] LogError),
+    /// The pause is durable (the handoff is final), but the gate was closed
+    /// between the append and the seal, so the requester's `wait()` returned
+    /// `None`. The owner reconciles: the log says `HandedOff`.
+    #[error("the pause is durable but the gate was closed before the seal")]
+    ClosedBeforeSeal,
+}
+
+/// Makes a committed handoff final: appends `pause` to `log` durably, and
+/// only once that is acknowledged seals the gate (SPEC §1: the requester's
+/// `wait()` returns `Some` only for a durable pause). `source` is the
+/// worker's own invocation, the one the gate was made for.
+///
+/// On `Ok` the successor owns the Run and the worker must stop. On
+/// [`SealError::Append`] the gate is closed without a seal: the requester's
+/// `wait()` returns `None`, and the owner reconciles the Run from the log
+/// (`Resumable` if nothing was written).
+///
+/// An append is idempotent, so calling this again after a crash-free
+/// failure is safe while the gate is still committed.
+///
+/// # Errors
+///
+/// See [`SealError`].
+pub fn append_then_seal<P, L>(
+    gate: &HandoffGate<P>,
+    log: &L,
+    source: &Invocation,
+    pause: &HandoffPause<P>,
+) -> Result<Receipt, SealError>
+where
+    P: PartialEq + Clone,
+    L: HandoffLog<P> + ?Sized,
+{
+    let committed = match gate.state() {
+        State::Committed {
+            pause: committed, ..
+        } => *committed == *pause,
+        State::Running { .. }
+        | State::Requested { .. }
+        | State::Held { .. }
+        | State::Sealed { .. }
+        | State::Closed => false,
+    };
+    if !committed {
+        return Err(SealError::NotCommitted);
+    }
+    match log.append(gate.root_run_id(), source, pause) {
+        Ok(receipt) => {
+            if gate.sealed(pause) {
+                Ok(receipt)
+            } else {
+                Err(SealError::ClosedBeforeSeal)
+            }
+        }
+        Err(error) => {
+            gate.close();
+            Err(SealError::Append(error))
+        }
+    }
+}
