@@ -5,12 +5,14 @@
 //! Flags: `--diagram` prints the Mermaid state diagram of the CI
 //! configuration; `--symmetry` reduces symmetry; `--requesters N --tries T`
 //! checks that configuration instead; `--no-closer` drops the closer;
+//! `--durable` adds the durable log, crashes and the restart to it;
 //! `--write-regressions` writes the self-test traces to
 //! `model/regressions/`; `--largest SECS` measures which configurations
 //! complete within SECS seconds, with and without symmetry; `--variant
 //! NAME` checks a broken variant of `step` instead of the real one (to see
 //! a counterexample printed, and for the gate written as JSON; the
-//! ledger's variants `f_…`–`h_…` run the ledger's configurations). Exits 1
+//! ledger's variants `f_…`–`h_…` run the ledger's configurations, the
+//! durable variant `i_seal_before_append` the durable ones). Exits 1
 //! if a property fails or a broken variant goes uncaught.
 
 use std::path::Path;
@@ -18,7 +20,9 @@ use std::process::ExitCode;
 
 use baton_model::explore::{Options, explore};
 use baton_model::gate::system::Setup;
-use baton_model::gate::{CI, GateModel, Named, REPORT, full, props, variants};
+use baton_model::gate::{
+    CI, DURABLE_CI, DURABLE_REPORT, GateModel, Named, REPORT, durable, full, props, variants,
+};
 use baton_model::{ledger, report};
 
 fn value(args: &[String], flag: &str) -> Option<u8> {
@@ -43,10 +47,19 @@ fn main() -> ExitCode {
         let tries = value(&args, "--tries").unwrap_or(1);
         let setup = Setup {
             closer: !has("--no-closer"),
-            ..full(k, tries)
+            ..if has("--durable") {
+                durable(k, tries)
+            } else {
+                full(k, tries)
+            }
         };
         let name = format!(
-            "{k} requesters × {tries}{}",
+            "{}{k} requesters × {tries}{}",
+            if setup.durable.is_on() {
+                "durable: "
+            } else {
+                ""
+            },
             if setup.closer { "" } else { ", no closer" }
         );
         Named {
@@ -73,20 +86,16 @@ fn main() -> ExitCode {
         }
         return finish(ok, started);
     }
+    if let Some(broken) = durable::by_name(&label) {
+        for named in &DURABLE_REPORT {
+            let model = report::durable_model(&broken, named.setup);
+            ok &= print_checked(&report::check_model(named, false, model), &label);
+        }
+        return finish(ok, started);
+    }
     let step = variants::by_name(&label).unwrap_or_else(|| panic!("no variant {label}"));
     for named in &configs {
-        let checked = report::check_step(named, symmetry, step);
-        print!("{}", report::format(&checked));
-        ok &= checked.exploration.all_passed();
-        if !checked.exploration.all_passed() {
-            match report::write_counterexamples(&checked, &label, &report::counterexample_dir()) {
-                Ok(paths) => paths
-                    .iter()
-                    .for_each(|p| println!("  counterexample written to {}", p.display())),
-                Err(e) => eprintln!("  could not write counterexamples: {e}"),
-            }
-        }
-        println!();
+        ok &= print_checked(&report::check_step(named, symmetry, step), &label);
     }
     if custom.is_none() && variant.is_none() {
         let caught = report::self_test(CI.setup);
@@ -103,6 +112,13 @@ fn main() -> ExitCode {
             }
         }
         println!();
+        for named in &DURABLE_REPORT {
+            ok &= print_checked(&report::check(named, false), &label);
+        }
+        let caught = report::durable_self_test(DURABLE_CI.setup);
+        print!("{}", report::format_durable_self_test(&caught));
+        ok &= caught.iter().all(|c| c.trace.is_some());
+        println!();
         for named in ledger::REPORT {
             let checked = ledger::report::check(named);
             print!("{}", ledger::report::format(&checked));
@@ -114,6 +130,23 @@ fn main() -> ExitCode {
         ok &= caught.iter().all(|c| c.trace.is_some());
     }
     finish(ok, started)
+}
+
+/// Prints one checked configuration, writes its counterexamples (if any)
+/// as JSON; whether every property passed.
+fn print_checked(checked: &report::Checked, label: &str) -> bool {
+    print!("{}", report::format(checked));
+    let passed = checked.exploration.all_passed();
+    if !passed {
+        match report::write_counterexamples(checked, label, &report::counterexample_dir()) {
+            Ok(paths) => paths
+                .iter()
+                .for_each(|p| println!("  counterexample written to {}", p.display())),
+            Err(e) => eprintln!("  could not write counterexamples: {e}"),
+        }
+    }
+    println!();
+    passed
 }
 
 /// Prints the verdict and the total time; the exit code.

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::explore::{Exploration, Options, Trace, Verdict, explore};
 use crate::gate::codec::StepFn;
+use crate::gate::durable::{self, Variant as DurableVariant};
 use crate::gate::system::{Setup, Step, Sys};
 use crate::gate::variants::{VARIANTS, Variant};
 use crate::gate::{GateModel, Named, props};
@@ -36,13 +37,18 @@ pub fn check(named: &Named, symmetry: bool) -> Checked {
 /// Checks the handoff system `named` around `step` (the real one or a
 /// broken variant) against every property.
 pub fn check_step(named: &Named, symmetry: bool, step: StepFn) -> Checked {
-    let model = GateModel::with_step(named.setup, step);
+    check_model(named, symmetry, GateModel::with_step(named.setup, step))
+}
+
+/// Checks `model` (configured as `named`) against every property of its
+/// configuration ([`crate::gate::properties`]).
+pub fn check_model(named: &Named, symmetry: bool, model: GateModel) -> Checked {
     let options = Options {
         symmetry,
         liveness: !symmetry,
         time_limit: None,
     };
-    let exploration = explore(&model, &props::properties(), options);
+    let exploration = explore(&model, &crate::gate::properties(&model.setup), options);
     Checked {
         name: named.name.into(),
         setup: named.setup,
@@ -246,6 +252,98 @@ pub fn format_self_test(caught: &[Caught]) -> String {
             "  {mark} {}: {} — by {} ({how})",
             c.variant.name, c.variant.bug, c.variant.caught_by
         );
+    }
+    out
+}
+
+/// A broken durable variant checked on a configuration.
+pub struct CaughtDurable {
+    /// The variant.
+    pub variant: DurableVariant,
+    /// The properties it violated, in report order.
+    pub violated: Vec<&'static str>,
+    /// The counterexample of the property expected to catch it.
+    pub trace: Option<Recorded>,
+}
+
+/// The durable system `setup` running `variant`'s worker protocol and
+/// reconciliation around the real `step`.
+pub fn durable_model(variant: &DurableVariant, setup: Setup) -> GateModel {
+    let setup = variant.setup(setup);
+    let mut model = GateModel::new(setup);
+    if let Some(reconcile) = variant.reconcile {
+        model.core = model.core.with_reconcile(reconcile);
+    }
+    model
+}
+
+/// Runs the checker on every broken durable variant in `setup`.
+pub fn durable_self_test(setup: Setup) -> Vec<CaughtDurable> {
+    durable::VARIANTS
+        .iter()
+        .map(|&variant| {
+            let model = durable_model(&variant, setup);
+            let e = explore(
+                &model,
+                &crate::gate::properties(&model.setup),
+                Options {
+                    symmetry: false,
+                    liveness: true,
+                    time_limit: None,
+                },
+            );
+            let violated = e
+                .verdicts
+                .iter()
+                .filter(|(_, v)| matches!(v, Verdict::Violated(_)))
+                .map(|(n, _)| *n)
+                .collect();
+            let trace = match e.verdict(variant.caught_by) {
+                Some(Verdict::Violated(t)) => Some(Recorded::new(
+                    variant.name,
+                    model.setup,
+                    variant.caught_by,
+                    t,
+                )),
+                Some(_) | None => None,
+            };
+            CaughtDurable {
+                variant,
+                violated,
+                trace,
+            }
+        })
+        .collect()
+}
+
+/// The report's durable self-test block: each variant, what caught it and
+/// how long its shortest trace is, and every other property it violated.
+pub fn format_durable_self_test(caught: &[CaughtDurable]) -> String {
+    let n = caught.iter().filter(|c| c.trace.is_some()).count();
+    let mut out = format!(
+        "durable checker self-test · {n}/{} broken variants caught\n",
+        caught.len()
+    );
+    for c in caught {
+        let mark = if c.trace.is_some() { "✓" } else { "✗" };
+        let how = match &c.trace {
+            Some(t) => trace_shape(&t.trace()),
+            None => "NOT CAUGHT".into(),
+        };
+        let _ = writeln!(
+            out,
+            "  {mark} {}: {} — by {} ({how})",
+            c.variant.name, c.variant.bug, c.variant.caught_by
+        );
+        let also: Vec<_> = c
+            .violated
+            .iter()
+            .filter(|n| **n != c.variant.caught_by)
+            .map(|n| n.split(' ').next().unwrap_or(n))
+            .collect();
+        if !also.is_empty() {
+            let _ = writeln!(out, "      also violated: {}", also.join(", "));
+        }
     }
     out
 }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::explore::{Successor, Trace};
 use crate::gate::codec::{Ev, Gate, Out};
-use crate::gate::system::{Act, Phase, Setup, Step, Sys, Worker};
+use crate::gate::system::{Act, Decided, Owner, Phase, Setup, Step, Sys, Worker};
 use crate::gate::{GateModel, variants};
 
 fn pause(p: u8) -> String {
@@ -53,7 +53,14 @@ impl Display for Ev {
 
 impl Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?}", self.act)?;
+        match self.act {
+            Act::Reconcile(Decided::HandedOff(p)) => {
+                write!(f, "Reconcile: Ok(HandedOff({}))", pause(p))?
+            }
+            Act::Reconcile(Decided::Resumable) => f.write_str("Reconcile: Ok(Resumable)")?,
+            Act::Reconcile(Decided::Contradiction) => f.write_str("Reconcile: Err")?,
+            act => write!(f, "{act:?}")?,
+        }
         if let Some(ev) = self.event {
             let out = match self.outcome {
                 Some(Out::Moved(g)) => format!("→ {}", g.kind()),
@@ -76,6 +83,9 @@ pub fn show(k: u8, s: &Sys) -> String {
         Worker::Awaiting { ticket, pause: p } => format!("Awaiting{{#{ticket} {}}}", pause(p)),
         Worker::Sealing { pause: p } => format!("Sealing{{{}}}", pause(p)),
         Worker::Done => "Done".to_string(),
+        Worker::Appended { pause: p } => format!("Appended{{{}}}", pause(p)),
+        Worker::SealedUnappended { pause: p } => format!("SealedUnappended{{{}}}", pause(p)),
+        Worker::Exiting => "Exiting".to_string(),
     };
     let _ = write!(out, " worker={worker}");
     for (r, me) in s.req.iter().take(k as usize).enumerate() {
@@ -95,6 +105,15 @@ pub fn show(k: u8, s: &Sys) -> String {
     }
     if s.closer {
         out.push_str(" closer");
+    }
+    if let Some(p) = s.log {
+        let _ = write!(out, " log=[{}]", pause(p));
+    }
+    match s.owner {
+        Owner::Undecided => {}
+        Owner::Successor => out.push_str(" owner=successor"),
+        Owner::Resumed => out.push_str(" owner=resumed"),
+        Owner::Operator => out.push_str(" owner=operator"),
     }
     out
 }
@@ -179,8 +198,16 @@ pub enum Replay {
 /// from its initial state, stopping at the first difference; also returns
 /// the concrete trace actually taken.
 pub fn replay(recorded: &Recorded, variant: &str) -> (Replay, Trace<Sys, Step>) {
-    let step = variants::by_name(variant).unwrap_or_else(|| panic!("unknown variant {variant}"));
-    let model = GateModel::with_step(recorded.setup, step);
+    // A durable variant breaks the worker's protocol (recorded in the
+    // setup) or reconciliation; its step is the real one.
+    let model = match crate::gate::durable::by_name(variant) {
+        Some(v) => crate::report::durable_model(&v, recorded.setup),
+        None => {
+            let step =
+                variants::by_name(variant).unwrap_or_else(|| panic!("unknown variant {variant}"));
+            GateModel::with_step(recorded.setup, step)
+        }
+    };
     let mut trace = Trace {
         initial: recorded.setup.initial(),
         steps: Vec::new(),

@@ -16,6 +16,7 @@ use baton::gate::core::{self, Config, Event, Outcome, State, Ticket, Wait};
 use rustc_hash::FxHashMap;
 
 pub use super::compact::{Answer, Begun, Ev, Gate, Out, Query, Refusal};
+use super::state::Decided;
 
 /// A step function with the real core's signature; the model explores the
 /// real [`core::step`] or a deliberately broken wrapper around it.
@@ -174,11 +175,33 @@ impl Facts {
     }
 }
 
+/// Reconciliation with the real `baton::durable::reconcile`'s signature.
+///
+/// STAND-IN until `baton::durable` lands: the rules on the pause
+/// rows read back (none: `Resumable`; one pause of this Run: `HandedOff`;
+/// anything else: an error).
+pub type ReconcileFn = fn(&[HandoffPause<u8>]) -> Result<Option<HandoffPause<u8>>, ()>;
+
+/// The rules, mirrored until the real function lands.
+fn stand_in_reconcile(rows: &[HandoffPause<u8>]) -> Result<Option<HandoffPause<u8>>, ()> {
+    match rows {
+        [] => Ok(None),
+        [pause, rest @ ..]
+            if rest.iter().all(|p| p == pause) && pause.intent.root_run_id == "run" =>
+        {
+            Ok(Some(pause.clone()))
+        }
+        _ => Err(()),
+    }
+}
+
 /// Runs a step function and the real waiter queries on compact states.
 pub struct Core {
     facts: Facts,
     step: StepFn,
     begin: BeginFn,
+    reconcile: ReconcileFn,
+    decided: RefCell<FxHashMap<Option<u8>, Decided>>,
     steps: RefCell<FxHashMap<(Gate, Ev), Out>>,
     answers: RefCell<FxHashMap<(Gate, Query, u8), Answer>>,
     begun: RefCell<FxHashMap<Gate, Begun>>,
@@ -191,6 +214,8 @@ impl Core {
             facts: Facts::new(k),
             step,
             begin: core::begin::<u8>,
+            reconcile: stand_in_reconcile,
+            decided: RefCell::default(),
             steps: RefCell::default(),
             answers: RefCell::default(),
             begun: RefCell::default(),
@@ -201,6 +226,31 @@ impl Core {
     pub fn with_begin(mut self, begin: BeginFn) -> Self {
         self.begin = begin;
         self
+    }
+
+    /// This core with `reconcile` in place of the real one.
+    pub fn with_reconcile(mut self, reconcile: ReconcileFn) -> Self {
+        self.reconcile = reconcile;
+        self
+    }
+
+    /// What reconciliation decides from the durable log `log` (the pause
+    /// row appended for the Run, if any), through the real function.
+    pub fn reconcile(&self, log: Option<u8>) -> Decided {
+        if let Some(decided) = self.decided.borrow().get(&log) {
+            return *decided;
+        }
+        let rows: Vec<HandoffPause<u8>> = log
+            .iter()
+            .map(|&p| HandoffPause::clone(&self.facts.pauses[p as usize]))
+            .collect();
+        let decided = match (self.reconcile)(&rows) {
+            Ok(Some(pause)) => Decided::HandedOff(self.facts.pause_index(&pause)),
+            Ok(None) => Decided::Resumable,
+            Err(()) => Decided::Contradiction,
+        };
+        self.decided.borrow_mut().insert(log, decided);
+        decided
     }
 
     /// The table of facts.

@@ -1,11 +1,14 @@
 //! The handoff gate model: the real core ([`codec`]) inside a system of
 //! actors ([`system`]), checked against SPEC §1's S1–S9 and L1–L3
 //! ([`props`]), with broken variants of `step` to test the checker itself
-//! ([`variants`]).
+//! ([`variants`]). With [`Setup::durable`] on, the worker also appends its
+//! pause to a durable log and may crash at every point, and a restart
+//! reconciles through the real `baton::durable::reconcile` ([`durable`]).
 
 pub mod codec;
 pub mod compact;
 pub mod coverage;
+pub mod durable;
 pub mod pack;
 pub mod props;
 pub mod state;
@@ -15,7 +18,7 @@ pub mod variants;
 
 use crate::explore::{Model, Successor};
 use codec::{Core, StepFn};
-use system::{Setup, Step, Sys};
+use system::{Durable, Setup, Step, Sys};
 
 /// A named configuration of the handoff system.
 #[derive(Clone, Copy, Debug)]
@@ -35,6 +38,17 @@ pub const fn full(requesters: u8, tries: u8) -> Setup {
         fair_closer: false,
         cancellation: true,
         bad_input: true,
+        durable: Durable::Off,
+    }
+}
+
+/// Every actor of [`full`], plus the durable log, a worker that appends
+/// then seals and may crash at every point, and the restart that reconciles
+/// from the log (issue 9).
+pub const fn durable(requesters: u8, tries: u8) -> Setup {
+    Setup {
+        durable: Durable::AppendThenSeal,
+        ..full(requesters, tries)
     }
 }
 
@@ -57,6 +71,36 @@ pub const REPORT: [Named; 2] = [
         },
     },
 ];
+
+/// The durable configuration CI runs: CI's actors with the durable log,
+/// crashes of the worker at every point and the restart.
+pub const DURABLE_CI: Named = Named {
+    name: "durable: 3 requesters × 2, worker (append, seal, crash anywhere), restart, closer, cancel",
+    setup: durable(3, 2),
+};
+
+/// The durable configurations the report checks: [`DURABLE_CI`], and the
+/// same without the closer (so the closer cannot excuse a livelock).
+pub const DURABLE_REPORT: [Named; 2] = [
+    DURABLE_CI,
+    Named {
+        name: "durable without the closer",
+        setup: Setup {
+            closer: false,
+            ..durable(3, 2)
+        },
+    },
+];
+
+/// Every property `setup` is checked against: the gate's S1–S9, L1–L3 and
+/// coverage, plus R1–R5 and the durable coverage when it is durable.
+pub fn properties(setup: &Setup) -> Vec<crate::explore::Property<GateModel>> {
+    if setup.durable.is_on() {
+        durable::props::properties()
+    } else {
+        props::properties()
+    }
+}
 
 /// The handoff system running a step function.
 pub struct GateModel {

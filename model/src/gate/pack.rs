@@ -1,13 +1,15 @@
 //! Packs a [`Sys`] into 128 bits for the visited set, losslessly.
 //!
 //! Layout (low to high): gate (13 bits), cancelled and closer (2), worker
-//! (13), then each of the [`MAX_REQUESTERS`] requesters (15). A kind takes 3
-//! bits, a ticket 5, an intent or pause 5, a requester's tries 2. Every field
+//! (13), then each of the [`MAX_REQUESTERS`] requesters (15), then the
+//! durable log (5: none, or its pause + 1) and the owner (2) — 125 bits. A
+//! kind takes 3 bits, a ticket 5, an intent or pause 5, a requester's
+//! tries 2. Every field
 //! is checked against its width, so a configuration that outgrows the layout
 //! fails loudly instead of merging states.
 
 use super::codec::Gate;
-use super::system::{MAX_REQUESTERS, Phase, Requester, Sys, Worker};
+use super::system::{MAX_REQUESTERS, Owner, Phase, Requester, Sys, Worker};
 
 /// The packed form: two words.
 pub type Key = [u64; 2];
@@ -70,6 +72,9 @@ pub fn pack(s: &Sys) -> Key {
         Worker::Awaiting { ticket, pause } => w.three(2, ticket, pause),
         Worker::Sealing { pause } => w.three(3, 0, pause),
         Worker::Done => w.three(4, 0, 0),
+        Worker::Appended { pause } => w.three(5, 0, pause),
+        Worker::SealedUnappended { pause } => w.three(6, 0, pause),
+        Worker::Exiting => w.three(7, 0, 0),
     }
     for r in &s.req {
         match r.phase {
@@ -82,6 +87,16 @@ pub fn pack(s: &Sys) -> Key {
         }
         w.put(r.tries, 2);
     }
+    w.put(s.log.map_or(0, |p| p + 1), 5);
+    w.put(
+        match s.owner {
+            Owner::Undecided => 0,
+            Owner::Successor => 1,
+            Owner::Resumed => 2,
+            Owner::Operator => 3,
+        },
+        2,
+    );
     debug_assert!(w.1 <= 128);
     [w.0 as u64, (w.0 >> 64) as u64]
 }
@@ -106,6 +121,9 @@ pub fn unpack(key: Key) -> Sys {
         (2, ticket, pause) => Worker::Awaiting { ticket, pause },
         (3, _, pause) => Worker::Sealing { pause },
         (4, _, _) => Worker::Done,
+        (5, _, pause) => Worker::Appended { pause },
+        (6, _, pause) => Worker::SealedUnappended { pause },
+        (7, _, _) => Worker::Exiting,
         (kind, _, _) => unreachable!("pack writes no worker kind {kind}"),
     };
     let req: [Requester; MAX_REQUESTERS] = std::array::from_fn(|_| {
@@ -125,11 +143,20 @@ pub fn unpack(key: Key) -> Sys {
             tries: r.take(2),
         }
     });
+    let log = r.take(5).checked_sub(1);
+    let owner = match r.take(2) {
+        0 => Owner::Undecided,
+        1 => Owner::Successor,
+        2 => Owner::Resumed,
+        _ => Owner::Operator,
+    };
     Sys {
         gate,
         canceled,
         closer,
         worker,
         req,
+        log,
+        owner,
     }
 }

@@ -10,7 +10,7 @@
 
 use super::GateModel;
 use super::codec::{Answer, Ev, Gate, Out, Query, Refusal};
-use super::system::{Act, Phase, Step, Sys, WORKER, Worker, pause};
+use super::system::{Act, Owner, Phase, Step, Sys, WORKER, Worker, pause};
 use crate::explore::{Check, Property};
 
 type M = GateModel;
@@ -118,8 +118,10 @@ pub fn properties() -> Vec<Property<M>> {
                 Phase::Done { .. } => true,
             });
             let worker_ok = match s.worker {
-                Worker::Sealing { pause } => fits(None, pause),
-                Worker::Running | Worker::Preflight { .. } | Worker::Awaiting { .. } | Worker::Done => true,
+                Worker::Sealing { pause } | Worker::Appended { pause } | Worker::SealedUnappended { pause } => {
+                    fits(None, pause)
+                }
+                Worker::Running | Worker::Preflight { .. } | Worker::Awaiting { .. } | Worker::Done | Worker::Exiting => true,
             };
             requesters_ok && worker_ok
         }),
@@ -189,7 +191,13 @@ pub fn properties() -> Vec<Property<M>> {
                 // A later boundary returns only the pause actually committed.
                 Act::BoundaryFindsCommit => match b.worker {
                     Worker::Sealing { pause } => matches!(a.gate, Gate::Committed { pause: p, .. } if p == pause),
-                    Worker::Running | Worker::Preflight { .. } | Worker::Awaiting { .. } | Worker::Done => false,
+                    Worker::Running
+                    | Worker::Preflight { .. }
+                    | Worker::Awaiting { .. }
+                    | Worker::Done
+                    | Worker::Appended { .. }
+                    | Worker::SealedUnappended { .. }
+                    | Worker::Exiting => false,
                 },
                 _ => true,
             }
@@ -227,7 +235,13 @@ pub fn properties() -> Vec<Property<M>> {
                     Phase::Idle | Phase::Holding { .. } | Phase::Releasing { .. } | Phase::Done { .. } => true,
                 }) && match s.worker {
                     Worker::Awaiting { ticket, .. } => !pending(m, s, Query::Boundary, ticket),
-                    Worker::Running | Worker::Preflight { .. } | Worker::Sealing { .. } | Worker::Done => true,
+                    Worker::Running
+                    | Worker::Preflight { .. }
+                    | Worker::Sealing { .. }
+                    | Worker::Done
+                    | Worker::Appended { .. }
+                    | Worker::SealedUnappended { .. }
+                    | Worker::Exiting => true,
                 })
         }),
         Property {
@@ -236,6 +250,8 @@ pub fn properties() -> Vec<Property<M>> {
                 requesters(m, s).all(|(_, p)| matches!(p, Phase::Idle | Phase::Done { .. }))
                     && matches!(s.worker, Worker::Running | Worker::Done)
                     && matches!(s.gate, Gate::Running { .. } | Gate::Sealed { .. } | Gate::Closed)
+                    // Durable: a Run whose worker is gone is reconciled.
+                    && (s.worker != Worker::Done || !m.setup.durable.is_on() || s.owner != Owner::Undecided)
             }),
         },
         Property {

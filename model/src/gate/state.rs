@@ -12,6 +12,32 @@ pub const MAX_REQUESTERS: usize = 6;
 pub const WORKER: u8 = 62;
 /// The closer's fairness class, when it is fair.
 pub const CLOSER: u8 = 63;
+/// The restart's fairness class (durable configurations).
+pub const RESTART: u8 = 61;
+
+/// Whether the worker appends its pause to a durable log, and in which
+/// order it appends and seals (issue 9). With [`Durable::Off`] the system
+/// is the gate alone and none of the durable fields ever change.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Durable {
+    /// No log, no crashes, no restart: the handoff gate of issue 3.
+    #[default]
+    Off,
+    /// The correct worker: append the committed pause durably, then seal.
+    /// The worker may crash at every point; a restart reconciles.
+    AppendThenSeal,
+    /// BROKEN ON PURPOSE (self-test): the worker seals first and appends
+    /// afterwards, so a crash in between leaves a seal nothing durable
+    /// backs.
+    SealThenAppend,
+}
+
+impl Durable {
+    /// Whether the log, crashes and the restart are modelled.
+    pub fn is_on(self) -> bool {
+        self != Durable::Off
+    }
+}
 
 /// Which actors a configuration has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -28,6 +54,10 @@ pub struct Setup {
     pub cancellation: bool,
     /// Bad input (a malformed intent, another root Run) may arrive any time.
     pub bad_input: bool,
+    /// The durable log, crashes of the worker and the restart that
+    /// reconciles (absent in traces recorded before it existed: `Off`).
+    #[serde(default)]
+    pub durable: Durable,
 }
 
 /// Where a requester's program is.
@@ -100,8 +130,65 @@ pub enum Worker {
         /// The committed pause `boundary` returned.
         pause: u8,
     },
-    /// Sealed or exited.
+    /// Sealed or exited (durable configurations: gone, crashed or exited).
     Done,
+    /// Durable, correct order: the pause is appended; the seal is next.
+    Appended {
+        /// The committed pause, now durable.
+        pause: u8,
+    },
+    /// Durable, broken order ([`Durable::SealThenAppend`]): the gate is
+    /// sealed but the pause is not appended yet.
+    SealedUnappended {
+        /// The committed pause, sealed but not durable.
+        pause: u8,
+    },
+    /// Durable: both the append and the seal are done; the worker exits
+    /// next (its gate drops: `Close`, ignored once sealed).
+    Exiting,
+}
+
+/// Where the worker was when it crashed (durable configurations).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CrashPoint {
+    /// Running, in preflight or awaiting its boundary: no committed pause
+    /// in hand.
+    Running,
+    /// `boundary` returned the committed pause; nothing appended or sealed.
+    BeforeAppend,
+    /// Appended, not sealed yet.
+    AfterAppendBeforeSeal,
+    /// Sealed, not appended yet (only the broken order gets here).
+    AfterSealBeforeAppend,
+    /// Appended and sealed, before it exited.
+    AfterSeal,
+}
+
+/// What the restart's reconciliation decided (durable configurations).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Decided {
+    /// `Ok(Decision::HandedOff(pause))`: the successor owns the Run.
+    HandedOff(u8),
+    /// `Ok(Decision::Resumable)`: a new worker resumes the Run.
+    Resumable,
+    /// `Err(ReconcileError)`: the facts contradict each other.
+    Contradiction,
+}
+
+/// Who owns the Run after the restart (durable configurations).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Owner {
+    /// Not reconciled yet (the old worker may still run, or is gone and the
+    /// restart has not run).
+    #[default]
+    Undecided,
+    /// Reconciled `HandedOff`: the successor owns the Run.
+    Successor,
+    /// Reconciled `Resumable`: a *new* worker resumes the Run (its own,
+    /// fresh gate; the model stops there — that is this system again).
+    Resumed,
+    /// Reconciliation refused contradictory facts: an operator must look.
+    Operator,
 }
 
 /// The global state.
@@ -117,6 +204,14 @@ pub struct Sys {
     pub worker: Worker,
     /// The requesters; slots past the configured number stay `Done`.
     pub req: [Requester; MAX_REQUESTERS],
+    /// The durable log: the pause row appended for the Run, if any (the
+    /// schema's uniqueness constraint allows one per Run). Absent in traces
+    /// recorded before it existed.
+    #[serde(default)]
+    pub log: Option<u8>,
+    /// Who owns the Run after the restart (absent in older traces).
+    #[serde(default)]
+    pub owner: Owner,
 }
 
 /// What an actor did.
@@ -168,6 +263,17 @@ pub enum Act {
     ReserveMalformed,
     /// An intent for another root Run is reserved.
     ReserveOtherRun,
+    /// Durable: the worker appends the committed pause to the log.
+    Append,
+    /// Durable: the append fails; the worker closes without sealing.
+    AppendFails,
+    /// Durable: the worker, done, exits (its gate drops: `Close`).
+    Exit,
+    /// Durable: the worker's process dies here (its gate drops: `Close`).
+    Crash(CrashPoint),
+    /// Durable: the restart reads the log and calls the real
+    /// `baton::durable::reconcile`.
+    Reconcile(Decided),
 }
 
 /// One transition: the actor's act, and the core event with its outcome.
@@ -216,6 +322,8 @@ impl Setup {
             closer: self.closer,
             worker: Worker::Running,
             req,
+            log: None,
+            owner: Owner::Undecided,
         }
     }
 }

@@ -53,8 +53,11 @@ fn gate_intent(gate: Gate) -> Option<u8> {
 fn worker_intent(worker: Worker) -> Option<u8> {
     match worker {
         Worker::Preflight { intent, .. } => Some(intent),
-        Worker::Awaiting { pause, .. } | Worker::Sealing { pause } => Some(pause::intent(pause)),
-        Worker::Running | Worker::Done => None,
+        Worker::Awaiting { pause, .. }
+        | Worker::Sealing { pause }
+        | Worker::Appended { pause }
+        | Worker::SealedUnappended { pause } => Some(pause::intent(pause)),
+        Worker::Running | Worker::Done | Worker::Exiting => None,
     }
 }
 
@@ -134,7 +137,9 @@ pub fn permute(k: u8, s: Sys, order: &[u8]) -> Sys {
             pause: pause(p),
         },
         Worker::Sealing { pause: p } => Worker::Sealing { pause: pause(p) },
-        w @ (Worker::Running | Worker::Done) => w,
+        Worker::Appended { pause: p } => Worker::Appended { pause: pause(p) },
+        Worker::SealedUnappended { pause: p } => Worker::SealedUnappended { pause: pause(p) },
+        w @ (Worker::Running | Worker::Done | Worker::Exiting) => w,
     };
     let mut req = s.req;
     for (new, &old) in order.iter().enumerate() {
@@ -162,6 +167,7 @@ pub fn permute(k: u8, s: Sys, order: &[u8]) -> Sys {
         gate,
         worker,
         req,
+        log: s.log.map(pause),
         ..s
     }
 }

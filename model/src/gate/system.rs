@@ -15,6 +15,10 @@
 //!   (`core::begin`) and returns the committed pause, which it then seals or
 //!   exits on. No actor is assumed to exit on its own (L3).
 //!
+//! With [`Setup::durable`] on, the worker's end is [`super::durable`]'s:
+//! append and seal (in the configured order) or crash at any point, then
+//! the restart (class [`RESTART`]) reconciles once the worker is gone.
+//!
 //! Never forced (may happen at any time, or never): reserving, dropping a
 //! waiting future or a `PendingSeal`, dropping the worker's `boundary`
 //! future, forged seals, bad input, cancellation, and the closer — unless
@@ -159,7 +163,10 @@ pub fn successors(setup: &Setup, core: &Core, s: &Sys, out: &mut Out2) {
             }
         }
     }
-    worker(s, k, core, &feed, &mut push);
+    worker(setup, s, core, &feed, &mut push);
+    if setup.durable.is_on() {
+        super::durable::crash_and_restart(core, s, &feed, &mut push);
+    }
     if s.closer {
         let (step, mut next) = feed(Act::Close, Ev::Close);
         next.closer = false;
@@ -191,12 +198,13 @@ pub fn successors(setup: &Setup, core: &Core, s: &Sys, out: &mut Out2) {
 
 /// The worker's transitions.
 fn worker(
+    setup: &Setup,
     s: &Sys,
-    k: u8,
     core: &Core,
     feed: &dyn Fn(Act, Ev) -> (Step, Sys),
     push: &mut dyn FnMut((Step, Sys), Fairness),
 ) {
+    let k = setup.requesters;
     let fair = Fairness::Fair(WORKER);
     let at = |(step, mut next): (Step, Sys), w: Worker| {
         next.worker = w;
@@ -284,6 +292,14 @@ fn worker(
                 Fairness::Optional,
             );
         }
+        Worker::Sealing { .. }
+        | Worker::Appended { .. }
+        | Worker::SealedUnappended { .. }
+        | Worker::Exiting
+            if setup.durable.is_on() =>
+        {
+            super::durable::worker(setup.durable, s, feed, push);
+        }
         Worker::Sealing { pause } => {
             push(at(feed(Act::Seal, Ev::Seal { pause }), Worker::Done), fair);
             push(at(feed(Act::WorkerExits, Ev::Close), Worker::Done), fair);
@@ -295,6 +311,8 @@ fn worker(
             );
             push(at(forged, Worker::Sealing { pause }), Fairness::Optional);
         }
+        // Only durable configurations reach these (handled above).
+        Worker::Appended { .. } | Worker::SealedUnappended { .. } | Worker::Exiting => {}
         Worker::Done => {}
     }
 }

@@ -1,0 +1,204 @@
+//! The handoff system with the durable log, crashes and the restart
+//! (issue 9, "Proof under crashes → Model").
+//!
+//! SPEC §1: a handoff "is final only when the pause has been durably
+//! appended to the runtime's canonical log and the worker seals it"; the
+//! seed: a worker that exits without confirming the seal is never resumed —
+//! "the owner must reconcile canonical facts". With [`Setup::durable`] on,
+//! the handoff system of [`super::system`] gains:
+//!
+//! - **the durable log** ([`Sys::log`]): the pause row appended for the Run,
+//!   abstractly (at most one per Run: the schema's uniqueness constraint;
+//!   an append is atomic — a row is there or it is not, never half-written);
+//! - **the worker's end**: once `boundary` returned the committed pause, it
+//!   appends it and then seals ([`Durable::AppendThenSeal`]; if the append
+//!   fails it closes without sealing), then exits. Its gate's drop feeds
+//!   `Close`, as the real `HandoffGate`'s `Drop` does;
+//! - **crashes at every point**: the worker's process may die while running,
+//!   in preflight or awaiting its boundary, before the append, after the
+//!   append before the seal, and after the seal. A crash drops the worker's
+//!   side as the adapter would (`Close` through the real `step`), so every
+//!   requester's wait resolves by the gate's rules: `Some` only if Sealed;
+//! - **the restart**: once the old worker is gone (crashed or exited), the
+//!   owner reads the log and calls `reconcile` — the real
+//!   `baton::durable::reconcile`, through [`super::codec::Core::reconcile`]
+//!   — which hands off (the successor owns the Run) or resumes with a
+//!   *new* worker. The model stops at that decision: a new worker runs a
+//!   fresh gate, which is this system again from its initial state.
+//!
+//! Modelling assumptions, stated: crash detection is exact (the restart
+//! runs only after the old worker is gone; fencing a live "zombie" worker
+//! is the runtime's job), and the restart is fair (it eventually runs, R5).
+//! Crashes, like the closer, are never forced.
+//!
+//! [`props`] holds R1–R5 and the durable coverage; [`VARIANTS`] the broken
+//! worker protocol and reconciliation the checker must catch.
+
+pub mod props;
+
+use super::codec::{Core, Ev, ReconcileFn};
+use super::system::{
+    Act, CrashPoint, Decided, Durable, Owner, RESTART, Setup, Step, Sys, WORKER, Worker, pause,
+};
+use crate::explore::Fairness;
+
+/// Feeds one core event to the gate; the step and the state after it.
+pub(super) type Feed<'a> = &'a dyn Fn(Act, Ev) -> (Step, Sys);
+/// Offers one transition.
+pub(super) type Push<'a> = &'a mut dyn FnMut((Step, Sys), Fairness);
+
+/// A step that feeds the core nothing.
+fn quiet(s: &Sys, act: Act) -> (Step, Sys) {
+    (
+        Step {
+            act,
+            event: None,
+            outcome: None,
+        },
+        *s,
+    )
+}
+
+/// `(step, next)` with the worker at `w`.
+fn at((step, mut next): (Step, Sys), w: Worker) -> (Step, Sys) {
+    next.worker = w;
+    (step, next)
+}
+
+/// The worker's end once `boundary` returned the committed pause: append
+/// and seal in `protocol`'s order, then exit.
+pub(super) fn worker(protocol: Durable, s: &Sys, feed: Feed<'_>, push: Push<'_>) {
+    let fair = Fairness::Fair(WORKER);
+    // The log takes the pause unless it holds another one for the Run (a
+    // typed error that writes nothing: the append fails). An append is one
+    // atomic step.
+    let append = |pause: u8, then: Worker| {
+        (s.log.is_none_or(|row| row == pause)).then(|| {
+            let (step, mut next) = quiet(s, Act::Append);
+            next.log = Some(pause);
+            at((step, next), then)
+        })
+    };
+    let fails = || at(feed(Act::AppendFails, Ev::Close), Worker::Done);
+    let forged = |pause: u8| {
+        let step = feed(
+            Act::SealForged,
+            Ev::Seal {
+                pause: pause::forged(pause),
+            },
+        );
+        at(step, Worker::Sealing { pause })
+    };
+    match (protocol, s.worker) {
+        (Durable::AppendThenSeal, Worker::Sealing { pause }) => {
+            if let Some(t) = append(pause, Worker::Appended { pause }) {
+                push(t, fair);
+            }
+            push(fails(), fair);
+            push(forged(pause), Fairness::Optional);
+        }
+        (Durable::AppendThenSeal, Worker::Appended { pause }) => {
+            push(
+                at(feed(Act::Seal, Ev::Seal { pause }), Worker::Exiting),
+                fair,
+            );
+        }
+        (Durable::SealThenAppend, Worker::Sealing { pause }) => {
+            let sealed = feed(Act::Seal, Ev::Seal { pause });
+            push(at(sealed, Worker::SealedUnappended { pause }), fair);
+            push(forged(pause), Fairness::Optional);
+        }
+        (Durable::SealThenAppend, Worker::SealedUnappended { pause }) => {
+            if let Some(t) = append(pause, Worker::Exiting) {
+                push(t, fair);
+            }
+            push(fails(), fair);
+        }
+        (Durable::AppendThenSeal | Durable::SealThenAppend, Worker::Exiting) => {
+            push(at(feed(Act::Exit, Ev::Close), Worker::Done), fair);
+        }
+        // Not reached: the other order's phases, the phases before the
+        // commit (the gate model's), and the end.
+        (Durable::Off, _)
+        | (Durable::AppendThenSeal, Worker::SealedUnappended { .. })
+        | (Durable::SealThenAppend, Worker::Appended { .. })
+        | (
+            _,
+            Worker::Running | Worker::Preflight { .. } | Worker::Awaiting { .. } | Worker::Done,
+        ) => {}
+    }
+}
+
+/// Where a live worker is, as a crash point; `None` once it is gone.
+pub fn crash_point(worker: Worker) -> Option<CrashPoint> {
+    match worker {
+        Worker::Running | Worker::Preflight { .. } | Worker::Awaiting { .. } => {
+            Some(CrashPoint::Running)
+        }
+        Worker::Sealing { .. } => Some(CrashPoint::BeforeAppend),
+        Worker::Appended { .. } => Some(CrashPoint::AfterAppendBeforeSeal),
+        Worker::SealedUnappended { .. } => Some(CrashPoint::AfterSealBeforeAppend),
+        Worker::Exiting => Some(CrashPoint::AfterSeal),
+        Worker::Done => None,
+    }
+}
+
+/// A crash of the live worker (never forced), and the restart once it is
+/// gone (fair, class [`RESTART`]).
+pub(super) fn crash_and_restart(core: &Core, s: &Sys, feed: Feed<'_>, push: Push<'_>) {
+    if let Some(point) = crash_point(s.worker) {
+        let crashed = feed(Act::Crash(point), Ev::Close);
+        push(at(crashed, Worker::Done), Fairness::Optional);
+    }
+    if s.worker == Worker::Done && s.owner == Owner::Undecided {
+        let decided = core.reconcile(s.log);
+        let (step, mut next) = quiet(s, Act::Reconcile(decided));
+        next.owner = match decided {
+            Decided::HandedOff(_) => Owner::Successor,
+            Decided::Resumable => Owner::Resumed,
+            Decided::Contradiction => Owner::Operator,
+        };
+        push((step, next), Fairness::Fair(RESTART));
+    }
+}
+
+/// A broken worker protocol or reconciliation, and the property expected
+/// to catch it.
+#[derive(Clone, Copy, Debug)]
+pub struct Variant {
+    /// Its name.
+    pub name: &'static str,
+    /// What is broken.
+    pub bug: &'static str,
+    /// The worker's order of append and seal.
+    pub protocol: Durable,
+    /// A reconciliation in place of the real one, if broken there.
+    pub reconcile: Option<ReconcileFn>,
+    /// The property that must report it.
+    pub caught_by: &'static str,
+}
+
+impl Variant {
+    /// `setup` running this variant's protocol.
+    pub fn setup(&self, setup: Setup) -> Setup {
+        Setup {
+            durable: self.protocol,
+            ..setup
+        }
+    }
+}
+
+/// The broken variants of the durable system (issue 9's "seal before
+/// append", and a reconciliation that resumes a handed-off Run).
+pub const VARIANTS: [Variant; 1] = [Variant {
+    name: "i_seal_before_append",
+    bug: "the worker seals before it appends the pause durably",
+    protocol: Durable::SealThenAppend,
+    reconcile: None,
+    caught_by: props::R2,
+}];
+
+/// The variant called `name`.
+pub fn by_name(name: &str) -> Option<Variant> {
+    VARIANTS.iter().find(|v| v.name == name).copied()
+}
