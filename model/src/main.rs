@@ -21,7 +21,8 @@ use std::process::ExitCode;
 use baton_model::explore::{Options, explore};
 use baton_model::gate::system::Setup;
 use baton_model::gate::{
-    CI, DURABLE_CI, DURABLE_REPORT, GateModel, Named, REPORT, durable, full, props, variants,
+    CI, DURABLE_CI, DURABLE_REPORT, GateModel, Named, REPORT, durable, durable_full, full, props,
+    variants,
 };
 use baton_model::{ledger, report};
 
@@ -48,7 +49,7 @@ fn main() -> ExitCode {
         let setup = Setup {
             closer: !has("--no-closer"),
             ..if has("--durable") {
-                durable(k, tries)
+                durable_full(k, tries)
             } else {
                 full(k, tries)
             }

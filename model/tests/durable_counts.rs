@@ -10,7 +10,7 @@
 use baton_model::explore::{Check, Exploration, Options, Property, Verdict, explore};
 use baton_model::gate::durable::props::{R1, R2, R3, R4, R5};
 use baton_model::gate::system::{Owner, Setup, Step, Sys};
-use baton_model::gate::{DURABLE_CI, GateModel, durable, full, properties};
+use baton_model::gate::{DURABLE_CI, GateModel, durable_full, full, properties};
 
 fn check(setup: Setup) -> Exploration<Sys, Step> {
     let model = GateModel::new(setup);
@@ -41,21 +41,21 @@ fn assert_invariants_hold(e: &Exploration<Sys, Step>) {
 
 #[test]
 fn one_requester_with_one_reservation_and_crashes_has_exactly_199_states_and_r1_to_r5_hold() {
-    let e = check(durable(1, 1));
+    let e = check(durable_full(1, 1));
     assert_eq!((e.states, e.transitions, e.max_depth), (199, 1_054, 13));
     assert_invariants_hold(&e);
 }
 
 #[test]
 fn two_requesters_with_one_reservation_each_and_crashes_have_exactly_2144_states() {
-    let e = check(durable(2, 1));
+    let e = check(durable_full(2, 1));
     assert_eq!((e.states, e.transitions, e.max_depth), (2_144, 13_783, 19));
     assert_invariants_hold(&e);
 }
 
 #[test]
 fn three_requesters_with_one_reservation_each_and_crashes_have_exactly_26740_states() {
-    let e = check(durable(3, 1));
+    let e = check(durable_full(3, 1));
     assert_eq!(
         (e.states, e.transitions, e.max_depth),
         (26_740, 205_170, 25)
@@ -65,7 +65,7 @@ fn three_requesters_with_one_reservation_each_and_crashes_have_exactly_26740_sta
 
 #[test]
 fn every_crash_point_and_every_decision_is_reached_so_r1_to_r5_do_not_hold_vacuously() {
-    let e = check(durable(2, 2));
+    let e = check(durable_full(2, 2));
     assert_eq!((e.states, e.transitions, e.max_depth), (10_404, 71_124, 23));
     for (name, verdict) in &e.verdicts {
         assert!(verdict.passed(), "{name}: {verdict:?}");

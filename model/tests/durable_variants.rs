@@ -1,7 +1,8 @@
 //! The checker must catch a worker that seals before it appends (issue 9):
 //! the broken protocol is reported by R2 with a shortest trace, and by R4
 //! and R1 too, while the correct append-then-seal protocol passes on the
-//! same configuration.
+//! same configuration. A reconciliation that resumes a handed-off Run (a
+//! wrapper around the real `reconcile`) is caught by R3 and R1.
 
 use baton_model::explore::{Exploration, Options, Trace, Verdict, explore};
 use baton_model::gate::durable::props::{R1, R2, R3, R4, R5};
@@ -15,7 +16,7 @@ use baton_model::trace::{Recorded, Replay, acts, render, replay};
 /// restart, the closer, cancellation and bad input (the report runs the
 /// same self-test on the durable CI configuration and finds the same
 /// lengths).
-const SMALL: Setup = baton_model::gate::durable(2, 2);
+const SMALL: Setup = baton_model::gate::durable_full(2, 2);
 
 fn explore_all(model: &GateModel) -> Exploration<Sys, Step> {
     explore(
@@ -121,4 +122,22 @@ fn the_seal_before_append_trace_replays_through_json_and_diverges_under_the_corr
         replay(&correct, "real").0,
         Replay::Diverged { at: 6, .. }
     ));
+}
+
+#[test]
+fn a_reconciliation_that_resumes_a_handed_off_run_is_caught_by_r3_in_9_steps_and_by_r1() {
+    let v = durable::by_name("j_reconcile_resumes_a_handed_off_run").expect("the variant");
+    let e = explore_all(&durable_model(&v, SMALL));
+    let t = violated(&e, R3);
+    let mut expected = COMMITTED.to_vec();
+    expected.extend([
+        Act::Append,
+        Act::Crash(CrashPoint::AfterAppendBeforeSeal),
+        Act::Reconcile(Decided::Resumable),
+    ]);
+    assert_eq!(acts(&t), expected);
+    assert_eq!(violated(&e, R1).steps.len(), 9);
+    for r in [R2, R4, R5] {
+        assert_eq!(e.verdict(r), Some(&Verdict::Holds), "{r}");
+    }
 }

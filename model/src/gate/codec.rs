@@ -1,4 +1,5 @@
-//! The bridge to baton's **real** gate core.
+//! The bridge to baton's **real** gate core (and, for the durable system,
+//! its real reconciliation).
 //!
 //! The model keeps the gate state in a compact, `Copy` form ([`Gate`]) whose
 //! intents and pauses are indices into a fixed table of facts. Every
@@ -11,6 +12,7 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
+use baton::durable::{self, Appended, Decision, ReconcileError, RunFacts};
 use baton::facts::{HandoffIntent, HandoffPause, Invocation};
 use baton::gate::core::{self, Config, Event, Outcome, State, Ticket, Wait};
 use rustc_hash::FxHashMap;
@@ -175,25 +177,9 @@ impl Facts {
     }
 }
 
-/// Reconciliation with the real `baton::durable::reconcile`'s signature.
-///
-/// STAND-IN until `baton::durable` lands: the rules on the pause
-/// rows read back (none: `Resumable`; one pause of this Run: `HandedOff`;
-/// anything else: an error).
-pub type ReconcileFn = fn(&[HandoffPause<u8>]) -> Result<Option<HandoffPause<u8>>, ()>;
-
-/// The rules, mirrored until the real function lands.
-fn stand_in_reconcile(rows: &[HandoffPause<u8>]) -> Result<Option<HandoffPause<u8>>, ()> {
-    match rows {
-        [] => Ok(None),
-        [pause, rest @ ..]
-            if rest.iter().all(|p| p == pause) && pause.intent.root_run_id == "run" =>
-        {
-            Ok(Some(pause.clone()))
-        }
-        _ => Err(()),
-    }
-}
+/// A reconciliation with the real [`durable::reconcile`]'s signature; the
+/// model calls the real one or a deliberately broken wrapper around it.
+pub type ReconcileFn = fn(&RunFacts<u8>) -> Result<Decision<u8>, ReconcileError>;
 
 /// Runs a step function and the real waiter queries on compact states.
 pub struct Core {
@@ -214,7 +200,7 @@ impl Core {
             facts: Facts::new(k),
             step,
             begin: core::begin::<u8>,
-            reconcile: stand_in_reconcile,
+            reconcile: durable::reconcile::<u8>,
             decided: RefCell::default(),
             steps: RefCell::default(),
             answers: RefCell::default(),
@@ -235,19 +221,30 @@ impl Core {
     }
 
     /// What reconciliation decides from the durable log `log` (the pause
-    /// row appended for the Run, if any), through the real function.
+    /// row appended for the Run, if any): the facts the log holds about the
+    /// gate's Run — its root Run, its source Run, and each row with the
+    /// invocation that appended it (the gate's source) — passed to the
+    /// real `baton::durable::reconcile`.
     pub fn reconcile(&self, log: Option<u8>) -> Decided {
         if let Some(decided) = self.decided.borrow().get(&log) {
             return *decided;
         }
-        let rows: Vec<HandoffPause<u8>> = log
-            .iter()
-            .map(|&p| HandoffPause::clone(&self.facts.pauses[p as usize]))
-            .collect();
-        let decided = match (self.reconcile)(&rows) {
-            Ok(Some(pause)) => Decided::HandedOff(self.facts.pause_index(&pause)),
-            Ok(None) => Decided::Resumable,
-            Err(()) => Decided::Contradiction,
+        let config = &self.facts.config;
+        let facts = RunFacts {
+            root_run_id: config.root_run_id().into(),
+            run_id: config.source().run_id.clone(),
+            pauses: log
+                .iter()
+                .map(|&p| Appended {
+                    source: config.source().clone(),
+                    pause: HandoffPause::clone(&self.facts.pauses[p as usize]),
+                })
+                .collect(),
+        };
+        let decided = match (self.reconcile)(&facts) {
+            Ok(Decision::HandedOff(pause)) => Decided::HandedOff(self.facts.pause_index(&pause)),
+            Ok(Decision::Resumable) => Decided::Resumable,
+            Err(_) => Decided::Contradiction,
         };
         self.decided.borrow_mut().insert(log, decided);
         decided

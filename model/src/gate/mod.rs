@@ -45,7 +45,7 @@ pub const fn full(requesters: u8, tries: u8) -> Setup {
 /// Every actor of [`full`], plus the durable log, a worker that appends
 /// then seals and may crash at every point, and the restart that reconciles
 /// from the log (issue 9).
-pub const fn durable(requesters: u8, tries: u8) -> Setup {
+pub const fn durable_full(requesters: u8, tries: u8) -> Setup {
     Setup {
         durable: Durable::AppendThenSeal,
         ..full(requesters, tries)
@@ -76,7 +76,7 @@ pub const REPORT: [Named; 2] = [
 /// crashes of the worker at every point and the restart.
 pub const DURABLE_CI: Named = Named {
     name: "durable: 3 requesters × 2, worker (append, seal, crash anywhere), restart, closer, cancel",
-    setup: durable(3, 2),
+    setup: durable_full(3, 2),
 };
 
 /// The durable configurations the report checks: [`DURABLE_CI`], and the
@@ -87,7 +87,7 @@ pub const DURABLE_REPORT: [Named; 2] = [
         name: "durable without the closer",
         setup: Setup {
             closer: false,
-            ..durable(3, 2)
+            ..durable_full(3, 2)
         },
     },
 ];

@@ -32,9 +32,12 @@
 //! Crashes, like the closer, are never forced.
 //!
 //! [`props`] holds R1–R5 and the durable coverage; [`VARIANTS`] the broken
-//! worker protocol and reconciliation the checker must catch.
+//! worker protocol (seal before append) and reconciliation (resume a
+//! handed-off Run) the checker must catch.
 
 pub mod props;
+
+use baton::durable::{Decision, ReconcileError, RunFacts};
 
 use super::codec::{Core, Ev, ReconcileFn};
 use super::system::{
@@ -188,15 +191,36 @@ impl Variant {
     }
 }
 
-/// The broken variants of the durable system (issue 9's "seal before
-/// append", and a reconciliation that resumes a handed-off Run).
-pub const VARIANTS: [Variant; 1] = [Variant {
-    name: "i_seal_before_append",
-    bug: "the worker seals before it appends the pause durably",
-    protocol: Durable::SealThenAppend,
-    reconcile: None,
-    caught_by: props::R2,
-}];
+/// (j) Reconciliation resumes a Run whose pause is durable: a thin wrapper
+/// that rewrites the real `reconcile`'s `HandedOff` into `Resumable`.
+fn reconcile_resumes_a_handed_off_run(
+    facts: &RunFacts<u8>,
+) -> Result<Decision<u8>, ReconcileError> {
+    match baton::durable::reconcile(facts) {
+        Ok(Decision::HandedOff(_)) => Ok(Decision::Resumable),
+        decided @ (Ok(Decision::Resumable) | Err(_)) => decided,
+    }
+}
+
+/// The broken variants of the durable system: (i) issue 9's "seal before
+/// append" in the worker, (j) a reconciliation that resumes a handed-off
+/// Run.
+pub const VARIANTS: [Variant; 2] = [
+    Variant {
+        name: "i_seal_before_append",
+        bug: "the worker seals before it appends the pause durably",
+        protocol: Durable::SealThenAppend,
+        reconcile: None,
+        caught_by: props::R2,
+    },
+    Variant {
+        name: "j_reconcile_resumes_a_handed_off_run",
+        bug: "reconciliation answers Resumable although a pause is durable",
+        protocol: Durable::AppendThenSeal,
+        reconcile: Some(reconcile_resumes_a_handed_off_run),
+        caught_by: props::R3,
+    },
+];
 
 /// The variant called `name`.
 pub fn by_name(name: &str) -> Option<Variant> {
