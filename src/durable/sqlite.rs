@@ -119,13 +119,14 @@ impl SqliteLog {
     /// Creates schema version 1 in an empty file, atomically with its
     /// version number: a crash leaves either no schema or all of it.
     fn migrate(connection: &mut Connection) -> Result<(), LogError> {
+        if Self::version(connection)? == SCHEMA_VERSION {
+            return Ok(()); // the common case, without taking the write lock
+        }
         let transaction = connection
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(storage)?;
-        let version: i64 = transaction
-            .pragma_query_value(None, "user_version", |row| row.get(0))
-            .map_err(storage)?;
-        match version {
+        // Again under the write lock: another process may have just made it.
+        match Self::version(&transaction)? {
             SCHEMA_VERSION => return Ok(()),
             0 => {}
             found => {
@@ -153,6 +154,12 @@ impl SqliteLog {
             .pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(storage)?;
         transaction.commit().map_err(storage)
+    }
+
+    fn version(connection: &Connection) -> Result<i64, LogError> {
+        connection
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .map_err(storage)
     }
 
     /// The row stored for a Run, decoded and checked against its columns.

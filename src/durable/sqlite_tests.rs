@@ -191,3 +191,26 @@ fn a_payload_that_fails_to_encode_is_a_typed_error_and_writes_nothing() {
             .is_empty()
     );
 }
+
+#[test]
+fn two_processes_racing_to_hand_off_one_run_cannot_both_succeed() {
+    let db = TempDb::new();
+    let first = SqliteLog::open(&db.0).unwrap();
+    let second = SqliteLog::open(&db.0).unwrap();
+    let results = std::thread::scope(|scope| {
+        let a = scope.spawn(|| first.append("root", &source(), &pause("a")));
+        let b = scope.spawn(|| second.append("root", &source(), &pause("b")));
+        [a.join().unwrap(), b.join().unwrap()]
+    });
+    let written = results
+        .iter()
+        .filter(|r| matches!(r, Ok(Receipt::Written)))
+        .count();
+    let refused = results
+        .iter()
+        .filter(|r| matches!(r, Err(LogError::AlreadyHandedOff { .. })))
+        .count();
+    assert_eq!((written, refused), (1, 1), "{results:?}");
+    let facts = HandoffLog::<u32>::facts(&first, "root", "run").unwrap();
+    assert!(matches!(reconcile(&facts), Ok(Decision::HandedOff(_))));
+}

@@ -30,8 +30,10 @@ pub enum SealError {
 
 /// Makes a committed handoff final: appends `pause` to `log` durably, and
 /// only once that is acknowledged seals the gate (SPEC §1: the requester's
-/// `wait()` returns `Some` only for a durable pause). `source` is the
-/// worker's own invocation, the one the gate was made for.
+/// `wait()` returns `Some` only for a durable pause). `source` must be the
+/// worker's own invocation, the one the gate was made for: the log files the
+/// pause under `source.run_id`, so another invocation's would file it under
+/// another Run (the gate does not expose its source to check against).
 ///
 /// On `Ok` the successor owns the Run and the worker must stop. On
 /// [`SealError::Append`] the gate is closed without a seal: the requester's
