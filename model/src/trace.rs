@@ -83,6 +83,7 @@ pub fn show(k: u8, s: &Sys) -> String {
         Worker::Awaiting { ticket, pause: p } => format!("Awaiting{{#{ticket} {}}}", pause(p)),
         Worker::Sealing { pause: p } => format!("Sealing{{{}}}", pause(p)),
         Worker::Done => "Done".to_string(),
+        Worker::Checked { pause: p } => format!("Checked{{{}}}", pause(p)),
         Worker::Appended { pause: p } => format!("Appended{{{}}}", pause(p)),
         Worker::SealedUnappended { pause: p } => format!("SealedUnappended{{{}}}", pause(p)),
         Worker::Exiting => "Exiting".to_string(),

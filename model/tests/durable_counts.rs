@@ -40,25 +40,25 @@ fn assert_invariants_hold(e: &Exploration<Sys, Step>) {
 }
 
 #[test]
-fn one_requester_with_one_reservation_and_crashes_has_exactly_199_states_and_r1_to_r5_hold() {
+fn one_requester_with_one_reservation_and_crashes_has_exactly_207_states_and_r1_to_r5_hold() {
     let e = check(durable_full(1, 1));
-    assert_eq!((e.states, e.transitions, e.max_depth), (199, 1_054, 13));
+    assert_eq!((e.states, e.transitions, e.max_depth), (207, 1_108, 14));
     assert_invariants_hold(&e);
 }
 
 #[test]
-fn two_requesters_with_one_reservation_each_and_crashes_have_exactly_2144_states() {
+fn two_requesters_with_one_reservation_each_and_crashes_have_exactly_2240_states() {
     let e = check(durable_full(2, 1));
-    assert_eq!((e.states, e.transitions, e.max_depth), (2_144, 13_783, 19));
+    assert_eq!((e.states, e.transitions, e.max_depth), (2_240, 14_527, 20));
     assert_invariants_hold(&e);
 }
 
 #[test]
-fn three_requesters_with_one_reservation_each_and_crashes_have_exactly_26740_states() {
+fn three_requesters_with_one_reservation_each_and_crashes_have_exactly_27964_states() {
     let e = check(durable_full(3, 1));
     assert_eq!(
         (e.states, e.transitions, e.max_depth),
-        (26_740, 205_170, 25)
+        (27_964, 216_120, 26)
     );
     assert_invariants_hold(&e);
 }
@@ -66,18 +66,18 @@ fn three_requesters_with_one_reservation_each_and_crashes_have_exactly_26740_sta
 #[test]
 fn every_crash_point_and_every_decision_is_reached_so_r1_to_r5_do_not_hold_vacuously() {
     let e = check(durable_full(2, 2));
-    assert_eq!((e.states, e.transitions, e.max_depth), (10_404, 71_124, 23));
+    assert_eq!((e.states, e.transitions, e.max_depth), (10_852, 74_692, 24));
     for (name, verdict) in &e.verdicts {
         assert!(verdict.passed(), "{name}: {verdict:?}");
     }
 }
 
 #[test]
-fn the_durable_ci_configuration_has_exactly_395534_states_and_every_property_passes() {
+fn the_durable_ci_configuration_has_exactly_412862_states_and_every_property_passes() {
     let e = check(DURABLE_CI.setup);
     assert_eq!(
         (e.states, e.transitions, e.max_depth),
-        (395_534, 3_272_944, 31)
+        (412_862, 3_435_892, 32)
     );
     for (name, verdict) in &e.verdicts {
         assert!(verdict.passed(), "{name}: {verdict:?}");
@@ -92,7 +92,7 @@ fn without_the_closer_the_durable_ci_configuration_still_passes_l1_to_l3_and_r5(
     });
     assert_eq!(
         (e.states, e.transitions, e.max_depth),
-        (187_412, 1_444_353, 30)
+        (196_076, 1_519_329, 31)
     );
     for (name, verdict) in &e.verdicts {
         assert!(verdict.passed(), "{name}: {verdict:?}");

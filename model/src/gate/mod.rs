@@ -96,7 +96,7 @@ pub const DURABLE_REPORT: [Named; 2] = [
 /// coverage, plus R1–R5 and the durable coverage when it is durable.
 pub fn properties(setup: &Setup) -> Vec<crate::explore::Property<GateModel>> {
     if setup.durable.is_on() {
-        durable::props::properties()
+        durable::props::properties(setup.closer)
     } else {
         props::properties()
     }

@@ -118,7 +118,10 @@ pub fn properties() -> Vec<Property<M>> {
                 Phase::Done { .. } => true,
             });
             let worker_ok = match s.worker {
-                Worker::Sealing { pause } | Worker::Appended { pause } | Worker::SealedUnappended { pause } => {
+                Worker::Sealing { pause }
+                | Worker::Checked { pause }
+                | Worker::Appended { pause }
+                | Worker::SealedUnappended { pause } => {
                     fits(None, pause)
                 }
                 Worker::Running | Worker::Preflight { .. } | Worker::Awaiting { .. } | Worker::Done | Worker::Exiting => true,
@@ -195,6 +198,7 @@ pub fn properties() -> Vec<Property<M>> {
                     | Worker::Preflight { .. }
                     | Worker::Awaiting { .. }
                     | Worker::Done
+                    | Worker::Checked { .. }
                     | Worker::Appended { .. }
                     | Worker::SealedUnappended { .. }
                     | Worker::Exiting => false,
@@ -239,6 +243,7 @@ pub fn properties() -> Vec<Property<M>> {
                     | Worker::Preflight { .. }
                     | Worker::Sealing { .. }
                     | Worker::Done
+                    | Worker::Checked { .. }
                     | Worker::Appended { .. }
                     | Worker::SealedUnappended { .. }
                     | Worker::Exiting => true,

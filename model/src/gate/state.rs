@@ -132,6 +132,14 @@ pub enum Worker {
     },
     /// Sealed or exited (durable configurations: gone, crashed or exited).
     Done,
+    /// Durable: the worker's `append_then_seal` found the gate committed
+    /// to its pause (it checks before it appends); the append is next (the
+    /// seal, in the broken order). The gate may close meanwhile: the check
+    /// and the append are two steps.
+    Checked {
+        /// The committed pause.
+        pause: u8,
+    },
     /// Durable, correct order: the pause is appended; the seal is next.
     Appended {
         /// The committed pause, now durable.
@@ -154,7 +162,8 @@ pub enum CrashPoint {
     /// Running, in preflight or awaiting its boundary: no committed pause
     /// in hand.
     Running,
-    /// `boundary` returned the committed pause; nothing appended or sealed.
+    /// `boundary` returned the committed pause (checked or not); nothing
+    /// appended or sealed.
     BeforeAppend,
     /// Appended, not sealed yet.
     AfterAppendBeforeSeal,
@@ -265,8 +274,20 @@ pub enum Act {
     ReserveOtherRun,
     /// Durable: the worker appends the committed pause to the log.
     Append,
-    /// Durable: the append fails; the worker closes without sealing.
+    /// Durable: `append_then_seal` finds the gate no longer committed to
+    /// the pause (`SealError::NotCommitted`): nothing is appended and the
+    /// worker exits (its gate drops: `Close`).
+    NotCommitted,
+    /// Durable: `append_then_seal` checks that the gate is committed to the
+    /// pause before it appends.
+    CheckCommitted,
+    /// Durable: the append fails and wrote nothing; the worker closes
+    /// without sealing.
     AppendFails,
+    /// Durable: the append fails with a storage error *after* the row
+    /// became durable (its outcome is unknown to the worker); the worker
+    /// closes without sealing.
+    AppendFailsWritten,
     /// Durable: the worker, done, exits (its gate drops: `Close`).
     Exit,
     /// Durable: the worker's process dies here (its gate drops: `Close`).

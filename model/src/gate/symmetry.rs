@@ -55,6 +55,7 @@ fn worker_intent(worker: Worker) -> Option<u8> {
         Worker::Preflight { intent, .. } => Some(intent),
         Worker::Awaiting { pause, .. }
         | Worker::Sealing { pause }
+        | Worker::Checked { pause }
         | Worker::Appended { pause }
         | Worker::SealedUnappended { pause } => Some(pause::intent(pause)),
         Worker::Running | Worker::Done | Worker::Exiting => None,
@@ -137,6 +138,7 @@ pub fn permute(k: u8, s: Sys, order: &[u8]) -> Sys {
             pause: pause(p),
         },
         Worker::Sealing { pause: p } => Worker::Sealing { pause: pause(p) },
+        Worker::Checked { pause: p } => Worker::Checked { pause: pause(p) },
         Worker::Appended { pause: p } => Worker::Appended { pause: pause(p) },
         Worker::SealedUnappended { pause: p } => Worker::SealedUnappended { pause: pause(p) },
         w @ (Worker::Running | Worker::Done | Worker::Exiting) => w,

@@ -293,6 +293,7 @@ fn worker(
             );
         }
         Worker::Sealing { .. }
+        | Worker::Checked { .. }
         | Worker::Appended { .. }
         | Worker::SealedUnappended { .. }
         | Worker::Exiting
@@ -312,7 +313,10 @@ fn worker(
             push(at(forged, Worker::Sealing { pause }), Fairness::Optional);
         }
         // Only durable configurations reach these (handled above).
-        Worker::Appended { .. } | Worker::SealedUnappended { .. } | Worker::Exiting => {}
+        Worker::Checked { .. }
+        | Worker::Appended { .. }
+        | Worker::SealedUnappended { .. }
+        | Worker::Exiting => {}
         Worker::Done => {}
     }
 }

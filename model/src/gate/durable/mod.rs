@@ -11,9 +11,12 @@
 //!   abstractly (at most one per Run: the schema's uniqueness constraint;
 //!   an append is atomic — a row is there or it is not, never half-written);
 //! - **the worker's end**: once `boundary` returned the committed pause, it
-//!   appends it and then seals ([`Durable::AppendThenSeal`]; if the append
-//!   fails it closes without sealing), then exits. Its gate's drop feeds
-//!   `Close`, as the real `HandoffGate`'s `Drop` does;
+//!   runs the real `append_then_seal`'s steps ([`Durable::AppendThenSeal`]):
+//!   checks the gate is committed to the pause, appends it, seals it, then
+//!   exits. If the gate is no longer committed it appends nothing; if the
+//!   append fails it closes without sealing — and a storage failure may
+//!   have written the row all the same. Its gate's drop feeds `Close`, as
+//!   the real `HandoffGate`'s `Drop` does;
 //! - **crashes at every point**: the worker's process may die while running,
 //!   in preflight or awaiting its boundary, before the append, after the
 //!   append before the seal, and after the seal. A crash drops the worker's
@@ -39,7 +42,7 @@ pub mod props;
 
 use baton::durable::{Decision, ReconcileError, RunFacts};
 
-use super::codec::{Core, Ev, ReconcileFn};
+use super::codec::{Core, Ev, Gate, ReconcileFn};
 use super::system::{
     Act, CrashPoint, Decided, Durable, Owner, RESTART, Setup, Step, Sys, WORKER, Worker, pause,
 };
@@ -68,13 +71,18 @@ fn at((step, mut next): (Step, Sys), w: Worker) -> (Step, Sys) {
     (step, next)
 }
 
-/// The worker's end once `boundary` returned the committed pause: append
-/// and seal in `protocol`'s order, then exit.
+/// The worker's end once `boundary` returned the committed pause — the
+/// real `baton::durable::append_then_seal`, step by step: check that the
+/// gate is committed to the pause (else `NotCommitted`: nothing appended),
+/// append it (a failure closes the gate without a seal; a storage failure
+/// may have written the row all the same), seal it (`sealed` is `false` if
+/// the gate closed meanwhile), then exit. [`Durable::SealThenAppend`] swaps
+/// the append and the seal.
 pub(super) fn worker(protocol: Durable, s: &Sys, feed: Feed<'_>, push: Push<'_>) {
     let fair = Fairness::Fair(WORKER);
     // The log takes the pause unless it holds another one for the Run (a
-    // typed error that writes nothing: the append fails). An append is one
-    // atomic step.
+    // typed error that writes nothing: the append fails); the same pause
+    // again is idempotent. An append is one atomic step.
     let append = |pause: u8, then: Worker| {
         (s.log.is_none_or(|row| row == pause)).then(|| {
             let (step, mut next) = quiet(s, Act::Append);
@@ -82,23 +90,38 @@ pub(super) fn worker(protocol: Durable, s: &Sys, feed: Feed<'_>, push: Push<'_>)
             at((step, next), then)
         })
     };
-    let fails = || at(feed(Act::AppendFails, Ev::Close), Worker::Done);
-    let forged = |pause: u8| {
-        let step = feed(
-            Act::SealForged,
-            Ev::Seal {
-                pause: pause::forged(pause),
-            },
-        );
-        at(step, Worker::Sealing { pause })
+    let fails = |pause: u8, push: Push<'_>| {
+        push(at(feed(Act::AppendFails, Ev::Close), Worker::Done), fair);
+        if s.log.is_none_or(|row| row == pause) {
+            let (step, mut next) = feed(Act::AppendFailsWritten, Ev::Close);
+            next.log = Some(pause);
+            push(at((step, next), Worker::Done), fair);
+        }
     };
     match (protocol, s.worker) {
-        (Durable::AppendThenSeal, Worker::Sealing { pause }) => {
+        (Durable::AppendThenSeal | Durable::SealThenAppend, Worker::Sealing { pause }) => {
+            let committed = matches!(s.gate, Gate::Committed { pause: p, .. } if p == pause);
+            if committed {
+                push(
+                    at(quiet(s, Act::CheckCommitted), Worker::Checked { pause }),
+                    fair,
+                );
+            } else {
+                push(at(feed(Act::NotCommitted, Ev::Close), Worker::Done), fair);
+            }
+            let forged = feed(
+                Act::SealForged,
+                Ev::Seal {
+                    pause: pause::forged(pause),
+                },
+            );
+            push(at(forged, Worker::Sealing { pause }), Fairness::Optional);
+        }
+        (Durable::AppendThenSeal, Worker::Checked { pause }) => {
             if let Some(t) = append(pause, Worker::Appended { pause }) {
                 push(t, fair);
             }
-            push(fails(), fair);
-            push(forged(pause), Fairness::Optional);
+            fails(pause, push);
         }
         (Durable::AppendThenSeal, Worker::Appended { pause }) => {
             push(
@@ -106,16 +129,15 @@ pub(super) fn worker(protocol: Durable, s: &Sys, feed: Feed<'_>, push: Push<'_>)
                 fair,
             );
         }
-        (Durable::SealThenAppend, Worker::Sealing { pause }) => {
+        (Durable::SealThenAppend, Worker::Checked { pause }) => {
             let sealed = feed(Act::Seal, Ev::Seal { pause });
             push(at(sealed, Worker::SealedUnappended { pause }), fair);
-            push(forged(pause), Fairness::Optional);
         }
         (Durable::SealThenAppend, Worker::SealedUnappended { pause }) => {
             if let Some(t) = append(pause, Worker::Exiting) {
                 push(t, fair);
             }
-            push(fails(), fair);
+            fails(pause, push);
         }
         (Durable::AppendThenSeal | Durable::SealThenAppend, Worker::Exiting) => {
             push(at(feed(Act::Exit, Ev::Close), Worker::Done), fair);
@@ -138,7 +160,7 @@ pub fn crash_point(worker: Worker) -> Option<CrashPoint> {
         Worker::Running | Worker::Preflight { .. } | Worker::Awaiting { .. } => {
             Some(CrashPoint::Running)
         }
-        Worker::Sealing { .. } => Some(CrashPoint::BeforeAppend),
+        Worker::Sealing { .. } | Worker::Checked { .. } => Some(CrashPoint::BeforeAppend),
         Worker::Appended { .. } => Some(CrashPoint::AfterAppendBeforeSeal),
         Worker::SealedUnappended { .. } => Some(CrashPoint::AfterSealBeforeAppend),
         Worker::Exiting => Some(CrashPoint::AfterSeal),

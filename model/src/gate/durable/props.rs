@@ -124,6 +124,13 @@ pub fn durable() -> Vec<Property<M>> {
             t.act == Act::AppendFails && matches!(t.outcome, Some(Out::Moved(Gate::Closed)))
         }),
         sometimes(
+            "append failed after writing the row (storage error): closed without sealing",
+            |_, _, t, _| {
+                t.act == Act::AppendFailsWritten
+                    && matches!(t.outcome, Some(Out::Moved(Gate::Closed)))
+            },
+        ),
+        sometimes(
             "reconciled: HandedOff (the successor owns the Run)",
             |_, _, t, _| matches!(t.act, Act::Reconcile(Decided::HandedOff(_))),
         ),
@@ -155,10 +162,23 @@ pub fn durable() -> Vec<Property<M>> {
     ]
 }
 
+/// Coverage only the closer can reach: it closes the gate between the
+/// commit and the worker's check, so `append_then_seal` appends nothing.
+pub fn with_closer() -> Vec<Property<M>> {
+    vec![sometimes(
+        "not committed: the gate closed before the check, nothing appended",
+        |_, _, t, _| t.act == Act::NotCommitted,
+    )]
+}
+
 /// Every property of a durable configuration: the gate's (S1–S9, L1–L3,
-/// coverage), then R1–R5 and the durable coverage.
-pub fn properties() -> Vec<Property<M>> {
+/// coverage), then R1–R5 and the durable coverage ([`with_closer`]'s too
+/// when the configuration has the closer).
+pub fn properties(closer: bool) -> Vec<Property<M>> {
     let mut all = crate::gate::props::properties();
     all.extend(durable());
+    if closer {
+        all.extend(with_closer());
+    }
     all
 }
