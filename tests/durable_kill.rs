@@ -10,7 +10,7 @@
 //! 3 ms; up to 25 ms after `opening`), and kills. Kills therefore land before
 //! the log exists, while it is being created, before, during and after the
 //! append, between append and seal, and after the seal. The distribution of
-//! the last point reached is printed (visible with `--nocapture`), and each
+//! the last point reached is printed (past libtest's capture), and each
 //! of `before-append`, `appended`, `sealed` must be the last point of some
 //! killed run, so the test cannot silently test nothing.
 //!
@@ -70,6 +70,15 @@ const WORK: Duration = Duration::from_millis(1);
 /// About how long the child takes from `opening` to `opened` (creating the
 /// log: WAL, schema, several syncs) on a loaded 2-core machine.
 const OPENING: Duration = Duration::from_millis(25);
+
+/// Writes a line to the process's real stderr, past libtest's output
+/// capture (which only takes `print!`/`eprint!`): the kill-point figures
+/// appear in CI logs with or without `--nocapture`.
+macro_rules! report {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
 
 /// In the child, reports `name` on stdout, then works for [`WORK`]; in the
 /// parent (whose owner also hands Runs off), does nothing.
@@ -327,7 +336,7 @@ fn a_worker_killed_at_any_point_is_reconciled_from_the_log_never_resumed_after_h
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(300);
-    eprintln!("durable_kill: seed {seed} (replay with BATON_KILL_SEED={seed}), {runs} runs");
+    report!("durable_kill: seed {seed} (replay with BATON_KILL_SEED={seed}), {runs} runs");
     let mut rng = Rng(seed);
     let dir = std::env::temp_dir().join(format!("baton-kill-{}-{seed}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temp dir");
@@ -355,7 +364,7 @@ fn a_worker_killed_at_any_point_is_reconciled_from_the_log_never_resumed_after_h
         let (reached, killed) = run_child(&db, target, delay);
         let (decision, had_schema) = check_after_kill(&db, &reached);
         if std::env::var_os("BATON_KILL_VERBOSE").is_some() {
-            eprintln!(
+            report!(
                 "run {done}: target {target:?} + {delay:?}: reached {reached:?}, killed {killed}"
             );
         }
@@ -387,10 +396,10 @@ fn a_worker_killed_at_any_point_is_reconciled_from_the_log_never_resumed_after_h
     let _ = std::fs::remove_dir(&dir);
     let elapsed = started.elapsed();
 
-    eprintln!("durable_kill: {done} runs in {elapsed:.1?}; decisions {decisions:?}");
-    eprintln!("durable_kill: distribution of the last point reached:");
+    report!("durable_kill: {done} runs in {elapsed:.1?}; decisions {decisions:?}");
+    report!("durable_kill: distribution of the last point reached:");
     for (point, count) in &last_points {
-        eprintln!("  {count:>4}  {point}");
+        report!("  {count:>4}  {point}");
     }
     assert!(
         done >= MIN_RUNS.min(runs),
