@@ -207,14 +207,16 @@ fn a_residue_of_real_processes_conforms_to_a2a() {
     let mut shells = Vec::new();
     let mut detached = Vec::new();
     for _ in 0..2 {
+        // `exec`: the shell becomes the `sleep`, so killing it leaves no
+        // orphan holding the test's stdout open for 30 s.
         let shell = Command::new("sh")
-            .args(["-c", "sleep 30"])
+            .args(["-c", "exec sleep 30"])
             .spawn()
             .expect("spawn sh");
         detached.push(DetachedWork {
             work_id: format!("wrk_{}", shell.id()),
             binary: "sh".into(),
-            command: "sh -c 'sleep 30'".into(),
+            command: "sh -c 'exec sleep 30'".into(),
             started_at_ms: 1_700_000_000_000,
         });
         shells.push(shell);
