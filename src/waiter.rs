@@ -198,11 +198,32 @@ impl<S, Q> Drop for WaitUntil<'_, S, Q> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+// Two attributes rather than `all(test, not(loom))`: cargo-mutants skips a
+// module only when it sees a plain `#[cfg(test)]`.
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
     use std::pin::pin;
-    use std::task::Waker;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::{Wake, Waker};
+
+    /// A waker that counts its wake-ups.
+    #[derive(Default)]
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    impl Count {
+        fn get(&self) -> usize {
+            self.0.load(Ordering::SeqCst)
+        }
+    }
 
     fn poll_once<F: Future + Unpin>(fut: &mut F) -> Poll<F::Output> {
         Pin::new(fut).poll(&mut Context::from_waker(Waker::noop()))
@@ -249,5 +270,55 @@ mod tests {
         }
         assert_eq!(lock(&cell.inner).slots.len(), 1);
         assert_eq!(cell.waiter_count(), 0);
+    }
+
+    #[test]
+    fn a_waiter_repolled_with_another_waker_wakes_the_new_one() {
+        let cell = WatchCell::new(0u32);
+        let (old, new) = (Arc::new(Count::default()), Arc::new(Count::default()));
+        let mut wait = cell.wait_until(|s| (*s > 0).then_some(*s));
+        let poll_with = |wait: &mut WaitUntil<'_, u32, _>, count: &Arc<Count>| {
+            Pin::new(wait).poll(&mut Context::from_waker(&Waker::from(Arc::clone(count))))
+        };
+        assert!(poll_with(&mut wait, &old).is_pending());
+        assert!(poll_with(&mut wait, &new).is_pending(), "moved to another task");
+        assert_eq!(cell.waiter_count(), 1, "still one slot");
+        cell.update(|s| {
+            *s = 1;
+            (true, ())
+        });
+        assert_eq!((old.get(), new.get()), (0, 1), "the current waker, not the stale one");
+    }
+
+    #[test]
+    fn an_update_wakes_every_waiter_once_and_an_unchanged_one_wakes_nobody() {
+        let cell = WatchCell::new(0u32);
+        let counts = [Arc::new(Count::default()), Arc::new(Count::default())];
+        let mut waits: Vec<_> = counts
+            .iter()
+            .map(|_| cell.wait_until(|s| (*s > 1).then_some(())))
+            .collect();
+        for (wait, count) in waits.iter_mut().zip(&counts) {
+            let waker = Waker::from(Arc::clone(count));
+            assert!(Pin::new(wait).poll(&mut Context::from_waker(&waker)).is_pending());
+        }
+        cell.update(|_| (false, ()));
+        assert_eq!(counts.each_ref().map(|c| c.get()), [0, 0]);
+        cell.update(|s| {
+            *s = 1;
+            (true, ())
+        });
+        assert_eq!(counts.each_ref().map(|c| c.get()), [1, 1]);
+        cell.update(|s| {
+            *s = 2;
+            (true, ())
+        });
+        assert_eq!(
+            counts.each_ref().map(|c| c.get()),
+            [1, 1],
+            "a woken waiter is not woken again until it polls"
+        );
+        assert_eq!(cell.read(|s| *s), 2);
+        assert_eq!(cell.update(|s| (false, *s + 1)), 3, "update returns f's result");
     }
 }
