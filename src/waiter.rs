@@ -281,13 +281,20 @@ mod tests {
             Pin::new(wait).poll(&mut Context::from_waker(&Waker::from(Arc::clone(count))))
         };
         assert!(poll_with(&mut wait, &old).is_pending());
-        assert!(poll_with(&mut wait, &new).is_pending(), "moved to another task");
+        assert!(
+            poll_with(&mut wait, &new).is_pending(),
+            "moved to another task"
+        );
         assert_eq!(cell.waiter_count(), 1, "still one slot");
         cell.update(|s| {
             *s = 1;
             (true, ())
         });
-        assert_eq!((old.get(), new.get()), (0, 1), "the current waker, not the stale one");
+        assert_eq!(
+            (old.get(), new.get()),
+            (0, 1),
+            "the current waker, not the stale one"
+        );
     }
 
     #[test]
@@ -300,7 +307,11 @@ mod tests {
             .collect();
         for (wait, count) in waits.iter_mut().zip(&counts) {
             let waker = Waker::from(Arc::clone(count));
-            assert!(Pin::new(wait).poll(&mut Context::from_waker(&waker)).is_pending());
+            assert!(
+                Pin::new(wait)
+                    .poll(&mut Context::from_waker(&waker))
+                    .is_pending()
+            );
         }
         cell.update(|_| (false, ()));
         assert_eq!(counts.each_ref().map(|c| c.get()), [0, 0]);
@@ -319,6 +330,10 @@ mod tests {
             "a woken waiter is not woken again until it polls"
         );
         assert_eq!(cell.read(|s| *s), 2);
-        assert_eq!(cell.update(|s| (false, *s + 1)), 3, "update returns f's result");
+        assert_eq!(
+            cell.update(|s| (false, *s + 1)),
+            3,
+            "update returns f's result"
+        );
     }
 }
