@@ -130,3 +130,40 @@ async fn a_cancellation_token_cancels_a_held_handoff() {
     assert!(boundary.await.is_none());
     assert_eq!(gate.waiter_count(), 0);
 }
+
+/// A waker that counts its wake-ups.
+#[derive(Default)]
+struct Count(std::sync::atomic::AtomicUsize);
+
+impl std::task::Wake for Count {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn cancel_wakes_the_waiting_future_and_noting_a_phase_does_not() {
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering::SeqCst;
+    use std::task::{Context, Waker};
+    let signal = CancelSignal::new();
+    let count = Arc::new(Count::default());
+    let waker = Waker::from(Arc::clone(&count));
+    let mut waiter = Box::pin(signal.canceled());
+    assert!(
+        waiter
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending()
+    );
+    signal.note_phase(Phase::Plan);
+    assert_eq!(count.0.load(SeqCst), 0, "a phase wakes nobody");
+    signal.cancel();
+    assert_eq!(count.0.load(SeqCst), 1, "the cancel wakes the waiter");
+    assert!(
+        waiter
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_ready()
+    );
+}
