@@ -581,3 +581,41 @@ fn the_gate_and_its_requesters_name_the_root_run() {
     assert_eq!(gate.root_run_id(), "run");
     assert_eq!(gate.requester().root_run_id(), "run");
 }
+
+/// Diagnostics: every handle's `Debug` names what identifies it — the
+/// gate and its requesters their root Run, the handoff handles their ticket.
+#[tokio::test]
+async fn every_handle_debugs_with_its_root_run_or_ticket() {
+    let gate = gate();
+    let requester = gate.requester();
+    assert_eq!(
+        format!("{gate:?}"),
+        r#"HandoffGate { root_run_id: "run", .. }"#
+    );
+    assert_eq!(
+        format!("{requester:?}"),
+        r#"HandoffRequester { root_run_id: "run", .. }"#
+    );
+    let cancel = CancelSignal::new();
+    let reservation = requester.reserve(intent()).unwrap();
+    let ticket = reservation.ticket();
+    assert_eq!(
+        format!("{reservation:?}"),
+        format!("HandoffReservation {{ ticket: {ticket:?}, .. }}")
+    );
+    let mut boundary = pin!(gate.boundary(&cancel, prepared));
+    assert!(poll_once(boundary.as_mut()).is_pending());
+    let held = reservation.ready().await.unwrap();
+    assert_eq!(
+        format!("{held:?}"),
+        format!("HeldHandoff {{ ticket: {ticket:?}, .. }}")
+    );
+    let pending = held.commit().unwrap();
+    assert_eq!(
+        format!("{pending:?}"),
+        format!("PendingSeal {{ ticket: {ticket:?}, .. }}")
+    );
+    let pause = boundary.await.unwrap();
+    assert!(gate.sealed(&pause));
+    assert_eq!(pending.wait().await, Some(pause));
+}
