@@ -366,3 +366,39 @@ fn arrivals_coalesce_and_each_wake_up_resolves_exactly_one_of_several_waits() {
         "the dropped wait consumed nothing"
     );
 }
+
+/// Diagnostics: the ledger, a scope and a taken delegation each `Debug`
+/// as what identifies them and their counts (D4).
+#[test]
+fn the_ledger_its_scope_and_a_taken_delegation_debug_as_their_state() {
+    let ledger = Delegations::new();
+    assert_eq!(
+        format!("{ledger:?}"),
+        "Delegations { task_id: None, outstanding: 0, arrived: 0 }"
+    );
+    let scope = ledger.scope_task("tsk_a");
+    assert_eq!(
+        format!("{scope:?}"),
+        format!("DelegationScope {{ token: {:?} }}", scope.token())
+    );
+    for id in ["dlg_a", "dlg_b"] {
+        ledger
+            .register(id, delegation("tsk_a", Instant::now()))
+            .unwrap();
+    }
+    ledger.adopt("dlg_b", Box::new(Handle(counted())));
+    assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
+    assert_eq!(
+        format!("{ledger:?}"),
+        r#"Delegations { task_id: Some("tsk_a"), outstanding: 1, arrived: 1 }"#
+    );
+    let taken = ledger.take_all();
+    assert_eq!(
+        taken.iter().map(|t| format!("{t:?}")).collect::<Vec<_>>(),
+        [
+            r#"TakenDelegation { id: "dlg_a", arrived: true, has_child: false }"#,
+            r#"TakenDelegation { id: "dlg_b", arrived: false, has_child: true }"#,
+        ]
+    );
+    drop(scope);
+}
