@@ -11,8 +11,10 @@ use std::fs;
 use std::panic::catch_unwind;
 use std::path::{Path, PathBuf};
 
+use baton::fuzzing::ledger_table::{self, Op, Seen};
 use baton::fuzzing::{Target, decode, facts_json, gate_adapter, gate_table};
 use baton::gate::core::StateKind;
+use baton::ledger::{Arrival, RegisterError};
 
 /// The files in `fuzz/<folder>/<target>/`, sorted; none if it is missing.
 fn files(folder: &str, target: Target) -> Vec<PathBuf> {
@@ -144,6 +146,91 @@ fn the_facts_json_corpus_round_trips_every_kind_of_fact() {
     }
     println!("facts_json corpus: [invocation, intent, pause] round-tripped {checked:?}");
     assert!(checked.iter().all(|&count| count > 0), "{checked:?}");
+}
+
+/// What a `ledger_table` step did, as its corpus's coverage counts it.
+fn ledger_label(op: &Op, seen: &Seen) -> Option<&'static str> {
+    Some(match seen {
+        Seen::Scoped(_, left) if left.iter().any(|row| row.child.is_some() && !row.arrived) => {
+            "scope change ends a child"
+        }
+        Seen::ScopeEnded(Some(left)) if !left.is_empty() => "scope end takes entries",
+        Seen::ScopeEnded(None) => "stale scope end changes nothing",
+        Seen::Registered(Ok(())) => "register",
+        Seen::Registered(Err(RegisterError::InvalidId(_))) => "register: InvalidId",
+        Seen::Registered(Err(RegisterError::NoTaskInScope)) => "register: NoTaskInScope",
+        Seen::Registered(Err(RegisterError::OtherTask { .. })) => "register: OtherTask",
+        Seen::Registered(Err(RegisterError::DuplicateId)) => "register: DuplicateId",
+        Seen::Adopted(ledger_table::Adopted::Adopted) => "adopt",
+        Seen::Adopted(ledger_table::Adopted::Replaced(_)) => "adopt: Replaced",
+        Seen::Adopted(ledger_table::Adopted::NotLive(_)) => "adopt: NotLive",
+        Seen::Arrived(Arrival::Delivered) => "arrive: Delivered",
+        Seen::Arrived(Arrival::AlreadyDelivered) => "arrive: AlreadyDelivered",
+        Seen::Arrived(Arrival::NotOutstanding) => "arrive: NotOutstanding",
+        Seen::Arrived(Arrival::BeingEnded) => "arrive: BeingEnded",
+        Seen::Permit(true) => "wait resolves",
+        Seen::Permit(false) => "wait pends",
+        Seen::Took(taken) if !taken.is_empty() => match op {
+            Op::Discard(_) => "discard",
+            Op::TakeArrived => "take_arrived",
+            Op::TakeOverdue(_) => "take_overdue",
+            Op::TakeAll => "take_all",
+            _ => return None,
+        },
+        Seen::Next(Some(_)) => "next_overdue: Some",
+        Seen::Next(None) => "next_overdue: None",
+        _ => return None,
+    })
+}
+
+/// The committed `ledger_table` corpus is broad: it reaches every answer of
+/// every operation of SPEC §2 (each `Arrival`, each `RegisterError`, each
+/// `Adoption`, a stale and a current scope end…), so D1–D6 are checked
+/// where they can break, and a corpus that lost its depth fails here.
+#[test]
+fn the_ledger_table_corpus_reaches_every_answer_of_the_ledger() {
+    const ALL: [&str; 23] = [
+        "scope change ends a child",
+        "scope end takes entries",
+        "stale scope end changes nothing",
+        "register",
+        "register: InvalidId",
+        "register: NoTaskInScope",
+        "register: OtherTask",
+        "register: DuplicateId",
+        "adopt",
+        "adopt: Replaced",
+        "adopt: NotLive",
+        "arrive: Delivered",
+        "arrive: AlreadyDelivered",
+        "arrive: NotOutstanding",
+        "arrive: BeingEnded",
+        "wait resolves",
+        "wait pends",
+        "discard",
+        "take_arrived",
+        "take_overdue",
+        "take_all",
+        "next_overdue: Some",
+        "next_overdue: None",
+    ];
+    let mut reached = BTreeSet::new();
+    for path in files("corpus", Target::LedgerTable) {
+        let bytes = fs::read(&path).expect("readable");
+        let input: ledger_table::Ops = decode(&bytes).expect("corpus inputs decode");
+        ledger_table::walk(&input, input.0.len(), &mut |_, op, seen| {
+            reached.extend(ledger_label(op, seen));
+        });
+    }
+    println!(
+        "ledger_table corpus reaches {} kinds of answer",
+        reached.len()
+    );
+    let missing: Vec<_> = ALL
+        .iter()
+        .filter(|label| !reached.contains(*label))
+        .collect();
+    assert!(missing.is_empty(), "never reached: {missing:?}");
 }
 
 /// Not a check: after `cargo fuzz cmin` (whose merge keeps inputs the

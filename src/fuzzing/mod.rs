@@ -10,7 +10,10 @@
 //! - [`gate_adapter()`]: operation sequences through the async adapter,
 //!   including drops of every handle and future, driven by hand and compared
 //!   step by step with the core;
-//! - [`facts_json()`]: arbitrary bytes decoded as the JSON facts.
+//! - [`facts_json()`]: arbitrary bytes decoded as the JSON facts;
+//! - [`ledger_table()`]: operation sequences applied to the ledger core,
+//!   each answer checked against an independent ghost and D1–D6 after
+//!   every step.
 //!
 //! A body returns `Err(Rejected)` for an input too large to be meaningful
 //! (the target turns it into `Corpus::Reject`) and panics on a violation,
@@ -26,10 +29,13 @@ pub mod facts_json;
 pub mod gate_adapter;
 pub mod gate_table;
 mod ghost;
+mod ledger_ghost;
+pub mod ledger_table;
 
 pub use facts_json::facts_json;
 pub use gate_adapter::gate_adapter;
 pub use gate_table::gate_table;
+pub use ledger_table::ledger_table;
 
 /// An input the fuzzer should not keep in its corpus: it is larger than any
 /// meaningful case, so time spent on it is time lost (`Corpus::Reject`).
@@ -45,11 +51,18 @@ pub enum Target {
     GateAdapter,
     /// [`facts_json()`]
     FactsJson,
+    /// [`ledger_table()`]
+    LedgerTable,
 }
 
 impl Target {
     /// Every target.
-    pub const ALL: [Target; 3] = [Self::GateTable, Self::GateAdapter, Self::FactsJson];
+    pub const ALL: [Target; 4] = [
+        Self::GateTable,
+        Self::GateAdapter,
+        Self::FactsJson,
+        Self::LedgerTable,
+    ];
 
     /// The target's name: its file in `fuzz/fuzz_targets/`, its corpus and
     /// regression folders.
@@ -58,6 +71,7 @@ impl Target {
             Self::GateTable => "gate_table",
             Self::GateAdapter => "gate_adapter",
             Self::FactsJson => "facts_json",
+            Self::LedgerTable => "ledger_table",
         }
     }
 
@@ -69,6 +83,7 @@ impl Target {
             Self::GateTable => decode(bytes).ok_or(Rejected).and_then(gate_table),
             Self::GateAdapter => decode(bytes).ok_or(Rejected).and_then(gate_adapter),
             Self::FactsJson => facts_json(bytes),
+            Self::LedgerTable => decode(bytes).ok_or(Rejected).and_then(ledger_table),
         }
     }
 
@@ -79,6 +94,7 @@ impl Target {
             Self::GateTable => decode::<gate_table::Ops>(bytes).map(|ops| format!("{ops:#?}")),
             Self::GateAdapter => decode::<gate_adapter::Ops>(bytes).map(|ops| format!("{ops:#?}")),
             Self::FactsJson => Some(format!("{:?}", String::from_utf8_lossy(bytes))),
+            Self::LedgerTable => decode::<ledger_table::Ops>(bytes).map(|ops| format!("{ops:#?}")),
         }
     }
 }

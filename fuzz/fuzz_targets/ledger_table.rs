@@ -1,0 +1,9 @@
+//! Ledger core sequences against the ghost reference, D1–D6 after every step: `baton::fuzzing::ledger_table`.
+#![no_main]
+
+use baton::fuzzing::ledger_table::{Ops, ledger_table};
+use libfuzzer_sys::{Corpus, fuzz_target};
+
+fuzz_target!(|input: Ops| -> Corpus {
+    ledger_table(input).map_or(Corpus::Reject, |()| Corpus::Keep)
+});
