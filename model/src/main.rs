@@ -1,6 +1,7 @@
 //! `cargo run --release -p baton-model`: the model-checking report — the
-//! handoff gate's configurations, the delegation ledger's, and both
-//! checkers' self-tests on broken variants.
+//! handoff gate's configurations, the durable handoff's (the gate with the
+//! log, crashes and the restart: R1–R5), the delegation ledger's, and the
+//! self-tests on broken variants of each.
 //!
 //! Flags: `--diagram` prints the Mermaid state diagram of the CI
 //! configuration; `--symmetry` reduces symmetry; `--requesters N --tries T`
@@ -12,7 +13,8 @@
 //! NAME` checks a broken variant of `step` instead of the real one (to see
 //! a counterexample printed, and for the gate written as JSON; the
 //! ledger's variants `f_…`–`h_…` run the ledger's configurations, the
-//! durable variant `i_seal_before_append` the durable ones). Exits 1
+//! durable variants `i_seal_before_append` and
+//! `j_reconcile_resumes_a_handed_off_run` the durable ones). Exits 1
 //! if a property fails or a broken variant goes uncaught.
 
 use std::path::Path;

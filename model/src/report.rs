@@ -1,7 +1,8 @@
 //! What `cargo run --release -p baton-model` prints: per machine and
 //! configuration the states, transitions, depth, time and speed, each
 //! property ✓/✗ (with its counterexample, also written as JSON), and the
-//! checker's self-test on the broken variants. The ledger's section is
+//! checker's self-test on the broken variants (the gate's, and the durable
+//! system's: [`durable_self_test`]). The ledger's section is
 //! [`crate::ledger::report`].
 
 use std::fmt::Write as _;
