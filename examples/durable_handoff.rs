@@ -84,7 +84,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         paused.ok_or("not committed")?,
         pending.ok_or("not committed")?,
     );
-    let receipt = append_then_seal(&gate, &log, &source("run-a"), &paused)?;
+    let receipt = append_then_seal(&gate, &log, &paused)?;
     println!("worker     appended ({receipt:?}) then sealed; exiting");
     let sealed = pending.wait().await.ok_or("the worker did not seal")?;
     println!(

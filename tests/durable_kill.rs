@@ -135,7 +135,7 @@ fn hand_off(log: &dyn HandoffLog<baton::HandoffExecution>) -> Option<Pause> {
         });
         let paused = paused.expect("committed");
         let pending = pending.expect("committed");
-        let receipt = append_then_seal(&gate, log, &source(), &paused).expect("append then seal");
+        let receipt = append_then_seal(&gate, log, &paused).expect("append then seal");
         assert_eq!(receipt, Receipt::Written, "the Run had no pause yet");
         point("sealed");
         pending.wait().await

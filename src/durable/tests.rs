@@ -155,12 +155,22 @@ async fn append_then_seal_appends_before_it_seals_and_wait_sees_the_durable_paus
     let log = MemoryLog::new();
     let (pending, paused) = committed(&gate).await;
     assert_eq!(
-        append_then_seal(&gate, &log, &source(), &paused).unwrap(),
+        append_then_seal(&gate, &log, &paused).unwrap(),
         Receipt::Written
     );
     assert_eq!(gate.state().kind(), StateKind::Sealed);
     let sealed = pending.wait().await.expect("S5: a sealed pause");
     let facts = log.facts("root", "run").unwrap();
+    assert_eq!(gate.source(), &source());
+    assert_eq!(
+        facts
+            .pauses
+            .iter()
+            .map(|row| &row.source)
+            .collect::<Vec<_>>(),
+        [&source()],
+        "the pause is filed under the gate's own source"
+    );
     assert_eq!(
         reconcile(&facts),
         Ok(Decision::HandedOff(sealed)),
@@ -173,7 +183,7 @@ async fn a_failed_append_closes_the_gate_without_a_seal_and_the_run_is_resumable
     let gate = gate();
     let (pending, paused) = committed(&gate).await;
     assert!(matches!(
-        append_then_seal(&gate, &BrokenLog, &source(), &paused),
+        append_then_seal(&gate, &BrokenLog, &paused),
         Err(SealError::Append(LogError::Storage(_)))
     ));
     assert_eq!(gate.state().kind(), StateKind::Closed);
@@ -187,12 +197,12 @@ async fn append_then_seal_refuses_a_pause_the_gate_is_not_committed_to_and_appen
     let gate = gate();
     let log = MemoryLog::new();
     assert!(matches!(
-        append_then_seal(&gate, &log, &source(), &pause("h")),
+        append_then_seal(&gate, &log, &pause("h")),
         Err(SealError::NotCommitted)
     ));
     let (pending, _) = committed(&gate).await;
     assert!(matches!(
-        append_then_seal(&gate, &log, &source(), &pause("other")),
+        append_then_seal(&gate, &log, &pause("other")),
         Err(SealError::NotCommitted)
     ));
     assert!(log.is_empty(), "nothing appended");

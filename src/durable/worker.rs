@@ -4,7 +4,7 @@
 use thiserror::Error;
 
 use super::log::{HandoffLog, LogError, Receipt};
-use crate::facts::{HandoffPause, Invocation};
+use crate::facts::HandoffPause;
 use crate::gate::HandoffGate;
 use crate::gate::core::State;
 
@@ -30,10 +30,9 @@ pub enum SealError {
 
 /// Makes a committed handoff final: appends `pause` to `log` durably, and
 /// only once that is acknowledged seals the gate (SPEC §1: the requester's
-/// `wait()` returns `Some` only for a durable pause). `source` must be the
-/// worker's own invocation, the one the gate was made for: the log files the
-/// pause under `source.run_id`, so another invocation's would file it under
-/// another Run (the gate does not expose its source to check against).
+/// `wait()` returns `Some` only for a durable pause). The pause is filed
+/// under the gate's own [`source`](HandoffGate::source), so it cannot land
+/// under another Run.
 ///
 /// On `Ok` the successor owns the Run and the worker must stop. On
 /// [`SealError::Append`] the gate is closed without a seal: the requester's
@@ -49,7 +48,6 @@ pub enum SealError {
 pub fn append_then_seal<P, L>(
     gate: &HandoffGate<P>,
     log: &L,
-    source: &Invocation,
     pause: &HandoffPause<P>,
 ) -> Result<Receipt, SealError>
 where
@@ -69,7 +67,7 @@ where
     if !committed {
         return Err(SealError::NotCommitted);
     }
-    match log.append(gate.root_run_id(), source, pause) {
+    match log.append(gate.root_run_id(), gate.source(), pause) {
         Ok(receipt) => {
             if gate.sealed(pause) {
                 Ok(receipt)

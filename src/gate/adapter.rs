@@ -198,6 +198,11 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
         self.shared.config.root_run_id()
     }
 
+    /// The invocation this gate was made for: the Run a handoff hands off.
+    pub fn source(&self) -> &Invocation {
+        self.shared.config.source()
+    }
+
     /// Called by the worker at a step boundary.
     ///
     /// If no handoff is requested, returns `None` at once. Otherwise runs
