@@ -121,11 +121,7 @@ impl<'a> Arbitrary<'a> for Ops {
 /// Prints as the Rust expression that rebuilds the input, one op a line.
 impl fmt::Debug for Ops {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "Ops(vec![")?;
-        for (index, op) in self.0.iter().enumerate() {
-            writeln!(f, "    /* {index:>3} */ Op::{op:?},")?;
-        }
-        write!(f, "])")
+        super::write_ops(f, "Op", &self.0)
     }
 }
 

@@ -8,33 +8,11 @@
 //! prediction and checks S1–S9 on the transition itself, plus the waiter
 //! queries (S1, S5, S7) on the state reached.
 
-use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
+use super::Violation;
 use crate::facts::{HandoffIntent, MAX_ID_BYTES};
 use crate::gate::core::{Event, Outcome, State, StateKind, Ticket};
-
-/// A broken rule: its SPEC id and what happened.
-#[derive(Debug)]
-pub(super) struct Violation {
-    rule: &'static str,
-    detail: String,
-}
-
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} violated: {}", self.rule, self.detail)
-    }
-}
-
-/// Fails with `rule` unless `holds`; the detail is only formatted on failure.
-macro_rules! ensure {
-    ($holds:expr, $rule:expr, $($detail:tt)+) => {
-        if !$holds {
-            return Err(Violation { rule: $rule, detail: format!($($detail)+) });
-        }
-    };
-}
 
 mod rules;
 

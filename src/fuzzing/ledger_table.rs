@@ -19,8 +19,8 @@ use arbitrary::{Arbitrary, Unstructured};
 
 pub use super::ledger_ghost::{Adopted, Row, Seen};
 
-use super::Rejected;
 use super::ledger_ghost::Ghost;
+use super::{Rejected, Violation};
 use crate::facts::MAX_ID_BYTES;
 use crate::ledger::core::{Adoption, Arrival, Child, Event, Ledger, Outcome, ScopeToken, Taken};
 
@@ -186,28 +186,6 @@ struct Harness {
     finished: BTreeSet<u32>,
     /// Registrations whose outcome was `Delivered` (D1).
     delivered: BTreeSet<u32>,
-}
-
-/// A broken rule: its SPEC id and what happened.
-#[derive(Debug)]
-pub struct Violation {
-    rule: &'static str,
-    detail: String,
-}
-
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} violated: {}", self.rule, self.detail)
-    }
-}
-
-/// Fails with `rule` unless `holds`; the detail is only formatted on failure.
-macro_rules! ensure {
-    ($holds:expr, $rule:expr, $($detail:tt)+) => {
-        if !$holds {
-            return Err(Violation { rule: $rule, detail: format!($($detail)+) });
-        }
-    };
 }
 
 impl Harness {
@@ -533,10 +511,6 @@ pub fn walk(input: &Ops, steps: usize, visit: &mut dyn FnMut(usize, &Op, &Seen))
 /// Prints as the Rust expression that rebuilds the input, one op a line.
 impl fmt::Debug for Ops {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "Ops(vec![")?;
-        for (index, op) in self.0.iter().enumerate() {
-            writeln!(f, "    /* {index:>3} */ Op::{op:?},")?;
-        }
-        write!(f, "])")
+        super::write_ops(f, "Op", &self.0)
     }
 }

@@ -21,9 +21,43 @@
 //!
 //! Only compiled with the `fuzzing` cargo feature; not part of the API.
 
+use std::fmt;
+
 use arbitrary::{Arbitrary, Unstructured};
 
 use crate::facts::{HandoffIntent, Invocation};
+
+/// A broken rule: its SPEC id and what happened.
+#[derive(Debug)]
+pub struct Violation {
+    rule: &'static str,
+    detail: String,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} violated: {}", self.rule, self.detail)
+    }
+}
+
+/// Fails with `rule` unless `holds`; the detail is only formatted on failure.
+macro_rules! ensure {
+    ($holds:expr, $rule:expr, $($detail:tt)+) => {
+        if !$holds {
+            return Err($crate::fuzzing::Violation { rule: $rule, detail: format!($($detail)+) });
+        }
+    };
+}
+
+/// Writes `ops` as the Rust expression `Ops(vec![…])`, one op a line with
+/// its index, each prefixed with `path::` (the enum's name).
+fn write_ops<T: fmt::Debug>(f: &mut fmt::Formatter<'_>, path: &str, ops: &[T]) -> fmt::Result {
+    writeln!(f, "Ops(vec![")?;
+    for (index, op) in ops.iter().enumerate() {
+        writeln!(f, "    /* {index:>3} */ {path}::{op:?},")?;
+    }
+    write!(f, "])")
+}
 
 pub mod facts_json;
 pub mod gate_adapter;
