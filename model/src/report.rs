@@ -235,26 +235,55 @@ pub fn self_test(setup: Setup) -> Vec<Caught> {
         .collect()
 }
 
-/// The report's self-test block.
-pub fn format_self_test(caught: &[Caught]) -> String {
-    let n = caught.iter().filter(|c| c.trace.is_some()).count();
-    let mut out = format!(
-        "checker self-test · {n}/{} broken variants of step caught\n",
-        caught.len()
-    );
-    for c in caught {
-        let mark = if c.trace.is_some() { "✓" } else { "✗" };
-        let how = match &c.trace {
-            Some(t) => trace_shape(&t.trace()),
-            None => "NOT CAUGHT".into(),
+/// One variant's line in a self-test block.
+pub struct SelfTestRow<'a> {
+    /// The variant's name.
+    pub name: &'a str,
+    /// The bug it plants.
+    pub bug: &'a str,
+    /// The property expected to catch it.
+    pub caught_by: &'a str,
+    /// Its counterexample's shape, or `None` if it was not caught.
+    pub how: Option<String>,
+    /// The other properties it violated (their ids).
+    pub also: Vec<&'a str>,
+}
+
+/// A self-test block: `title · n/m <what> caught`, then a line per variant
+/// (✓ or ✗, what caught it and how) and the other properties it violated.
+pub fn format_self_test_block(title: &str, what: &str, rows: &[SelfTestRow<'_>]) -> String {
+    let n = rows.iter().filter(|row| row.how.is_some()).count();
+    let mut out = format!("{title} · {n}/{} {what} caught\n", rows.len());
+    for row in rows {
+        let (mark, how) = match &row.how {
+            Some(how) => ("✓", how.as_str()),
+            None => ("✗", "NOT CAUGHT"),
         };
         let _ = writeln!(
             out,
             "  {mark} {}: {} — by {} ({how})",
-            c.variant.name, c.variant.bug, c.variant.caught_by
+            row.name, row.bug, row.caught_by
         );
+        if !row.also.is_empty() {
+            let _ = writeln!(out, "      also violated: {}", row.also.join(", "));
+        }
     }
     out
+}
+
+/// The report's self-test block.
+pub fn format_self_test(caught: &[Caught]) -> String {
+    let rows: Vec<_> = caught
+        .iter()
+        .map(|c| SelfTestRow {
+            name: c.variant.name,
+            bug: c.variant.bug,
+            caught_by: c.variant.caught_by,
+            how: c.trace.as_ref().map(|t| trace_shape(&t.trace())),
+            also: Vec::new(),
+        })
+        .collect();
+    format_self_test_block("checker self-test", "broken variants of step", &rows)
 }
 
 /// A broken durable variant checked on a configuration.
@@ -320,31 +349,20 @@ pub fn durable_self_test(setup: Setup) -> Vec<CaughtDurable> {
 /// The report's durable self-test block: each variant, what caught it and
 /// how long its shortest trace is, and every other property it violated.
 pub fn format_durable_self_test(caught: &[CaughtDurable]) -> String {
-    let n = caught.iter().filter(|c| c.trace.is_some()).count();
-    let mut out = format!(
-        "durable checker self-test · {n}/{} broken variants caught\n",
-        caught.len()
-    );
-    for c in caught {
-        let mark = if c.trace.is_some() { "✓" } else { "✗" };
-        let how = match &c.trace {
-            Some(t) => trace_shape(&t.trace()),
-            None => "NOT CAUGHT".into(),
-        };
-        let _ = writeln!(
-            out,
-            "  {mark} {}: {} — by {} ({how})",
-            c.variant.name, c.variant.bug, c.variant.caught_by
-        );
-        let also: Vec<_> = c
-            .violated
-            .iter()
-            .filter(|n| **n != c.variant.caught_by)
-            .map(|n| n.split(' ').next().unwrap_or(n))
-            .collect();
-        if !also.is_empty() {
-            let _ = writeln!(out, "      also violated: {}", also.join(", "));
-        }
-    }
-    out
+    let rows: Vec<_> = caught
+        .iter()
+        .map(|c| SelfTestRow {
+            name: c.variant.name,
+            bug: c.variant.bug,
+            caught_by: c.variant.caught_by,
+            how: c.trace.as_ref().map(|t| trace_shape(&t.trace())),
+            also: c
+                .violated
+                .iter()
+                .filter(|n| **n != c.variant.caught_by)
+                .map(|n| n.split(' ').next().unwrap_or(n))
+                .collect(),
+        })
+        .collect();
+    format_self_test_block("durable checker self-test", "broken variants", &rows)
 }

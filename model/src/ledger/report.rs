@@ -2,13 +2,11 @@
 //! transitions, depth, time and speed, each property ✓/✗ with its
 //! counterexample, and the checker's self-test on the broken variants.
 
-use std::fmt::Write as _;
-
 use super::state::{LStep, LSys, Setup};
 use super::variants::{VARIANTS, Variant};
 use super::{LedgerModel, Named, StepFn, full, props, show};
 use crate::explore::{Exploration, Options, Trace, Verdict, explore};
-use crate::report::{thousands, trace_shape, verdict_lines};
+use crate::report::{SelfTestRow, format_self_test_block, thousands, trace_shape, verdict_lines};
 
 /// The configuration the self-test runs the broken variants on: one
 /// delegation with one child, two scopes, one tick, the waiter — enough
@@ -112,21 +110,15 @@ pub fn self_test(setup: Setup) -> Vec<Caught> {
 
 /// The report's self-test block for the ledger.
 pub fn format_self_test(caught: &[Caught]) -> String {
-    let n = caught.iter().filter(|c| c.trace.is_some()).count();
-    let mut out = format!(
-        "ledger checker self-test · {n}/{} broken variants of step caught\n",
-        caught.len()
-    );
-    for c in caught {
-        let (mark, how) = match &c.trace {
-            Some((t, _)) => ("✓", trace_shape(t)),
-            None => ("✗", "NOT CAUGHT".into()),
-        };
-        let _ = writeln!(
-            out,
-            "  {mark} {}: {} — by {} ({how})",
-            c.variant.name, c.variant.bug, c.variant.caught_by
-        );
-    }
-    out
+    let rows: Vec<_> = caught
+        .iter()
+        .map(|c| SelfTestRow {
+            name: c.variant.name,
+            bug: c.variant.bug,
+            caught_by: c.variant.caught_by,
+            how: c.trace.as_ref().map(|(t, _)| trace_shape(t)),
+            also: Vec::new(),
+        })
+        .collect();
+    format_self_test_block("ledger checker self-test", "broken variants of step", &rows)
 }
