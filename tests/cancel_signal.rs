@@ -108,7 +108,13 @@ async fn a_cancel_from_another_task_wakes_the_waiter() {
         tokio::task::yield_now().await;
         firing.cancel();
     });
-    Cancellation::canceled(&signal).await;
+    // Bounded, so that a cancel that wakes nobody fails rather than hangs.
+    tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        Cancellation::canceled(&signal),
+    )
+    .await
+    .expect("the cancel wakes the waiter");
     assert!(Cancellation::is_canceled(&signal));
     task.await.unwrap();
 }
