@@ -6,6 +6,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use baton::ledger::{Child, Delegation, Delegations};
+use baton::residue::a2a::{Content, Part};
 use baton::residue::{DetachedWork, Residue, ResidueItem};
 use jsonschema::{Retrieve, Uri, Validator};
 use serde_json::{Value, json};
@@ -136,6 +137,7 @@ fn the_validator_rejects_what_a2a_rejects_so_its_passes_mean_something() {
 
 #[test]
 fn an_empty_residue_produces_no_artifact() {
+    assert!(Residue::default().is_empty());
     assert!(Residue::default().into_artifact().is_none());
     assert!(
         Residue::snapshot(Vec::new(), &Delegations::new())
@@ -244,4 +246,30 @@ fn a_residue_of_real_processes_conforms_to_a2a() {
     }
     result.unwrap_or_else(|e| panic!("{wire}: {e}"));
     assert_eq!(artifact.parts.len(), 4);
+}
+
+/// Each data part hands back exactly its item's JSON; a part of another kind
+/// has no data.
+#[test]
+fn each_data_part_holds_its_items_json_and_other_parts_hold_none() {
+    let ledger = Delegations::new();
+    let _scope = ledger.scope_task("tsk_a");
+    ledger.register("dlg_a", delegation("first")).unwrap();
+    let residue = Residue::snapshot(Vec::new(), &ledger);
+    assert!(!residue.is_empty());
+    let expected: Vec<Value> = residue.items().iter().map(ResidueItem::to_json).collect();
+    let artifact = residue.into_artifact().expect("one item");
+    let data: Vec<Option<&Value>> = artifact.parts.iter().map(Part::as_data).collect();
+    assert_eq!(data, expected.iter().map(Some).collect::<Vec<_>>());
+    for other in [
+        Content::Text("t".into()),
+        Content::Raw("cmF3".into()),
+        Content::Url("https://a2a.invalid/".into()),
+    ] {
+        let part = Part {
+            content: other,
+            media_type: None,
+        };
+        assert_eq!(part.as_data(), None);
+    }
 }
