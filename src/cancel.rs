@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::sync::Arc;
+use crate::sync::{Arc, AtomicBool, Ordering};
 use crate::waiter::WatchCell;
 
 /// What a task was doing when it was cancelled; serialised with the original
@@ -134,42 +134,67 @@ struct Latch {
 /// ```
 #[derive(Clone, Debug)]
 pub struct CancelSignal {
-    latch: Arc<WatchCell<Latch>>,
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    /// The fast path of `is_canceled` and of a repeated `cancel`: set only
+    /// under the latch's lock, in the same critical section that sets
+    /// `latch.canceled`, so `fired == true` implies the latch is cancelled.
+    /// The latch stays the source of truth for `canceled()` waiters.
+    fired: AtomicBool,
+    latch: WatchCell<Latch>,
 }
 
 impl CancelSignal {
     /// A signal that has not fired, with no phase noted.
     pub fn new() -> Self {
         Self {
-            latch: Arc::new(WatchCell::new(Latch {
-                canceled: false,
-                phase: None,
-            })),
+            shared: Arc::new(Shared {
+                fired: AtomicBool::new(false),
+                latch: WatchCell::new(Latch {
+                    canceled: false,
+                    phase: None,
+                }),
+            }),
         }
     }
 
     /// Fires the signal. Idempotent; wakes every waiter the first time.
+    /// Once it returns, every `canceled()` future resolves at once.
     pub fn cancel(&self) {
-        self.latch
-            .update(|latch| (!std::mem::replace(&mut latch.canceled, true), ()));
+        // Set only after the latch is cancelled (below): nothing left to do.
+        if self.shared.fired.load(Ordering::Acquire) {
+            return;
+        }
+        self.shared.latch.update(|latch| {
+            let first = !std::mem::replace(&mut latch.canceled, true);
+            self.shared.fired.store(true, Ordering::Release);
+            (first, ())
+        });
     }
 
-    /// Whether the signal has fired.
+    /// Whether the signal has fired. One atomic load, no lock.
     pub fn is_canceled(&self) -> bool {
-        self.latch.read(|latch| latch.canceled)
+        self.shared.fired.load(Ordering::Acquire)
     }
 
     /// Resolves once the signal has fired; at once if it already has.
     /// Cancel-safe: dropping the future only frees its waker slot.
     pub async fn canceled(&self) {
-        self.latch
+        if self.is_canceled() {
+            return;
+        }
+        self.shared
+            .latch
             .wait_until(|latch| latch.canceled.then_some(()))
             .await
     }
 
     /// Notes what the task is doing. The first phase noted wins.
     pub fn note_phase(&self, phase: Phase) {
-        self.latch.update(|latch| {
+        self.shared.latch.update(|latch| {
             if latch.phase.is_none() {
                 latch.phase = Some(phase);
             }
@@ -180,12 +205,14 @@ impl CancelSignal {
 
     /// The first phase noted, or [`Phase::Turn`] if none was.
     pub fn phase(&self) -> Phase {
-        self.latch.read(|latch| latch.phase.unwrap_or_default())
+        self.shared
+            .latch
+            .read(|latch| latch.phase.unwrap_or_default())
     }
 
     /// The number of `canceled()` futures currently waiting (diagnostics).
     pub fn waiter_count(&self) -> usize {
-        self.latch.waiter_count()
+        self.shared.latch.waiter_count()
     }
 }
 

@@ -4,10 +4,16 @@
 //! runs in production is exactly the code that loom explores.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
+pub(crate) use loom::sync::{
+    Arc, Mutex, MutexGuard,
+    atomic::{AtomicBool, Ordering},
+};
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
+pub(crate) use std::sync::{
+    Arc, Mutex, MutexGuard,
+    atomic::{AtomicBool, Ordering},
+};
 
 /// Locks `mutex`, ignoring poison: no user code runs while a baton lock is
 /// held except `Cancellation::is_canceled`, and the state behind the lock

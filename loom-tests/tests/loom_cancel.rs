@@ -70,3 +70,65 @@ fn a_canceled_future_dropped_racing_cancel_leaves_no_waker() {
         assert_eq!(signal.waiter_count(), 0);
     });
 }
+
+/// §3: `is_canceled()` (the lock-free fast path) answering `true` means the
+/// waiters' latch is cancelled too: a `canceled()` polled after it resolves
+/// at the first poll, however the check races `cancel()`.
+#[test]
+fn a_signal_seen_canceled_resolves_canceled_at_once() {
+    model(
+        "is_canceled → canceled ∥ cancel",
+        Coverage::Exhaustive,
+        || {
+            let signal = CancelSignal::new();
+            let checker = {
+                let signal = signal.clone();
+                thread::spawn(move || {
+                    if signal.is_canceled() {
+                        let mut waiting = pin!(signal.canceled());
+                        let polled = waiting
+                            .as_mut()
+                            .poll(&mut Context::from_waker(Waker::noop()));
+                        assert!(polled.is_ready(), "is_canceled() ran ahead of the latch");
+                    }
+                })
+            };
+            signal.cancel();
+            assert!(signal.is_canceled());
+            checker.join().unwrap();
+            assert_eq!(signal.waiter_count(), 0);
+        },
+    );
+}
+
+/// §3: a `cancel()` that finds the signal already fired (the fast path)
+/// returns only once the latch is cancelled: after either of two racing
+/// `cancel()` calls returns, `canceled()` resolves at the first poll.
+#[test]
+fn every_racing_cancel_returns_with_the_latch_cancelled() {
+    model(
+        "cancel ∥ cancel, then canceled",
+        Coverage::Exhaustive,
+        || {
+            let signal = CancelSignal::new();
+            let other = {
+                let signal = signal.clone();
+                thread::spawn(move || {
+                    signal.cancel();
+                    let mut waiting = pin!(signal.canceled());
+                    let polled = waiting
+                        .as_mut()
+                        .poll(&mut Context::from_waker(Waker::noop()));
+                    assert!(polled.is_ready(), "cancel() returned before the latch");
+                })
+            };
+            signal.cancel();
+            let mut waiting = pin!(signal.canceled());
+            let polled = waiting
+                .as_mut()
+                .poll(&mut Context::from_waker(Waker::noop()));
+            assert!(polled.is_ready(), "cancel() returned before the latch");
+            other.join().unwrap();
+        },
+    );
+}
