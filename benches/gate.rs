@@ -20,38 +20,55 @@ fn prepared(intent: baton::HandoffIntent) -> std::future::Ready<Option<HandoffPa
     }))
 }
 
+/// baton's `reserve` shares an intent the caller keeps in an `Arc` (its API
+/// design); each iteration gets a clone of one, made in criterion's untimed
+/// setup. The baseline takes the intent by value, so it gets a fresh one
+/// from the same untimed setup.
+fn shared_intent() -> impl FnMut() -> Arc<baton::HandoffIntent> {
+    let shared = Arc::new(intent());
+    move || Arc::clone(&shared)
+}
+
 fn full_cycle(c: &mut Criterion) {
     let rt = runtime();
     let mut group = c.benchmark_group("gate/full_cycle");
     group.bench_function("baton", |b| {
         let cancel = CancelSignal::new();
-        b.iter(|| {
-            rt.block_on(async {
-                let gate = HandoffGate::<()>::new(source(), "run".into());
-                let reservation = gate.requester().reserve(intent()).unwrap();
-                let (paused, pending) = tokio::join!(gate.boundary(&cancel, prepared), async {
-                    reservation.ready().await.unwrap().commit().unwrap()
-                });
-                let paused = paused.unwrap();
-                assert!(gate.sealed(&paused));
-                black_box(pending.wait().await.unwrap());
-            })
-        })
+        b.iter_batched(
+            shared_intent(),
+            |intent| {
+                rt.block_on(async {
+                    let gate = HandoffGate::<()>::new(source(), "run".into());
+                    let reservation = gate.requester().reserve(intent).unwrap();
+                    let (paused, pending) = tokio::join!(gate.boundary(&cancel, prepared), async {
+                        reservation.ready().await.unwrap().commit().unwrap()
+                    });
+                    let paused = paused.unwrap();
+                    assert!(gate.sealed(&paused));
+                    black_box(pending.wait().await.unwrap());
+                })
+            },
+            BatchSize::SmallInput,
+        )
     });
     group.bench_function("baseline", |b| {
         let cancel = CancellationToken::new();
-        b.iter(|| {
-            rt.block_on(async {
-                let gate = baseline::gate::Gate::new(source(), "run".into());
-                let reservation = gate.reserve(intent()).unwrap();
-                let (paused, pending) = tokio::join!(gate.boundary(&cancel, prepared), async {
-                    reservation.ready().await.unwrap().commit().unwrap()
-                });
-                let paused = paused.unwrap();
-                gate.sealed(&paused);
-                black_box(pending.wait().await.unwrap());
-            })
-        })
+        b.iter_batched(
+            intent,
+            |intent| {
+                rt.block_on(async {
+                    let gate = baseline::gate::Gate::new(source(), "run".into());
+                    let reservation = gate.reserve(intent).unwrap();
+                    let (paused, pending) = tokio::join!(gate.boundary(&cancel, prepared), async {
+                        reservation.ready().await.unwrap().commit().unwrap()
+                    });
+                    let paused = paused.unwrap();
+                    gate.sealed(&paused);
+                    black_box(pending.wait().await.unwrap());
+                })
+            },
+            BatchSize::SmallInput,
+        )
     });
     group.finish();
 }
@@ -62,7 +79,7 @@ fn reserve_release(c: &mut Criterion) {
     let requester = gate.requester();
     group.bench_function("baton", |b| {
         b.iter_batched(
-            intent,
+            shared_intent(),
             |i| drop(requester.reserve(i).unwrap()),
             BatchSize::SmallInput,
         )
@@ -85,7 +102,7 @@ fn reserve_busy(c: &mut Criterion) {
     let _held = requester.reserve(intent()).unwrap();
     group.bench_function("baton", |b| {
         b.iter_batched(
-            intent,
+            shared_intent(),
             |i| black_box(requester.reserve(i).is_err()),
             BatchSize::SmallInput,
         )
@@ -105,8 +122,10 @@ fn reserve_busy(c: &mut Criterion) {
 /// One design under contention: a cheap-to-clone handle that can try one
 /// reserve+release and drive one boundary with a failing preflight.
 trait Contender: Clone + Send + Sync + 'static {
-    /// Reserves and releases at once; whether the reserve succeeded.
-    fn reserve_release(&self, intent: &baton::HandoffIntent) -> bool;
+    /// Reserves and releases at once; whether the reserve succeeded. Each
+    /// design gets the intent the way its API takes it: baton shares the
+    /// requester's `Arc`, the baseline takes a copy by value.
+    fn reserve_release(&self, intent: &Arc<baton::HandoffIntent>) -> bool;
     /// Drives one boundary whose preflight fails.
     fn boundary(&self) -> impl std::future::Future<Output = ()> + Send + '_;
 }
@@ -120,8 +139,8 @@ struct BatonGate(
 );
 
 impl Contender for BatonGate {
-    fn reserve_release(&self, intent: &baton::HandoffIntent) -> bool {
-        self.1.reserve(intent.clone()).is_ok()
+    fn reserve_release(&self, intent: &Arc<baton::HandoffIntent>) -> bool {
+        self.1.reserve(Arc::clone(intent)).is_ok()
     }
     async fn boundary(&self) {
         let _ = self.0.boundary(&self.2, |_| std::future::ready(None)).await;
@@ -132,8 +151,10 @@ impl Contender for BatonGate {
 struct BaselineGate(baseline::gate::Gate, CancellationToken);
 
 impl Contender for BaselineGate {
-    fn reserve_release(&self, intent: &baton::HandoffIntent) -> bool {
-        self.0.reserve(intent.clone()).is_some()
+    fn reserve_release(&self, intent: &Arc<baton::HandoffIntent>) -> bool {
+        self.0
+            .reserve(baton::HandoffIntent::clone(intent))
+            .is_some()
     }
     async fn boundary(&self) {
         let _ = self.0.boundary(&self.1, |_| std::future::ready(None)).await;
@@ -164,7 +185,7 @@ fn contended_run<G: Contender>(gate: impl FnOnce() -> G, tasks: usize, pairs: u6
         let requesters: Vec<_> = (0..tasks)
             .map(|_| {
                 let (gate, done, count) = (gate.clone(), Arc::clone(&done), Arc::clone(&count));
-                let intent = intent();
+                let intent = Arc::new(intent());
                 tokio::spawn(async move {
                     while !done.load(Ordering::Relaxed) {
                         if gate.reserve_release(&intent)

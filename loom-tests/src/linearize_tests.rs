@@ -155,7 +155,7 @@ fn a_snapshot_the_operations_cannot_produce_is_unexplained() {
     let requested = World {
         gate: State::Requested {
             ticket: Ticket(0),
-            intent: intent("a"),
+            intent: intent("a").into(),
         },
         canceled: false,
     };
@@ -180,7 +180,7 @@ fn a_snapshot_the_operations_cannot_produce_is_unexplained() {
     };
     let live = State::Requested {
         ticket: Ticket(1),
-        intent: intent("b"),
+        intent: intent("b").into(),
     };
     assert!(explained(requested.clone(), &history(live)));
     let released = State::Running { next: Ticket(2) };

@@ -274,7 +274,7 @@ fn boundary_poll(
                     core::Begin::Committed(p) => return (Poll::Ready(Some((**p).clone())), phase),
                     core::Begin::Nothing => return (Poll::Ready(None), phase),
                 };
-                let Some(pause) = prepare(preflight, intent.clone()) else {
+                let Some(pause) = prepare(preflight, HandoffIntent::clone(intent)) else {
                     return (Poll::Pending, Phase::Preflight(ticket));
                 };
                 let canceled = cancel.is_canceled();

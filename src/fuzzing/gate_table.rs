@@ -211,7 +211,7 @@ impl TicketPick {
 impl PausePick {
     fn pause(self, state: &State<u8>) -> HandoffPause<u8> {
         let requested = || match state {
-            State::Requested { intent, .. } => intent.clone(),
+            State::Requested { intent, .. } => HandoffIntent::clone(intent),
             _ => state
                 .pause()
                 .map_or_else(|| Name::A.intent(), |p| p.intent.clone()),
@@ -237,7 +237,7 @@ impl Op {
     /// The core event this operation feeds in `state`.
     pub fn event(&self, state: &State<u8>) -> Event<u8> {
         match self {
-            Op::Reserve(pick) => Event::Reserve(pick.intent()),
+            Op::Reserve(pick) => Event::Reserve(std::sync::Arc::new(pick.intent())),
             Op::Preflight {
                 ticket,
                 pause,
@@ -252,7 +252,7 @@ impl Op {
                 ticket: ticket.ticket(state),
                 canceled: *canceled,
             },
-            Op::Seal(pause) => Event::Seal(pause.pause(state)),
+            Op::Seal(pause) => Event::Seal(std::sync::Arc::new(pause.pause(state))),
             Op::Close => Event::Close,
         }
     }

@@ -79,9 +79,10 @@ impl<P: PartialEq> Shared<P> {
     }
 }
 
-/// What `boundary` found when it began, copied out of the lock.
+/// What `boundary` found when it began, shared out of the lock (the copy
+/// `preflight` takes by value is made after unlocking).
 enum Begun<P> {
-    Requested(Ticket, HandoffIntent),
+    Requested(Ticket, std::sync::Arc<HandoffIntent>),
     Committed(std::sync::Arc<HandoffPause<P>>),
 }
 
@@ -232,7 +233,9 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
         let shared = &self.shared;
         let begun = shared.cell.read(|slot| match core::begin(&slot.state) {
             Begin::Nothing => None,
-            Begin::Requested(ticket, intent) => Some(Begun::Requested(ticket, intent.clone())),
+            Begin::Requested(ticket, intent) => {
+                Some(Begun::Requested(ticket, std::sync::Arc::clone(intent)))
+            }
             Begin::Committed(pause) => Some(Begun::Committed(std::sync::Arc::clone(pause))),
         })?;
         let (ticket, intent) = match begun {
@@ -244,7 +247,7 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
             ticket,
             armed: true,
         };
-        let pause = preflight(intent).await;
+        let pause = preflight(std::sync::Arc::unwrap_or_clone(intent)).await;
         let bit = cancel.clone();
         let held = shared.cell.update(|slot| {
             let event = Event::Preflight {
@@ -293,7 +296,18 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
     /// Reports that `pause` is durably appended to the canonical log. Seals
     /// the gate if `pause` is the committed one (S5); returns whether it did.
     pub fn sealed(&self, pause: &HandoffPause<P>) -> bool {
-        self.shared.apply(Event::Seal(pause.clone()), None) == Ok(true)
+        let shared = &self.shared;
+        shared.cell.update(|slot| {
+            // Offer the gate's own pause when it is the one reported (no
+            // copy), else a copy of `pause`: either way `step` decides.
+            let offered = match slot.state.pause() {
+                Some(stored) if **stored == *pause => std::sync::Arc::clone(stored),
+                Some(_) | None => std::sync::Arc::new(pause.clone()),
+            };
+            let (changed, result) =
+                Shared::apply_locked(&shared.config, slot, Event::Seal(offered), None);
+            (changed, result == Ok(true))
+        })
     }
 
     /// Closes the gate: no handoff from now on; every waiter resolves `None`.
@@ -320,7 +334,9 @@ impl<P: PartialEq> Drop for HandoffGate<P> {
 }
 
 impl<P: PartialEq + Clone> HandoffRequester<P> {
-    /// Asks for a handoff with `intent`.
+    /// Asks for a handoff with `intent`: a [`HandoffIntent`], or an
+    /// `Arc<HandoffIntent>` the caller keeps, which the gate then shares
+    /// without copying it.
     ///
     /// # Errors
     ///
@@ -328,8 +344,12 @@ impl<P: PartialEq + Clone> HandoffRequester<P> {
     /// another root Run (the gate is unchanged, S9); [`GateError::Busy`]
     /// while another reservation is live (S1); [`GateError::HandedOff`],
     /// [`GateError::Closed`] or [`GateError::TicketsExhausted`] once final.
-    pub fn reserve(&self, intent: HandoffIntent) -> Result<HandoffReservation<P>, GateError> {
+    pub fn reserve(
+        &self,
+        intent: impl Into<std::sync::Arc<HandoffIntent>>,
+    ) -> Result<HandoffReservation<P>, GateError> {
         let shared = &self.shared;
+        let intent = intent.into();
         let ticket = shared.cell.update(|slot| {
             let (changed, result) =
                 Shared::apply_locked(&shared.config, slot, Event::Reserve(intent), None);

@@ -79,8 +79,9 @@ pub enum State<P> {
     Requested {
         /// The live ticket.
         ticket: Ticket,
-        /// What the requester asks for.
-        intent: HandoffIntent,
+        /// What the requester asks for, shared with the requester's `Arc`
+        /// (no copy).
+        intent: Arc<HandoffIntent>,
     },
     /// The worker prepared `pause` for `ticket` and waits for a commit.
     Held {
@@ -196,8 +197,9 @@ impl<P> State<P> {
 /// An input to the gate.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Event<P> {
-    /// A requester asks for a handoff.
-    Reserve(HandoffIntent),
+    /// A requester asks for a handoff. The intent is shared, not copied: a
+    /// requester that keeps it in an `Arc` pays one reference count.
+    Reserve(Arc<HandoffIntent>),
     /// The worker's preflight for `ticket` finished with `pause` (`None`:
     /// failed), with the cancellation bit read when it finished.
     Preflight {
@@ -218,7 +220,9 @@ pub enum Event<P> {
         canceled: bool,
     },
     /// The worker reports `pause` durably appended to the canonical log.
-    Seal(HandoffPause<P>),
+    /// Compared by value with the committed pause (by pointer first when
+    /// `P: Eq`), so the adapter can offer the gate's own `Arc` without a copy.
+    Seal(Arc<HandoffPause<P>>),
     /// The worker exits: no handoff from now on.
     Close,
 }
@@ -270,7 +274,7 @@ pub fn step<P: PartialEq>(config: &Config, state: &State<P>, event: Event<P>) ->
                 ticket: live,
                 intent,
             } if *live == ticket => match pause {
-                Some(pause) if !canceled && pause.intent == *intent => Moved(State::Held {
+                Some(pause) if !canceled && pause.intent == **intent => Moved(State::Held {
                     ticket,
                     pause: Arc::new(pause),
                 }),
@@ -319,7 +323,7 @@ pub fn step<P: PartialEq>(config: &Config, state: &State<P>, event: Event<P>) ->
             | State::Closed => Refused(GateError::NotHeld),
         },
         Event::Seal(offered) => match state {
-            State::Committed { ticket, pause } if **pause == offered => Moved(State::Sealed {
+            State::Committed { ticket, pause } if *pause == offered => Moved(State::Sealed {
                 ticket: *ticket,
                 pause: Arc::clone(pause),
             }),
@@ -428,7 +432,7 @@ pub enum Begin<'a, P> {
     /// boundary already under way waits on; the terminal states).
     Nothing,
     /// A requester holds `Ticket` and asks for this intent: run preflight.
-    Requested(Ticket, &'a HandoffIntent),
+    Requested(Ticket, &'a Arc<HandoffIntent>),
     /// A handoff is already committed — the boundary that held it was
     /// dropped after the commit. The commit is irreversible (S4): stop,
     /// append this pause durably and seal it.
@@ -459,7 +463,7 @@ pub fn begin<P>(state: &State<P>) -> Begin<'_, P> {
 /// The request a worker reaching a step boundary would prepare for: the
 /// live ticket and intent in `Requested`, else `None`. The
 /// [`Begin::Requested`] case of [`begin`].
-pub fn observe<P>(state: &State<P>) -> Option<(Ticket, &HandoffIntent)> {
+pub fn observe<P>(state: &State<P>) -> Option<(Ticket, &Arc<HandoffIntent>)> {
     match begin(state) {
         Begin::Requested(ticket, intent) => Some((ticket, intent)),
         Begin::Nothing | Begin::Committed(_) => None,

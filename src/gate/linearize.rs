@@ -19,6 +19,7 @@ use std::collections::HashSet;
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use super::GateError;
 use super::core::{self, Config, Event, Outcome, State, Ticket};
@@ -313,7 +314,7 @@ impl<P: Clone + Eq + Hash + Debug> Spec for GateSpec<P> {
         let same = |ok: bool| done(ok, world.clone());
         match (op, *pc) {
             (GateOp::Reserve { intent, result }, Start) => {
-                let (outcome, next) = self.apply(world, Event::Reserve(intent.clone()));
+                let (outcome, next) = self.apply(world, Event::Reserve(Arc::new(intent.clone())));
                 let ok = match (&outcome, result) {
                     (Outcome::Moved(state), Ok(ticket)) => state.ticket() == Some(*ticket),
                     (Outcome::Refused(error), Err(seen)) => error == seen,
@@ -344,7 +345,7 @@ impl<P: Clone + Eq + Hash + Debug> Spec for GateSpec<P> {
                 }
             }
             (GateOp::Seal { pause, sealed }, Start) => {
-                let (outcome, next) = self.apply(world, Event::Seal(pause.clone()));
+                let (outcome, next) = self.apply(world, Event::Seal(Arc::new(pause.clone())));
                 done(matches!(outcome, Outcome::Moved(_)) == *sealed, next)
             }
             (GateOp::Close, Start) => done(true, self.apply(world, Event::Close).1),
@@ -387,7 +388,7 @@ impl<P: Clone + PartialEq> GateSpec<P> {
                 (core::Begin::Committed(pause), None) => {
                     finish(Some(Some(HandoffPause::clone(pause))))
                 }
-                (core::Begin::Requested(ticket, seen), Some((intent, _))) if seen == intent => {
+                (core::Begin::Requested(ticket, seen), Some((intent, _))) if **seen == *intent => {
                     vec![(GatePc::Observed(ticket), world.clone())]
                 }
                 (

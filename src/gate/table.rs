@@ -15,8 +15,8 @@ pub(super) const STALE: Ticket = Ticket(0);
 
 pub(super) struct Sample {
     pub(super) config: Config,
-    pub(super) intent: HandoffIntent,
-    pub(super) invalid: HandoffIntent,
+    pub(super) intent: Arc<HandoffIntent>,
+    pub(super) invalid: Arc<HandoffIntent>,
     pub(super) prepared: HandoffPause<u8>,
     pub(super) other: HandoffPause<u8>,
     pub(super) mismatched: HandoffPause<u8>,
@@ -60,8 +60,8 @@ impl Sample {
                 execution: 2,
             },
             mismatched,
-            intent,
-            invalid,
+            intent: Arc::new(intent),
+            invalid: Arc::new(invalid),
         }
     }
 
@@ -134,10 +134,10 @@ pub(super) const ROWS: [Row; 12] = [
         canceled: true,
     }),
     ("`Seal(p)`, p = the prepared pause", |s, _| {
-        Event::Seal(s.prepared.clone())
+        Event::Seal(Arc::new(s.prepared.clone()))
     }),
     ("`Seal(p)`, p ≠ the prepared pause", |s, _| {
-        Event::Seal(s.other.clone())
+        Event::Seal(Arc::new(s.other.clone()))
     }),
     ("`Close`", |_, _| Event::Close),
 ];

@@ -160,13 +160,13 @@ fn s9_an_intent_for_another_root_run_is_invalid_input_in_every_state() {
     let sample = Sample::new();
     let other = crate::facts::HandoffIntent {
         root_run_id: "other-run".into(),
-        ..sample.intent.clone()
+        ..crate::facts::HandoffIntent::clone(&sample.intent)
     };
     for kind in StateKind::ALL {
         let outcome = step(
             &sample.config,
             &sample.state(kind),
-            Event::Reserve(other.clone()),
+            Event::Reserve(Arc::new(other.clone())),
         );
         assert_eq!(
             outcome,

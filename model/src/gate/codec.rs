@@ -37,7 +37,7 @@ pub type BeginFn = for<'a> fn(&'a State<u8>) -> core::Begin<'a, u8>;
 pub struct Facts {
     /// The gate's configuration.
     pub config: Config,
-    intents: Vec<HandoffIntent>,
+    intents: Vec<Arc<HandoffIntent>>,
     pauses: Vec<Arc<HandoffPause<u8>>>,
 }
 
@@ -70,7 +70,7 @@ impl Facts {
             .flat_map(|i| {
                 (0..2).map(|x| {
                     Arc::new(HandoffPause {
-                        intent: i.clone(),
+                        intent: HandoffIntent::clone(i),
                         execution: x,
                     })
                 })
@@ -78,7 +78,7 @@ impl Facts {
             .collect();
         Self {
             config: Config::new(source, "run".into()),
-            intents,
+            intents: intents.into_iter().map(Arc::new).collect(),
             pauses,
         }
     }
@@ -87,7 +87,7 @@ impl Facts {
         let i = self
             .intents
             .iter()
-            .position(|i| i == intent)
+            .position(|i| **i == *intent)
             .expect("the core only keeps table intents");
         u8::try_from(i).expect("the table is small")
     }
@@ -109,7 +109,7 @@ impl Facts {
             Gate::Running { next } => State::Running { next: t(next) },
             Gate::Requested { ticket, intent } => State::Requested {
                 ticket: t(ticket),
-                intent: self.intents[intent as usize].clone(),
+                intent: Arc::clone(&self.intents[intent as usize]),
             },
             Gate::Held { ticket, pause } => State::Held {
                 ticket: t(ticket),
@@ -156,7 +156,7 @@ impl Facts {
     pub fn event(&self, ev: Ev) -> Event<u8> {
         let pause = |p: u8| HandoffPause::clone(&self.pauses[p as usize]);
         match ev {
-            Ev::Reserve { intent } => Event::Reserve(self.intents[intent as usize].clone()),
+            Ev::Reserve { intent } => Event::Reserve(Arc::clone(&self.intents[intent as usize])),
             Ev::Preflight {
                 ticket,
                 pause: p,
@@ -171,7 +171,7 @@ impl Facts {
                 ticket: Ticket(u64::from(ticket)),
                 canceled,
             },
-            Ev::Seal { pause: p } => Event::Seal(pause(p)),
+            Ev::Seal { pause: p } => Event::Seal(Arc::clone(&self.pauses[p as usize])),
             Ev::Close => Event::Close,
         }
     }

@@ -3,8 +3,6 @@
 //! the table. The self-tests assert that the checker catches every one with
 //! a shortest trace; a checker that caught none would prove nothing.
 
-use std::sync::Arc;
-
 use baton::gate::core::{Config, Event, Outcome, State, step};
 
 use super::codec::StepFn;
@@ -75,10 +73,10 @@ fn failed_preflight_rerequests(c: &Config, s: &State<u8>, e: Event<u8>) -> Outco
 /// (e) `Seal` accepts a different pause (and seals that one).
 fn seal_accepts_any_pause(c: &Config, s: &State<u8>, e: Event<u8>) -> Outcome<u8> {
     match (e, s) {
-        (Event::Seal(offered), State::Committed { ticket, pause }) if offered != **pause => {
+        (Event::Seal(offered), State::Committed { ticket, pause }) if offered != *pause => {
             Outcome::Moved(State::Sealed {
                 ticket: *ticket,
-                pause: Arc::new(offered),
+                pause: offered,
             })
         }
         (e, _) => step(c, s, e),

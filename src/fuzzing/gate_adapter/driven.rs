@@ -213,7 +213,7 @@ impl Driven {
                     Some(p) if prepared => HandoffPause::clone(p),
                     _ => pause(super::intent_named("handoff"), 2),
                 };
-                let expected = reference.feed(Event::Seal(offered.clone()));
+                let expected = reference.feed(Event::Seal(std::sync::Arc::new(offered.clone())));
                 let sealed = worker.sealed(&offered);
                 if sealed != matches!(expected, Outcome::Moved(_)) {
                     return differ("sealed (S5)", sealed, expected);
@@ -237,7 +237,9 @@ impl Driven {
 
     fn reserve(&mut self, slot: usize, choice: IntentChoice, index: usize) -> Result<(), Mismatch> {
         let intent = intent_for(choice, index);
-        let expected = self.reference.feed(Event::Reserve(intent.clone()));
+        let expected = self
+            .reference
+            .feed(Event::Reserve(std::sync::Arc::new(intent.clone())));
         match (self.requester.reserve(intent), expected) {
             (Ok(reservation), Outcome::Moved(State::Requested { ticket, .. }))
                 if reservation.ticket() == ticket =>
