@@ -143,6 +143,14 @@ struct Shared {
     /// under the latch's lock, in the same critical section that sets
     /// `latch.canceled`, so `fired == true` implies the latch is cancelled.
     /// The latch stays the source of truth for `canceled()` waiters.
+    ///
+    /// `SeqCst`, not acquire/release: a read that comes after `cancel()`
+    /// returned, in another thread with no synchronisation between them,
+    /// must see it, as a read under the lock did (S3: `commit` reads the
+    /// bit under the gate's lock and must not commit after a finished
+    /// cancel). With acquire/release loom finds that stale read (the
+    /// linearizability scenes of `loom_gate_races.rs`). On x86 a `SeqCst`
+    /// load is a plain load; only the one-off store pays.
     fired: AtomicBool,
     latch: WatchCell<Latch>,
 }
@@ -150,34 +158,38 @@ struct Shared {
 impl CancelSignal {
     /// A signal that has not fired, with no phase noted.
     pub fn new() -> Self {
-        Self {
-            shared: Arc::new(Shared {
-                fired: AtomicBool::new(false),
-                latch: WatchCell::new(Latch {
-                    canceled: false,
-                    phase: None,
-                }),
+        let shared = Arc::new(Shared {
+            fired: AtomicBool::new(false),
+            latch: WatchCell::new(Latch {
+                canceled: false,
+                phase: None,
             }),
-        }
+        });
+        // The clear bit as a `SeqCst` store: a `SeqCst` load may then not
+        // return it once `cancel`'s `SeqCst` store precedes the load. (The
+        // C++ model already forbids reading the initial value then; loom
+        // treats it as a non-`SeqCst` store and would let the load read it.)
+        shared.fired.store(false, Ordering::SeqCst);
+        Self { shared }
     }
 
     /// Fires the signal. Idempotent; wakes every waiter the first time.
     /// Once it returns, every `canceled()` future resolves at once.
     pub fn cancel(&self) {
         // Set only after the latch is cancelled (below): nothing left to do.
-        if self.shared.fired.load(Ordering::Acquire) {
+        if self.shared.fired.load(Ordering::SeqCst) {
             return;
         }
         self.shared.latch.update(|latch| {
             let first = !std::mem::replace(&mut latch.canceled, true);
-            self.shared.fired.store(true, Ordering::Release);
+            self.shared.fired.store(true, Ordering::SeqCst);
             (first, ())
         });
     }
 
     /// Whether the signal has fired. One atomic load, no lock.
     pub fn is_canceled(&self) -> bool {
-        self.shared.fired.load(Ordering::Acquire)
+        self.shared.fired.load(Ordering::SeqCst)
     }
 
     /// Resolves once the signal has fired; at once if it already has.
