@@ -214,6 +214,9 @@ fn a_digest_is_sha256_and_64_lowercase_hex_digits() {
         Digest::parse(format!("sha256:{hex}")).map(|d| d.to_string()),
         Ok(format!("sha256:{hex}"))
     );
+    let digest = Digest::parse(format!("sha256:{hex}")).unwrap();
+    assert_eq!(digest.as_str(), format!("sha256:{hex}"));
+    assert_eq!(String::from(digest), format!("sha256:{hex}"));
     assert_eq!(
         Digest::parse(format!("sha512:{hex}")),
         Err(DigestError::MissingPrefix)
