@@ -402,3 +402,34 @@ fn the_ledger_its_scope_and_a_taken_delegation_debug_as_their_state() {
     );
     drop(scope);
 }
+
+/// A waker that counts its wake-ups.
+#[derive(Default)]
+struct Wakes(AtomicUsize);
+
+impl std::task::Wake for Wakes {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// D6: a `Delivered` arrival wakes the pending wait itself; the wait does
+/// not merely find the permit when something else happens to poll it.
+#[test]
+fn d6_a_delivered_arrival_wakes_the_pending_wait() {
+    let ledger = Delegations::new();
+    let _scope = ledger.scope_task("tsk_a");
+    ledger
+        .register("dlg_a", delegation("tsk_a", Instant::now()))
+        .unwrap();
+    let wakes = Arc::new(Wakes::default());
+    let waker = Waker::from(Arc::clone(&wakes));
+    let mut wait = Box::pin(ledger.wait_for_arrival());
+    let mut cx = Context::from_waker(&waker);
+    assert!(wait.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(ledger.arrive("dlg_x"), Arrival::NotOutstanding);
+    assert_eq!(wakes.0.load(Ordering::SeqCst), 0, "nothing delivered");
+    assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
+    assert_eq!(wakes.0.load(Ordering::SeqCst), 1, "the delivery wakes it");
+    assert!(wait.as_mut().poll(&mut cx).is_ready());
+}
