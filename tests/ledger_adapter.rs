@@ -394,6 +394,13 @@ fn the_ledger_its_scope_and_a_taken_delegation_debug_as_their_state() {
     );
     let taken = ledger.take_all();
     assert_eq!(
+        taken
+            .iter()
+            .map(|t| (t.id(), t.arrived()))
+            .collect::<Vec<_>>(),
+        [("dlg_a", true), ("dlg_b", false)]
+    );
+    assert_eq!(
         taken.iter().map(|t| format!("{t:?}")).collect::<Vec<_>>(),
         [
             r#"TakenDelegation { id: "dlg_a", arrived: true, has_child: false }"#,
