@@ -619,3 +619,45 @@ async fn every_handle_debugs_with_its_root_run_or_ticket() {
     assert!(gate.sealed(&pause));
     assert_eq!(pending.wait().await, Some(pause));
 }
+
+/// A payload that counts its clones on the current thread.
+#[derive(Debug, PartialEq)]
+struct CountsClones(u32);
+
+thread_local! {
+    static CLONES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+impl Clone for CountsClones {
+    fn clone(&self) -> Self {
+        CLONES.with(|clones| clones.set(clones.get() + 1));
+        Self(self.0)
+    }
+}
+
+/// S5 without a copy: reporting the committed pause itself seals the gate
+/// with the stored pause, never cloning the runtime's payload.
+#[tokio::test]
+async fn sealing_the_committed_pause_seals_it_without_copying_its_payload() {
+    let gate = baton::HandoffGate::<CountsClones>::new(source(), "run".into());
+    let cancel = CancelSignal::new();
+    let reservation = gate.requester().reserve(intent()).unwrap();
+    let (paused, pending) = tokio::join!(
+        gate.boundary(&cancel, |intent| {
+            std::future::ready(Some(baton::HandoffPause {
+                intent,
+                execution: CountsClones(7),
+            }))
+        }),
+        async { reservation.ready().await.unwrap().commit().unwrap() }
+    );
+    let paused = paused.expect("committed");
+    let before = CLONES.with(std::cell::Cell::get);
+    assert!(gate.sealed(&paused));
+    assert_eq!(
+        CLONES.with(std::cell::Cell::get),
+        before,
+        "the payload was cloned"
+    );
+    assert_eq!(pending.wait().await, Some(paused));
+}
