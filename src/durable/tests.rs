@@ -125,16 +125,27 @@ async fn committed(gate: &Gate) -> (crate::gate::PendingSeal<u32>, HandoffPause<
     let requester = gate.requester();
     let cancel = CancelSignal::new();
     let reservation = requester.reserve(pause("h").intent).unwrap();
-    let (paused, pending) = tokio::join!(
-        gate.boundary(&cancel, |intent| async move {
-            Some(HandoffPause {
-                intent,
-                execution: 7,
-            })
-        }),
-        async { reservation.ready().await.unwrap().commit().unwrap() }
-    );
+    let (paused, pending) = bounded(async {
+        tokio::join!(
+            gate.boundary(&cancel, |intent| async move {
+                Some(HandoffPause {
+                    intent,
+                    execution: 7,
+                })
+            }),
+            async { reservation.ready().await.unwrap().commit().unwrap() }
+        )
+    })
+    .await;
     (pending, paused.expect("committed"))
+}
+
+/// Awaits `future` for at most 10 s: a gate that never answers fails the
+/// test (L1) instead of hanging it.
+async fn bounded<F: std::future::Future>(future: F) -> F::Output {
+    tokio::time::timeout(std::time::Duration::from_secs(10), future)
+        .await
+        .expect("L1: the gate answered within 10 s")
 }
 
 /// A log whose every operation fails, like a full disk.
@@ -159,7 +170,7 @@ async fn append_then_seal_appends_before_it_seals_and_wait_sees_the_durable_paus
         Receipt::Written
     );
     assert_eq!(gate.state().kind(), StateKind::Sealed);
-    let sealed = pending.wait().await.expect("S5: a sealed pause");
+    let sealed = bounded(pending.wait()).await.expect("S5: a sealed pause");
     let facts = log.facts("root", "run").unwrap();
     assert_eq!(gate.source(), &source());
     assert_eq!(
@@ -187,7 +198,11 @@ async fn a_failed_append_closes_the_gate_without_a_seal_and_the_run_is_resumable
         Err(SealError::Append(LogError::Storage(_)))
     ));
     assert_eq!(gate.state().kind(), StateKind::Closed);
-    assert_eq!(pending.wait().await, None, "S5: no seal without the append");
+    assert_eq!(
+        bounded(pending.wait()).await,
+        None,
+        "S5: no seal without the append"
+    );
     let facts = BrokenLog.facts("root", "run").unwrap();
     assert_eq!(reconcile(&facts), Ok(Decision::Resumable));
 }
@@ -212,5 +227,5 @@ async fn append_then_seal_refuses_a_pause_the_gate_is_not_committed_to_and_appen
         "the gate is unchanged"
     );
     gate.close();
-    assert_eq!(pending.wait().await, None);
+    assert_eq!(bounded(pending.wait()).await, None);
 }
