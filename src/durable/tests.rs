@@ -99,6 +99,26 @@ pub(super) fn the_log_rules_hold(log: &dyn HandoffLog<u32>) {
         Ok(Decision::Resumable),
         "another Run's facts are its own"
     );
+    let mut next_hop = source();
+    next_hop.run_id = "successor-run".into();
+    next_hop.invocation_id = "successor-invocation".into();
+    let mut onward = pause("h2");
+    onward.intent.successor_run_id = "third-run".into();
+    onward.intent.successor_invocation_id = "third-invocation".into();
+    assert_eq!(
+        log.append("root", &next_hop, &onward).unwrap(),
+        Receipt::Written,
+        "the next hop of a chain (another Run of the same root) hands off too"
+    );
+    assert_eq!(
+        reconcile(&log.facts("root", "successor-run").unwrap()),
+        Ok(Decision::HandedOff(onward))
+    );
+    assert_eq!(
+        reconcile(&log.facts("root", "run").unwrap()),
+        Ok(Decision::HandedOff(pause("h"))),
+        "each Run keeps its own pause"
+    );
     assert!(matches!(
         log.facts("", "run"),
         Err(LogError::InvalidRun {
@@ -110,7 +130,12 @@ pub(super) fn the_log_rules_hold(log: &dyn HandoffLog<u32>) {
 
 #[test]
 fn the_memory_log_keeps_the_log_rules() {
-    the_log_rules_hold(&MemoryLog::new());
+    let log = MemoryLog::new();
+    assert!(log.is_empty());
+    the_log_rules_hold(&log);
+    assert_eq!(log.len(), 2, "one row per Run that handed off");
+    assert!(!log.is_empty());
+    assert_eq!(format!("{log:?}"), "MemoryLog { len: 2 }");
 }
 
 type Gate = HandoffGate<u32>;
