@@ -1,39 +1,16 @@
 //! Every row of the reconciliation table, each test named for its case.
 
 use super::*;
-use crate::facts::HandoffIntent;
+use crate::durable::tests::{pause, source};
 
-fn source() -> Invocation {
-    Invocation {
-        session_id: "session".into(),
-        turn_id: "turn".into(),
-        run_id: "run".into(),
-        invocation_id: "invocation".into(),
-    }
-}
-
-fn pause(handoff_id: &str) -> HandoffPause<u8> {
-    HandoffPause {
-        intent: HandoffIntent {
-            handoff_id: handoff_id.into(),
-            host_epoch: "epoch".into(),
-            root_run_id: "root".into(),
-            successor_run_id: "successor-run".into(),
-            successor_invocation_id: "successor-invocation".into(),
-            claim_id: "claim".into(),
-        },
-        execution: 1,
-    }
-}
-
-fn row(pause: HandoffPause<u8>) -> Appended<u8> {
+fn row(pause: HandoffPause<u32>) -> Appended<u32> {
     Appended {
         source: source(),
         pause,
     }
 }
 
-fn facts(rows: Vec<Appended<u8>>) -> RunFacts<u8> {
+fn facts(rows: Vec<Appended<u32>>) -> RunFacts<u32> {
     RunFacts {
         root_run_id: "root".into(),
         run_id: "run".into(),
