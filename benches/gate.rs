@@ -13,8 +13,17 @@ use common::{intent, runtime, source};
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use tokio_util::sync::CancellationToken;
 
-fn prepared(intent: baton::HandoffIntent) -> std::future::Ready<Option<HandoffPause<()>>> {
-    std::future::ready(Some(HandoffPause {
+/// baton's preflight: the pause shares the intent it is given.
+fn prepared(intent: Arc<baton::HandoffIntent>) -> std::future::Ready<Option<HandoffPause<()>>> {
+    std::future::ready(Some(HandoffPause::new(intent, ())))
+}
+
+/// The original's preflight: the pause owns the copy of the intent it is
+/// given.
+fn prepared_baseline(
+    intent: baton::HandoffIntent,
+) -> std::future::Ready<Option<baseline::gate::Pause>> {
+    std::future::ready(Some(baseline::gate::Pause {
         intent,
         execution: (),
     }))
@@ -59,9 +68,10 @@ fn full_cycle(c: &mut Criterion) {
                 rt.block_on(async {
                     let gate = baseline::gate::Gate::new(source(), "run".into());
                     let reservation = gate.reserve(intent).unwrap();
-                    let (paused, pending) = tokio::join!(gate.boundary(&cancel, prepared), async {
-                        reservation.ready().await.unwrap().commit().unwrap()
-                    });
+                    let (paused, pending) =
+                        tokio::join!(gate.boundary(&cancel, prepared_baseline), async {
+                            reservation.ready().await.unwrap().commit().unwrap()
+                        });
                     let paused = paused.unwrap();
                     gate.sealed(&paused);
                     black_box(pending.wait().await.unwrap());

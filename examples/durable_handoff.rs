@@ -112,7 +112,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let pending = pending.ok_or("not committed")?;
     println!(
         "supervisor run-b: wait() = {:?} (no seal)",
-        pending.wait().await.map(|p| p.intent.handoff_id)
+        pending.wait().await.map(|p| p.intent.handoff_id.clone())
     );
     drop(log);
 

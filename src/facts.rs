@@ -8,6 +8,8 @@
 //! panic). Unknown fields are rejected: a fact that says more than this
 //! version understands is not silently truncated.
 
+use std::sync::Arc;
+
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -61,13 +63,29 @@ pub struct HandoffIntent {
 /// The prepared pause: everything a successor needs to continue the Run.
 ///
 /// `P` is the runtime's own payload; [`HandoffExecution`] is an example.
+///
+/// The intent is shared, not copied: a worker's preflight receives the
+/// reserved intent as an `Arc` and puts that same `Arc` in its pause, so
+/// preparing, holding, committing and sealing a pause never copies its ids.
+/// On the wire it is the plain intent object.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HandoffPause<P> {
     /// The intent this pause answers; must equal the requested one.
-    pub intent: HandoffIntent,
+    pub intent: Arc<HandoffIntent>,
     /// The runtime's payload for the successor.
     pub execution: P,
+}
+
+impl<P> HandoffPause<P> {
+    /// A pause answering `intent` (a [`HandoffIntent`], or the `Arc` a
+    /// preflight receives) with the runtime's `execution` payload.
+    pub fn new(intent: impl Into<Arc<HandoffIntent>>, execution: P) -> Self {
+        Self {
+            intent: intent.into(),
+            execution,
+        }
+    }
 }
 
 /// A field of [`HandoffIntent`], named as on the wire.

@@ -6,9 +6,9 @@ mod baseline;
 
 use std::time::{Duration, Instant};
 
-use baseline::gate::Gate;
+use baseline::gate::{Gate, Pause};
 use baseline::ledger::{Arrival, Ledger, Live};
-use baton::{HandoffIntent, HandoffPause, Invocation};
+use baton::{HandoffIntent, Invocation};
 use tokio_util::sync::CancellationToken;
 
 fn source() -> Invocation {
@@ -41,7 +41,7 @@ async fn the_baseline_gate_hands_off_releases_and_refuses_like_the_original() {
     assert!(gate.is_running(), "dropping the reservation releases");
     let reservation = gate.reserve(intent()).unwrap();
     let prepared = |intent| {
-        std::future::ready(Some(HandoffPause {
+        std::future::ready(Some(Pause {
             intent,
             execution: (),
         }))

@@ -121,7 +121,7 @@ impl HandoffLog<baton::HandoffExecution> for Reporting<'_> {
 
 /// A full handoff on `log`: reserve, boundary, commit, append then
 /// seal (the library's helper), wait. Returns what the requester received.
-fn hand_off(log: &dyn HandoffLog<baton::HandoffExecution>) -> Option<Pause> {
+fn hand_off(log: &dyn HandoffLog<baton::HandoffExecution>) -> Option<std::sync::Arc<Pause>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("a runtime");
@@ -295,7 +295,7 @@ fn act_on(log: &SqliteLog, decision: &Decision<baton::HandoffExecution>) {
     match decision {
         Decision::Resumable => {
             let received = hand_off(log).expect("the new worker hands off");
-            assert_eq!(received, pause_for(intent()));
+            assert_eq!(*received, pause_for(intent()));
         }
         Decision::HandedOff(_) => {
             let mut other: Pause = pause_for(intent_named("a-second-handoff"));

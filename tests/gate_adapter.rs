@@ -5,6 +5,7 @@
 mod common;
 
 use std::pin::pin;
+use std::sync::Arc;
 use std::task::Poll;
 
 use baton::gate::core::{State, StateKind, Ticket};
@@ -65,7 +66,7 @@ async fn the_seed_scenario_holds_with_tickets_instead_of_pointer_identity() {
     gate.close();
     assert!(pending.wait().await.is_none(), "S5: close is not a seal");
     assert_eq!(
-        requester.reserve(paused.intent).map(|_| ()),
+        requester.reserve(Arc::clone(&paused.intent)).map(|_| ()),
         Err(GateError::Closed)
     );
     assert_eq!(gate.waiter_count(), 0);
@@ -355,7 +356,7 @@ async fn dropping_the_boundary_once_committed_changes_nothing() {
         "S4: the commit is irreversible"
     );
     assert!(gate.sealed(&pause_for(intent())));
-    assert_eq!(pending.wait().await, Some(pause_for(intent())));
+    assert_eq!(pending.wait().await.as_deref(), Some(&pause_for(intent())));
     assert_eq!(gate.waiter_count(), 0);
 }
 
@@ -383,14 +384,14 @@ async fn a_boundary_after_a_lost_committed_boundary_returns_the_committed_pause(
     let Poll::Ready(Some(pause)) = poll_once(next.as_mut()) else {
         panic!("the first poll returns the committed pause");
     };
-    assert_eq!(pause, pause_for(intent()));
+    assert_eq!(*pause, pause_for(intent()));
     assert_eq!(
         (kind(&gate), requester.version()),
         (StateKind::Committed, version),
         "learning of the commit changes nothing"
     );
     assert!(gate.sealed(&pause));
-    assert_eq!(pending.wait().await, Some(pause_for(intent())));
+    assert_eq!(pending.wait().await.as_deref(), Some(&pause_for(intent())));
     assert_eq!(gate.waiter_count(), 0);
 }
 
@@ -478,8 +479,8 @@ async fn a_commit_that_wins_the_race_with_cancellation_stands() {
     let pending = reservation.ready().await.unwrap().commit().unwrap();
     cancel.cancel();
     assert_eq!(
-        boundary.await,
-        Some(pause_for(intent())),
+        boundary.await.as_deref(),
+        Some(&pause_for(intent())),
         "S4: no way back after commit"
     );
     drop(pending);
@@ -660,4 +661,42 @@ async fn sealing_the_committed_pause_seals_it_without_copying_its_payload() {
         "the payload was cloned"
     );
     assert_eq!(pending.wait().await, Some(paused));
+}
+
+/// One pause from preflight to seal: the intent a requester reserves is the
+/// one its preflight receives, and the pause `boundary` returns, the one the
+/// requester previews and the one `wait` returns are a single allocation;
+/// neither the ids nor the runtime's payload are ever copied.
+#[tokio::test]
+async fn a_handoff_shares_one_intent_and_one_pause_from_reserve_to_seal() {
+    let gate = baton::HandoffGate::<CountsClones>::new(source(), "run".into());
+    let cancel = CancelSignal::new();
+    let clones = || CLONES.with(std::cell::Cell::get);
+    let before = clones();
+    let reserved = Arc::new(intent());
+    let reservation = gate.requester().reserve(Arc::clone(&reserved)).unwrap();
+    let (paused, (previewed, pending)) = tokio::join!(
+        gate.boundary(&cancel, |intent| {
+            assert!(Arc::ptr_eq(&intent, &reserved), "preflight got a copy");
+            std::future::ready(Some(baton::HandoffPause::new(intent, CountsClones(7))))
+        }),
+        async {
+            let held = reservation.ready().await.unwrap();
+            let previewed: *const _ = held.preview();
+            (previewed, held.commit().unwrap())
+        }
+    );
+    let paused = paused.expect("committed");
+    assert!(
+        Arc::ptr_eq(&paused.intent, &reserved),
+        "the pause's intent was copied"
+    );
+    assert!(
+        std::ptr::eq(previewed, Arc::as_ptr(&paused)),
+        "preview is a copy"
+    );
+    assert!(gate.sealed(&paused));
+    let sealed = pending.wait().await.expect("S5: sealed");
+    assert!(Arc::ptr_eq(&sealed, &paused), "wait returned a copy");
+    assert_eq!(clones(), before, "the payload was cloned");
 }

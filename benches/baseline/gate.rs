@@ -4,11 +4,16 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use baton::{HandoffIntent, HandoffPause, Invocation};
+use baton::{HandoffIntent, Invocation};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-type Pause = HandoffPause<()>;
+/// The original pause: it owns its copy of the intent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pause {
+    pub intent: HandoffIntent,
+    pub execution: (),
+}
 
 #[derive(Clone, Debug)]
 enum State {

@@ -45,11 +45,8 @@ pub fn intent(handoff_id: &str) -> HandoffIntent {
 }
 
 /// The pause a worker prepares for `intent`.
-pub fn pause_for(intent: HandoffIntent) -> Pause {
-    HandoffPause {
-        intent,
-        execution: 7,
-    }
+pub fn pause_for(intent: impl Into<std::sync::Arc<HandoffIntent>>) -> Pause {
+    HandoffPause::new(intent, 7)
 }
 
 /// What the worker's preflight does with the intent it is given.

@@ -145,17 +145,15 @@ pub enum ReconcileError {
 ///     run_id: "run-a".into(),
 ///     invocation_id: "invocation-a1".into(),
 /// };
-/// let pause = HandoffPause {
-///     intent: HandoffIntent {
-///         handoff_id: "handoff-1".into(),
-///         host_epoch: "epoch-9".into(),
-///         root_run_id: "run-a".into(),
-///         successor_run_id: "run-b".into(),
-///         successor_invocation_id: "invocation-b1".into(),
-///         claim_id: "claim-1".into(),
-///     },
-///     execution: 7,
+/// let intent = HandoffIntent {
+///     handoff_id: "handoff-1".into(),
+///     host_epoch: "epoch-9".into(),
+///     root_run_id: "run-a".into(),
+///     successor_run_id: "run-b".into(),
+///     successor_invocation_id: "invocation-b1".into(),
+///     claim_id: "claim-1".into(),
 /// };
+/// let pause = HandoffPause::new(intent, 7);
 /// facts.pauses.push(Appended { source, pause: pause.clone() });
 /// assert_eq!(reconcile(&facts), Ok(Decision::HandedOff(pause)));
 /// ```

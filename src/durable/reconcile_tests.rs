@@ -1,5 +1,7 @@
 //! Every row of the reconciliation table, each test named for its case.
 
+use std::sync::Arc;
+
 use super::*;
 use crate::durable::tests::{pause, source};
 
@@ -75,7 +77,7 @@ fn a_pause_appended_by_another_run_is_a_contradiction() {
 #[test]
 fn a_pause_for_another_root_run_is_a_contradiction() {
     let mut other = pause("h");
-    other.intent.root_run_id = "other-root".into();
+    Arc::make_mut(&mut other.intent).root_run_id = "other-root".into();
     assert_eq!(
         reconcile(&facts(vec![row(other)])),
         Err(ReconcileError::OtherRootRun {
@@ -88,7 +90,7 @@ fn a_pause_for_another_root_run_is_a_contradiction() {
 #[test]
 fn a_pause_whose_successor_run_is_its_source_is_a_contradiction() {
     let mut itself = pause("h");
-    itself.intent.successor_run_id = "run".into();
+    Arc::make_mut(&mut itself.intent).successor_run_id = "run".into();
     assert_eq!(
         reconcile(&facts(vec![row(itself)])),
         Err(ReconcileError::SuccessorIsSource(Field::SuccessorRunId))
@@ -98,7 +100,7 @@ fn a_pause_whose_successor_run_is_its_source_is_a_contradiction() {
 #[test]
 fn a_pause_whose_successor_invocation_is_its_source_is_a_contradiction() {
     let mut itself = pause("h");
-    itself.intent.successor_invocation_id = "invocation".into();
+    Arc::make_mut(&mut itself.intent).successor_invocation_id = "invocation".into();
     assert_eq!(
         reconcile(&facts(vec![row(itself)])),
         Err(ReconcileError::SuccessorIsSource(
@@ -110,7 +112,7 @@ fn a_pause_whose_successor_invocation_is_its_source_is_a_contradiction() {
 #[test]
 fn a_pause_with_an_invalid_id_is_a_contradiction() {
     let mut empty = pause("h");
-    empty.intent.claim_id.clear();
+    Arc::make_mut(&mut empty.intent).claim_id.clear();
     assert_eq!(
         reconcile(&facts(vec![row(empty)])),
         Err(ReconcileError::InvalidPause(IntentError::Empty(
@@ -118,7 +120,7 @@ fn a_pause_with_an_invalid_id_is_a_contradiction() {
         )))
     );
     let mut control = pause("h");
-    control.intent.host_epoch = "epoch\n".into();
+    Arc::make_mut(&mut control.intent).host_epoch = "epoch\n".into();
     assert_eq!(
         reconcile(&facts(vec![row(control)])),
         Err(ReconcileError::InvalidPause(IntentError::ControlCharacter(
@@ -130,7 +132,7 @@ fn a_pause_with_an_invalid_id_is_a_contradiction() {
 #[test]
 fn a_bad_row_after_a_good_one_is_still_a_contradiction() {
     let mut other = pause("h");
-    other.intent.root_run_id = "other-root".into();
+    Arc::make_mut(&mut other.intent).root_run_id = "other-root".into();
     assert!(matches!(
         reconcile(&facts(vec![row(pause("h")), row(other)])),
         Err(ReconcileError::OtherRootRun { .. })
@@ -165,8 +167,8 @@ fn a_chain_of_handoffs_is_one_row_per_hop() {
     let mut hop = row(pause("h2"));
     hop.source.run_id = "successor-run".into();
     hop.source.invocation_id = "successor-invocation".into();
-    hop.pause.intent.successor_run_id = "third-run".into();
-    hop.pause.intent.successor_invocation_id = "third-invocation".into();
+    Arc::make_mut(&mut hop.pause.intent).successor_run_id = "third-run".into();
+    Arc::make_mut(&mut hop.pause.intent).successor_invocation_id = "third-invocation".into();
     let mut query = facts(vec![hop.clone()]);
     query.run_id = "successor-run".into();
     assert_eq!(reconcile(&query), Ok(Decision::HandedOff(hop.pause)));

@@ -1,5 +1,7 @@
 //! The log rules on [`MemoryLog`], and the worker helper's two paths.
 
+use std::sync::Arc;
+
 use super::*;
 use crate::cancel::CancelSignal;
 use crate::facts::{Field, HandoffIntent, HandoffPause, IntentError, Invocation};
@@ -16,17 +18,15 @@ pub(super) fn source() -> Invocation {
 }
 
 pub(super) fn pause(handoff_id: &str) -> HandoffPause<u32> {
-    HandoffPause {
-        intent: HandoffIntent {
-            handoff_id: handoff_id.into(),
-            host_epoch: "epoch".into(),
-            root_run_id: "root".into(),
-            successor_run_id: "successor-run".into(),
-            successor_invocation_id: "successor-invocation".into(),
-            claim_id: "claim".into(),
-        },
-        execution: 7,
-    }
+    let intent = HandoffIntent {
+        handoff_id: handoff_id.into(),
+        host_epoch: "epoch".into(),
+        root_run_id: "root".into(),
+        successor_run_id: "successor-run".into(),
+        successor_invocation_id: "successor-invocation".into(),
+        claim_id: "claim".into(),
+    };
+    HandoffPause::new(intent, 7)
 }
 
 /// The log rules every [`HandoffLog`] keeps; run on each implementation.
@@ -35,7 +35,7 @@ pub(super) fn the_log_rules_hold(log: &dyn HandoffLog<u32>) {
     assert_eq!(reconcile(&facts), Ok(Decision::Resumable));
 
     let mut other_root = pause("h");
-    other_root.intent.root_run_id = "other-root".into();
+    Arc::make_mut(&mut other_root.intent).root_run_id = "other-root".into();
     assert!(
         matches!(
             log.append("root", &source(), &other_root),
@@ -44,7 +44,7 @@ pub(super) fn the_log_rules_hold(log: &dyn HandoffLog<u32>) {
         "a pause for another root Run is bad input"
     );
     let mut itself = pause("h");
-    itself.intent.successor_run_id = "run".into();
+    Arc::make_mut(&mut itself.intent).successor_run_id = "run".into();
     assert!(matches!(
         log.append("root", &source(), &itself),
         Err(LogError::InvalidPause(IntentError::SuccessorIsSource(
@@ -103,8 +103,8 @@ pub(super) fn the_log_rules_hold(log: &dyn HandoffLog<u32>) {
     next_hop.run_id = "successor-run".into();
     next_hop.invocation_id = "successor-invocation".into();
     let mut onward = pause("h2");
-    onward.intent.successor_run_id = "third-run".into();
-    onward.intent.successor_invocation_id = "third-invocation".into();
+    Arc::make_mut(&mut onward.intent).successor_run_id = "third-run".into();
+    Arc::make_mut(&mut onward.intent).successor_invocation_id = "third-invocation".into();
     assert_eq!(
         log.append("root", &next_hop, &onward).unwrap(),
         Receipt::Written,
@@ -146,7 +146,7 @@ fn gate() -> Gate {
 
 /// Drives `gate` to Committed on `pause("h")`; returns the requester's
 /// pending seal and the pause `boundary` returned.
-async fn committed(gate: &Gate) -> (crate::gate::PendingSeal<u32>, HandoffPause<u32>) {
+async fn committed(gate: &Gate) -> (crate::gate::PendingSeal<u32>, Arc<HandoffPause<u32>>) {
     let requester = gate.requester();
     let cancel = CancelSignal::new();
     let reservation = requester.reserve(pause("h").intent).unwrap();
@@ -209,7 +209,7 @@ async fn append_then_seal_appends_before_it_seals_and_wait_sees_the_durable_paus
     );
     assert_eq!(
         reconcile(&facts),
-        Ok(Decision::HandedOff(sealed)),
+        Ok(Decision::HandedOff(HandoffPause::clone(&sealed))),
         "a Some from wait() implies the pause is durable"
     );
 }

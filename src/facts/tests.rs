@@ -270,10 +270,7 @@ fn an_execution_validates_its_version_and_tool_names() {
 
 #[test]
 fn a_pause_round_trips_through_json_unchanged() {
-    let pause = HandoffPause {
-        intent: intent(),
-        execution: execution(),
-    };
+    let pause = HandoffPause::new(intent(), execution());
     let json = serde_json::to_string(&pause).unwrap();
     let back: HandoffPause<HandoffExecution> = from_json(json.as_bytes()).unwrap();
     assert_eq!(back, pause);

@@ -139,8 +139,8 @@ pub fn gate_adapter(input: Ops) -> Result<(), Rejected> {
 
 type Pause = HandoffPause<u8>;
 
-fn pause(intent: HandoffIntent, execution: u8) -> Pause {
-    HandoffPause { intent, execution }
+fn pause(intent: impl Into<std::sync::Arc<HandoffIntent>>, execution: u8) -> Pause {
+    HandoffPause::new(intent, execution)
 }
 
 fn intent_for(choice: IntentChoice, n: usize) -> HandoffIntent {
@@ -159,7 +159,7 @@ fn intent_for(choice: IntentChoice, n: usize) -> HandoffIntent {
 }
 
 /// What a preflight prepares for `intent` (`None`: it stalls).
-fn prepare(preflight: Preflight, intent: HandoffIntent) -> Option<Option<Pause>> {
+fn prepare(preflight: Preflight, intent: std::sync::Arc<HandoffIntent>) -> Option<Option<Pause>> {
     match preflight {
         Preflight::Prepared => Some(Some(pause(intent, 1))),
         Preflight::Failed => Some(None),
@@ -175,7 +175,7 @@ enum Handle {
     Readying(Ticket, Flagged<Option<HeldHandoff<u8>>>),
     Held(HeldHandoff<u8>),
     Pending(PendingSeal<u8>),
-    Waiting(Ticket, Flagged<Option<Pause>>),
+    Waiting(Ticket, Flagged<Option<std::sync::Arc<Pause>>>),
 }
 
 /// Where the worker's boundary future is, in the reference's terms.
@@ -265,16 +265,18 @@ fn boundary_poll(
     reference: &mut Reference,
     cancel: &CancelSignal,
     mut phase: Phase,
-) -> (Poll<Option<Pause>>, Phase) {
+) -> (Poll<Option<std::sync::Arc<Pause>>>, Phase) {
     loop {
         match phase {
             Phase::Fresh(preflight) => {
                 let (ticket, intent) = match core::begin(&reference.state) {
                     core::Begin::Requested(ticket, intent) => (ticket, intent),
-                    core::Begin::Committed(p) => return (Poll::Ready(Some((**p).clone())), phase),
+                    core::Begin::Committed(p) => {
+                        return (Poll::Ready(Some(std::sync::Arc::clone(p))), phase);
+                    }
                     core::Begin::Nothing => return (Poll::Ready(None), phase),
                 };
-                let Some(pause) = prepare(preflight, HandoffIntent::clone(intent)) else {
+                let Some(pause) = prepare(preflight, std::sync::Arc::clone(intent)) else {
                     return (Poll::Pending, Phase::Preflight(ticket));
                 };
                 let canceled = cancel.is_canceled();
@@ -291,12 +293,12 @@ fn boundary_poll(
             Phase::Preflight(_) => return (Poll::Pending, phase),
             Phase::Waiting(ticket) => {
                 let answer = match core::boundary(&reference.state, ticket) {
-                    Wait::Resolved(p) => Poll::Ready(Some((**p).clone())),
+                    Wait::Resolved(p) => Poll::Ready(Some(std::sync::Arc::clone(p))),
                     Wait::Gone => Poll::Ready(None),
                     Wait::Pending if cancel.is_canceled() => {
                         let _ = reference.feed(Event::Cancel(ticket));
                         let after = core::boundary(&reference.state, ticket).decided();
-                        Poll::Ready(after.flatten().map(|p| (**p).clone()))
+                        Poll::Ready(after.flatten().cloned())
                     }
                     Wait::Pending => Poll::Pending,
                 };

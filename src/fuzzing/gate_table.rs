@@ -7,6 +7,7 @@
 //! violation panics with the trace of states the sequence went through.
 
 use std::fmt;
+use std::sync::Arc;
 
 use arbitrary::{Arbitrary, Unstructured};
 
@@ -210,25 +211,22 @@ impl TicketPick {
 
 impl PausePick {
     fn pause(self, state: &State<u8>) -> HandoffPause<u8> {
+        // The intent the gate holds, shared as a preflight receives it.
         let requested = || match state {
-            State::Requested { intent, .. } => HandoffIntent::clone(intent),
+            State::Requested { intent, .. } => Arc::clone(intent),
             _ => state
                 .pause()
-                .map_or_else(|| Name::A.intent(), |p| p.intent.clone()),
+                .map_or_else(|| Arc::new(Name::A.intent()), |p| Arc::clone(&p.intent)),
         };
         match self {
-            PausePick::ForRequested(execution) => HandoffPause {
-                intent: requested(),
-                execution,
-            },
+            PausePick::ForRequested(execution) => HandoffPause::new(requested(), execution),
             PausePick::Stored => state.pause().map_or_else(
                 || PausePick::ForRequested(0).pause(state),
                 |p| HandoffPause::clone(p),
             ),
-            PausePick::For(name, execution) => HandoffPause {
-                intent: name.intent(),
-                execution,
-            },
+            // A separately made intent: equal to the requested one when the
+            // name is, compared by value.
+            PausePick::For(name, execution) => HandoffPause::new(name.intent(), execution),
         }
     }
 }

@@ -79,8 +79,7 @@ impl<P: PartialEq> Shared<P> {
     }
 }
 
-/// What `boundary` found when it began, shared out of the lock (the copy
-/// `preflight` takes by value is made after unlocking).
+/// What `boundary` found when it began, shared out of the lock.
 enum Begun<P> {
     Requested(Ticket, std::sync::Arc<HandoffIntent>),
     Committed(std::sync::Arc<HandoffPause<P>>),
@@ -213,6 +212,13 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
     /// [`sealed`](Self::sealed)) or lets go (`None`: keep running).
     /// Cancellation while held releases the Run.
     ///
+    /// `preflight` receives the reserved intent as the `Arc` the gate holds;
+    /// a pause built around that same `Arc` ([`HandoffPause::new`]) is
+    /// matched without comparing ids, and no step of the handoff copies it:
+    /// the pause returned here, the requester's
+    /// [`preview`](HeldHandoff::preview) and the sealed pause
+    /// [`wait`](PendingSeal::wait) returns all share one allocation.
+    ///
     /// If a handoff is already committed — an earlier `boundary` future held
     /// it and was dropped after the commit — returns the committed pause at
     /// once, without preflight: the worker must stop, append it durably and
@@ -224,10 +230,14 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
     /// releases the Run (`Cancel(T)`); so does a panicking preflight. Once
     /// committed, nothing is undone: dropping the future then changes
     /// nothing, and the next `boundary` returns the committed pause.
-    pub async fn boundary<C, F, Fut>(&self, cancel: &C, preflight: F) -> Option<HandoffPause<P>>
+    pub async fn boundary<C, F, Fut>(
+        &self,
+        cancel: &C,
+        preflight: F,
+    ) -> Option<std::sync::Arc<HandoffPause<P>>>
     where
         C: Cancellation,
-        F: FnOnce(HandoffIntent) -> Fut,
+        F: FnOnce(std::sync::Arc<HandoffIntent>) -> Fut,
         Fut: Future<Output = Option<HandoffPause<P>>>,
     {
         let shared = &self.shared;
@@ -240,14 +250,14 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
         })?;
         let (ticket, intent) = match begun {
             Begun::Requested(ticket, intent) => (ticket, intent),
-            Begun::Committed(pause) => return Some(HandoffPause::clone(&pause)),
+            Begun::Committed(pause) => return Some(pause),
         };
         let release = Release {
             shared: Arc::clone(shared),
             ticket,
             armed: true,
         };
-        let pause = preflight(std::sync::Arc::unwrap_or_clone(intent)).await;
+        let pause = preflight(intent).await;
         let bit = cancel.clone();
         let held = shared.cell.update(|slot| {
             let event = Event::Preflight {
@@ -290,7 +300,7 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
             }
         };
         release.disarm();
-        pause.map(|pause| HandoffPause::clone(&pause))
+        pause
     }
 
     /// Reports that `pause` is durably appended to the canonical log. Seals
@@ -467,9 +477,8 @@ impl<P: PartialEq + Clone> PendingSeal<P> {
     /// never resume the old worker.
     ///
     /// Cancel-safe: dropping the future changes nothing.
-    pub async fn wait(self) -> Option<HandoffPause<P>> {
-        let sealed = self.shared.settle(self.ticket, core::seal).await;
-        sealed.map(|pause| HandoffPause::clone(&pause))
+    pub async fn wait(self) -> Option<std::sync::Arc<HandoffPause<P>>> {
+        self.shared.settle(self.ticket, core::seal).await
     }
 }
 

@@ -274,7 +274,7 @@ pub fn step<P: PartialEq>(config: &Config, state: &State<P>, event: Event<P>) ->
                 ticket: live,
                 intent,
             } if *live == ticket => match pause {
-                Some(pause) if !canceled && pause.intent == **intent => Moved(State::Held {
+                Some(pause) if !canceled && pause.intent == *intent => Moved(State::Held {
                     ticket,
                     pause: Arc::new(pause),
                 }),

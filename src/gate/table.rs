@@ -43,24 +43,19 @@ impl Sample {
             ..intent.clone()
         };
         let mismatched = HandoffPause {
-            intent: HandoffIntent {
+            intent: Arc::new(HandoffIntent {
                 claim_id: "another-claim".into(),
                 ..intent.clone()
-            },
+            }),
             execution: 1,
         };
+        let intent = Arc::new(intent);
         Self {
             config: Config::new(source, "run".into()),
-            prepared: HandoffPause {
-                intent: intent.clone(),
-                execution: 1,
-            },
-            other: HandoffPause {
-                intent: intent.clone(),
-                execution: 2,
-            },
+            prepared: HandoffPause::new(Arc::clone(&intent), 1),
+            other: HandoffPause::new(Arc::clone(&intent), 2),
             mismatched,
-            intent: Arc::new(intent),
+            intent,
             invalid: Arc::new(invalid),
         }
     }

@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use baton::facts::{CompactionBudget, Digest, HandoffTools, REPLAY_VERSION, ReplayEvidence};
@@ -61,20 +62,17 @@ pub fn execution() -> HandoffExecution {
     }
 }
 
-pub fn pause_for(intent: HandoffIntent) -> Pause {
-    HandoffPause {
-        intent,
-        execution: execution(),
-    }
+pub fn pause_for(intent: impl Into<Arc<HandoffIntent>>) -> Pause {
+    HandoffPause::new(intent, execution())
 }
 
 /// A preflight that prepares the pause for the requested intent.
-pub fn prepared(intent: HandoffIntent) -> std::future::Ready<Option<Pause>> {
+pub fn prepared(intent: Arc<HandoffIntent>) -> std::future::Ready<Option<Pause>> {
     std::future::ready(Some(pause_for(intent)))
 }
 
 /// A preflight that fails.
-pub fn failed(_: HandoffIntent) -> std::future::Ready<Option<Pause>> {
+pub fn failed(_: Arc<HandoffIntent>) -> std::future::Ready<Option<Pause>> {
     std::future::ready(None)
 }
 

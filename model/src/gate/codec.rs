@@ -65,20 +65,14 @@ impl Facts {
             ..intent(0, "claim", "run")
         });
         intents.push(intent(0, "claim", "another-run"));
+        let intents: Vec<_> = intents.into_iter().map(Arc::new).collect();
         let pauses = intents
             .iter()
-            .flat_map(|i| {
-                (0..2).map(|x| {
-                    Arc::new(HandoffPause {
-                        intent: HandoffIntent::clone(i),
-                        execution: x,
-                    })
-                })
-            })
+            .flat_map(|i| (0..2).map(|x| Arc::new(HandoffPause::new(Arc::clone(i), x))))
             .collect();
         Self {
             config: Config::new(source, "run".into()),
-            intents: intents.into_iter().map(Arc::new).collect(),
+            intents,
             pauses,
         }
     }

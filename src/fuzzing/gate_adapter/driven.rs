@@ -61,7 +61,7 @@ pub(super) struct Driven {
     pub(super) reference: Reference,
     pub(super) handles: [Handle; 3],
     pub(super) cancel: CancelSignal,
-    pub(super) boundary: Option<(Phase, Flagged<Option<Pause>>)>,
+    pub(super) boundary: Option<(Phase, Flagged<Option<std::sync::Arc<Pause>>>)>,
 }
 
 fn differ<T>(
@@ -143,7 +143,7 @@ impl Driven {
                     expected,
                 ) {
                     (Poll::Pending, Wait::Pending) => *handle = Handle::Waiting(ticket, future),
-                    (Poll::Ready(Some(sealed)), Wait::Resolved(p)) if sealed == **p => {}
+                    (Poll::Ready(Some(sealed)), Wait::Resolved(p)) if *sealed == **p => {}
                     (Poll::Ready(None), Wait::Gone) => {}
                     (actual, expected) => return differ("wait (S5)", actual, expected),
                 }
