@@ -60,7 +60,7 @@ pub enum Preflight {
 
 impl Preflight {
     /// The pause this preflight returns for `intent`.
-    pub fn run(self, intent: HandoffIntent) -> Option<Pause> {
+    pub fn run(self, intent: std::sync::Arc<HandoffIntent>) -> Option<Pause> {
         match self {
             Preflight::Prepare => Some(pause_for(intent)),
             Preflight::Fail => None,

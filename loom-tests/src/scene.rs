@@ -17,7 +17,8 @@ use std::task::{Context, Waker};
 use baton::gate::core::{State, Ticket};
 use baton::gate::linearize::{Call, GateOp, GateSpec, World, linearize};
 use baton::{
-    CancelSignal, GateError, HandoffRequester, HandoffReservation, HeldHandoff, PendingSeal,
+    CancelSignal, GateError, HandoffIntent, HandoffRequester, HandoffReservation, HeldHandoff,
+    PendingSeal,
 };
 
 use crate::fixtures::{self, Gate, Pause, Preflight};
@@ -186,7 +187,8 @@ impl Scene {
         let ticket = pending.ticket();
         async move {
             let invoked = scene.tick();
-            let sealed = pending.wait().await;
+            // Recorded and returned by value: the checker compares pauses.
+            let sealed = pending.wait().await.map(|p| Pause::clone(&p));
             let op = GateOp::Wait {
                 ticket,
                 sealed: sealed.clone(),
@@ -210,11 +212,12 @@ impl Scene {
             let mut seen = None;
             let result = gate
                 .boundary(&scene.cancel, |intent| {
-                    let pause = preflight.run(intent.clone());
-                    seen = Some((intent, pause.clone()));
+                    let pause = preflight.run(std::sync::Arc::clone(&intent));
+                    seen = Some((HandoffIntent::clone(&intent), pause.clone()));
                     std::future::ready(pause)
                 })
-                .await;
+                .await
+                .map(|p| Pause::clone(&p));
             let (begun, held) = {
                 let log = scene.log();
                 (log.begun, log.initial.gate.ticket())

@@ -26,7 +26,7 @@ fn a_waiting_reservation_wakes_when_its_pause_is_held() {
             let scene = Arc::clone(&scene);
             thread::spawn(move || {
                 let held = block_on(scene.ready(reservation)).map(|held| {
-                    let intent = held.preview().intent.clone();
+                    let intent = baton::HandoffIntent::clone(&held.preview().intent);
                     scene.release(held.ticket(), held);
                     intent
                 });
@@ -83,7 +83,7 @@ fn a_waiting_boundary_wakes_when_committed() {
         assert!(scene.commit(held).is_some());
         let handed = worker.join().unwrap();
         assert_eq!(
-            handed.map(|p| p.intent),
+            handed.map(|p| baton::HandoffIntent::clone(&p.intent)),
             Some(intent("a")),
             "S7: its own commit"
         );
