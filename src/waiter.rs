@@ -11,7 +11,17 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
+use smallvec::SmallVec;
+
 use crate::sync::{Mutex, MutexGuard, lock};
+
+/// Waiters a cell keeps without allocating: a gate has two at once in its
+/// usual life (the worker's boundary and a requester's `ready` or `wait`), a
+/// ledger or a cancel signal fewer. More spill to the heap.
+const INLINE_WAITERS: usize = 2;
+
+/// Wakers one update collects on the stack before it spills to the heap.
+const INLINE_WAKES: usize = 4;
 
 /// A state guarded by one lock, with wakers for futures waiting on it.
 #[derive(Debug)]
@@ -25,9 +35,9 @@ struct Inner<S> {
     /// Bumped on every accepted change; diagnostics and tests only.
     version: u64,
     /// One slot per pending `WaitUntil`; `None` once woken, until re-polled.
-    slots: Vec<Option<Waker>>,
+    slots: SmallVec<[Option<Waker>; INLINE_WAITERS]>,
     /// Slot indices free for reuse.
-    free: Vec<usize>,
+    free: SmallVec<[usize; INLINE_WAITERS]>,
     /// Number of slots held by live futures.
     waiters: usize,
 }
@@ -38,8 +48,8 @@ impl<S> WatchCell<S> {
             inner: Mutex::new(Inner {
                 state,
                 version: 0,
-                slots: Vec::new(),
-                free: Vec::new(),
+                slots: SmallVec::new(),
+                free: SmallVec::new(),
                 waiters: 0,
             }),
         }
@@ -54,7 +64,11 @@ impl<S> WatchCell<S> {
             return result;
         }
         inner.version = inner.version.wrapping_add(1);
-        let woken: Vec<Waker> = inner.slots.iter_mut().filter_map(Option::take).collect();
+        if inner.waiters == 0 {
+            return result;
+        }
+        let woken: SmallVec<[Waker; INLINE_WAKES]> =
+            inner.slots.iter_mut().filter_map(Option::take).collect();
         drop(inner);
         for waker in woken {
             waker.wake();

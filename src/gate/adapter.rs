@@ -79,7 +79,8 @@ impl<P: PartialEq> Shared<P> {
     }
 }
 
-/// What `boundary` found when it began, shared out of the lock.
+/// What `boundary` found when it began, shared out of the lock (preflight
+/// receives the very intent the gate holds).
 enum Begun<P> {
     Requested(Ticket, std::sync::Arc<HandoffIntent>),
     Committed(std::sync::Arc<HandoffPause<P>>),
