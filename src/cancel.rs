@@ -165,10 +165,13 @@ impl CancelSignal {
                 phase: None,
             }),
         });
-        // The clear bit as a `SeqCst` store: a `SeqCst` load may then not
-        // return it once `cancel`'s `SeqCst` store precedes the load. (The
-        // C++ model already forbids reading the initial value then; loom
-        // treats it as a non-`SeqCst` store and would let the load read it.)
+        // Under loom only, the clear bit again as a `SeqCst` store. The C++
+        // model (Rust's) already forbids a `SeqCst` load to return the
+        // initial value once `cancel`'s `SeqCst` store precedes it: the
+        // initial value happens before that store. Loom treats it as a
+        // non-`SeqCst` store and would let the load read it; a real build
+        // skips the fence this store costs.
+        #[cfg(loom)]
         shared.fired.store(false, Ordering::SeqCst);
         Self { shared }
     }
