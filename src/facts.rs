@@ -361,7 +361,42 @@ mod tests;
 
 #[cfg(test)]
 mod control_characters {
-    use super::has_control_character;
+    use super::{MAX_ID_BYTES, has_control_character, is_plain_id, is_printable_ascii};
+
+    /// The word-at-a-time check is exact, not merely a safe shortcut (a
+    /// shortcut that said "no" too often would only be slower, so the
+    /// byte scan's tests could not see it): every byte value at every
+    /// position of 0 to 40 bytes (five words and every tail length), and
+    /// two odd bytes at once.
+    #[test]
+    fn the_word_check_is_exactly_printable_ascii() {
+        let reference = |bytes: &[u8]| bytes.iter().all(|b| (0x20..0x7f).contains(b));
+        assert!(is_printable_ascii(b""));
+        for len in 1..=40 {
+            for at in 0..len {
+                for byte in 0..=u8::MAX {
+                    let mut bytes = vec![b'~'; len];
+                    bytes[at] = byte;
+                    assert_eq!(is_printable_ascii(&bytes), reference(&bytes), "{bytes:?}");
+                    bytes[len - 1 - at] = byte ^ 0x80;
+                    assert_eq!(is_printable_ascii(&bytes), reference(&bytes), "{bytes:?}");
+                }
+            }
+            let printable: Vec<u8> = (0x20..0x7f).cycle().skip(len).take(len).collect();
+            assert!(is_printable_ascii(&printable), "{printable:?}");
+        }
+    }
+
+    /// A plain id is exactly a 1 to 256 byte printable ASCII one.
+    #[test]
+    fn a_plain_id_is_one_to_max_printable_ascii_bytes() {
+        assert!(!is_plain_id(""));
+        assert!(is_plain_id("a"));
+        assert!(is_plain_id(&"a".repeat(MAX_ID_BYTES)));
+        assert!(!is_plain_id(&"a".repeat(MAX_ID_BYTES + 1)));
+        assert!(!is_plain_id("a\u{7f}"));
+        assert!(!is_plain_id("é"));
+    }
 
     /// The byte scan agrees with `char::is_control` on every code point.
     #[test]
