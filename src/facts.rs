@@ -219,9 +219,7 @@ fn has_control_character(id: &str) -> bool {
 /// bytes to start, spends most of its time there.
 #[inline]
 fn is_printable_ascii(bytes: &[u8]) -> bool {
-    const SPACES: u64 = u64::from_le_bytes([b' '; 8]);
     let word = |eight: &[u8; 8]| is_printable_word(u64::from_le_bytes(*eight));
-    let half = |four: &[u8; 4]| u64::from(u32::from_le_bytes(*four));
     match (bytes.first_chunk::<4>(), bytes.last_chunk::<8>()) {
         // 8 bytes or more: whole words, then the last eight (overlapping).
         (_, Some(last)) => {
@@ -233,15 +231,13 @@ fn is_printable_ascii(bytes: &[u8]) -> bool {
             printable
         }
         // 4 to 7: the first four and the last four (overlapping).
-        (Some(first), None) => bytes
+        (Some(&[a, b, c, d]), None) => bytes
             .last_chunk::<4>()
-            .is_some_and(|last| is_printable_word(half(first) | (half(last) << 32))),
-        // 0 to 3: the first, middle and last byte cover them all.
+            .is_some_and(|&[e, f, g, h]| word(&[a, b, c, d, e, f, g, h])),
+        // 0 to 3: the first, middle and last byte cover them all; spaces
+        // (printable) pad the word.
         (None, None) => match (bytes.first(), bytes.get(bytes.len() / 2), bytes.last()) {
-            (Some(&first), Some(&middle), Some(&last)) => {
-                let three = u64::from(first) | u64::from(middle) << 8 | u64::from(last) << 16;
-                is_printable_word(three | SPACES << 24)
-            }
+            (Some(&a), Some(&b), Some(&c)) => word(&[a, b, c, b' ', b' ', b' ', b' ', b' ']),
             _ => true,
         },
     }
