@@ -254,7 +254,7 @@ fn is_printable_word(word: u64) -> bool {
     const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
     let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
     let del_or_above = (word.wrapping_add(ONES) | word) & HIGH;
-    below_space | del_or_above == 0
+    below_space == 0 && del_or_above == 0
 }
 
 fn check_field(field: Field, id: &str) -> Result<(), IntentError> {
