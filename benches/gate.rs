@@ -236,6 +236,20 @@ fn contended_baseline(tasks: usize, pairs: u64) -> Duration {
     contended_run(gate, tasks, pairs)
 }
 
+/// No gate at all: every reserve "succeeds" and releases at once, every
+/// boundary returns at once. What the loop itself costs (tasks, `yield_now`,
+/// the shared counters) on this machine: the floor under both designs, so
+/// the report can say how much of each pair is the gate's.
+#[derive(Clone)]
+struct NoGate;
+
+impl Contender for NoGate {
+    fn reserve_release(&self, _: &Arc<baton::HandoffIntent>) -> bool {
+        true
+    }
+    async fn boundary(&self) {}
+}
+
 fn contended(c: &mut Criterion) {
     let mut group = c.benchmark_group("gate/contended");
     group.sample_size(10);
@@ -247,6 +261,13 @@ fn contended(c: &mut Criterion) {
         });
         group.bench_function(format!("baseline/{tasks}"), |b| {
             b.iter_custom(|iters| (0..iters).map(|_| contended_baseline(tasks, PAIRS)).sum())
+        });
+        group.bench_function(format!("no_gate/{tasks}"), |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| contended_run(|| NoGate, tasks, PAIRS))
+                    .sum()
+            })
         });
     }
     group.finish();
