@@ -636,37 +636,11 @@ impl Clone for CountsClones {
     }
 }
 
-/// S5 without a copy: reporting the committed pause itself seals the gate
-/// with the stored pause, never cloning the runtime's payload.
-#[tokio::test]
-async fn sealing_the_committed_pause_seals_it_without_copying_its_payload() {
-    let gate = baton::HandoffGate::<CountsClones>::new(source(), "run".into());
-    let cancel = CancelSignal::new();
-    let reservation = gate.requester().reserve(intent()).unwrap();
-    let (paused, pending) = tokio::join!(
-        gate.boundary(&cancel, |intent| {
-            std::future::ready(Some(baton::HandoffPause {
-                intent,
-                execution: CountsClones(7),
-            }))
-        }),
-        async { reservation.ready().await.unwrap().commit().unwrap() }
-    );
-    let paused = paused.expect("committed");
-    let before = CLONES.with(std::cell::Cell::get);
-    assert!(gate.sealed(&paused));
-    assert_eq!(
-        CLONES.with(std::cell::Cell::get),
-        before,
-        "the payload was cloned"
-    );
-    assert_eq!(pending.wait().await, Some(paused));
-}
-
-/// One pause from preflight to seal: the intent a requester reserves is the
-/// one its preflight receives, and the pause `boundary` returns, the one the
-/// requester previews and the one `wait` returns are a single allocation;
-/// neither the ids nor the runtime's payload are ever copied.
+/// One pause from preflight to seal (S5 without a copy): the intent a
+/// requester reserves is the one its preflight receives; the pause
+/// `boundary` returns, the one the requester previews, the one `sealed`
+/// seals and the one `wait` returns are a single allocation; neither the
+/// ids nor the runtime's payload are ever copied.
 #[tokio::test]
 async fn a_handoff_shares_one_intent_and_one_pause_from_reserve_to_seal() {
     let gate = baton::HandoffGate::<CountsClones>::new(source(), "run".into());
