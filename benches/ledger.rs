@@ -127,11 +127,43 @@ fn live_list(c: &mut Criterion) {
     group.finish();
 }
 
+/// `live()` and then a visit of every row: the O(n) part a caller pays
+/// after the snapshot (baton outside the lock, the original under it).
+fn live_walk(c: &mut Criterion) {
+    let mut group = c.benchmark_group("ledger/live_walk");
+    let now = Instant::now();
+    for n in SIZES {
+        if n == 100_000 {
+            group.sample_size(20);
+        }
+        let (ledger, _scope) = filled_baton(n, now);
+        group.bench_with_input(BenchmarkId::new("baton", n), &n, |b, _| {
+            b.iter(|| {
+                let live = ledger.live();
+                live.iter()
+                    .map(|(id, d)| id.len() + d.capsule.len())
+                    .sum::<usize>()
+            })
+        });
+        let base = filled_baseline(n, now);
+        group.bench_with_input(BenchmarkId::new("baseline", n), &n, |b, _| {
+            b.iter(|| {
+                base.live()
+                    .iter()
+                    .map(|row| row.delegation_id.len() + row.capsule.len())
+                    .sum::<usize>()
+            })
+        });
+    }
+    group.finish();
+}
+
 criterion_group!(
     benches,
     arrive_and_take,
     take_overdue,
     next_overdue,
-    live_list
+    live_list,
+    live_walk
 );
 criterion_main!(benches);

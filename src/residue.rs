@@ -94,19 +94,16 @@ impl Residue {
                 started_at_ms: work.started_at_ms,
             })
             .collect();
-        // `live()` is already in id order.
-        items.extend(
-            delegations
-                .live()
-                .into_iter()
-                .map(|live| ResidueItem::Delegation {
-                    delegation_id: live.id.to_string(),
-                    capsule: live.delegation.capsule.clone(),
-                    version: live.delegation.version.clone(),
-                    child_session_id: live.delegation.child_session_id.clone(),
-                    child_workdir: live.delegation.child_workdir.clone(),
-                }),
-        );
+        // `live()` is already in id order; its strings are copied here,
+        // outside the ledger's lock.
+        let live = delegations.live();
+        items.extend(live.iter().map(|(id, delegation)| ResidueItem::Delegation {
+            delegation_id: id.to_string(),
+            capsule: delegation.capsule.clone(),
+            version: delegation.version.clone(),
+            child_session_id: delegation.child_session_id.clone(),
+            child_workdir: delegation.child_workdir.clone(),
+        }));
         Self { items }
     }
 

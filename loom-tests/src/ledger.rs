@@ -91,9 +91,5 @@ pub fn scoped(
 
 /// The ids of the live delegations, in id order.
 pub fn live_ids(ledger: &Delegations) -> Vec<String> {
-    ledger
-        .live()
-        .into_iter()
-        .map(|live| live.id.to_string())
-        .collect()
+    ledger.live().iter().map(|(id, _)| id.to_string()).collect()
 }

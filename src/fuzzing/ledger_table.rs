@@ -346,12 +346,12 @@ impl Harness {
     fn entries(&self) -> Vec<Row> {
         self.ledger
             .live()
-            .into_iter()
+            .iter()
             .filter_map(|(id, data)| {
-                let entry = self.ledger.entry(&id)?;
+                let entry = self.ledger.entry(id)?;
                 Some(Row {
                     id: id.to_string(),
-                    serial: *data,
+                    serial: **data,
                     started: entry.started,
                     arrived: entry.arrived,
                     child: entry.child.as_ref().map(|child| child.number),

@@ -3,10 +3,9 @@
 //! "lock, call the core, wake, return"; children are ended after unlocking.
 
 use std::fmt;
-use std::sync::Arc as Shared;
 use std::time::{Duration, Instant};
 
-use super::core::{Adoption, Arrival, Child, Ledger, RegisterError, ScopeToken, Taken};
+use super::core::{Adoption, Arrival, Child, Ledger, Live, RegisterError, ScopeToken, Taken};
 use crate::sync::Arc;
 use crate::waiter::WatchCell;
 
@@ -77,14 +76,11 @@ pub struct TakenDelegation {
     taken: Taken<Delegation, BoxedChild, Instant>,
 }
 
-/// A live delegation, as listed by [`Delegations::live`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LiveDelegation {
-    /// Its id.
-    pub id: Shared<str>,
-    /// What was registered.
-    pub delegation: Shared<Delegation>,
-}
+/// The live delegations at one moment, in id order, as listed by
+/// [`Delegations::live`]: a snapshot that later changes to the ledger leave
+/// as it was. Iterating it yields each delegation's id and what was
+/// registered.
+pub type LiveDelegations = Live<Delegation>;
 
 impl Delegations {
     /// An empty ledger with no task in scope.
@@ -197,13 +193,11 @@ impl Delegations {
         self.take(Ledger::take_all)
     }
 
-    /// The live delegations in id order. The lock is held only to copy one
-    /// pointer pair per entry **[beyond seed]**.
-    pub fn live(&self) -> Vec<LiveDelegation> {
-        let live = self.cell.read(Ledger::live);
-        live.into_iter()
-            .map(|(id, delegation)| LiveDelegation { id, delegation })
-            .collect()
+    /// The live delegations in id order, as a snapshot. The lock is held
+    /// for one reference count whatever the number of entries: the snapshot
+    /// shares the ledger's persistent map **[beyond seed]**.
+    pub fn live(&self) -> LiveDelegations {
+        self.cell.read(Ledger::live)
     }
 
     /// The number of ids remembered as delivered in the current scope

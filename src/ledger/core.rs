@@ -10,7 +10,10 @@
 //! Scale **[beyond seed]**: entries are kept ordered by id, with two indexes
 //! — not-arrived entries by start time, arrived entries by id — so
 //! `take_overdue` costs O(k log n) for k taken, `next_overdue` O(log n),
-//! `take_arrived` O(k log n) and `counts` O(1).
+//! `take_arrived` O(k log n) and `counts` O(1). A third view, the live
+//! data by id, is a persistent map ([`Live`]): `live()` shares it in O(1),
+//! and a change made while a caller still holds it copies only the path it
+//! touches.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -23,7 +26,8 @@ mod types;
 
 pub use event::{Event, Outcome, step};
 pub use types::{
-    Adoption, Arrival, Child, DelegationId, Entry, Moment, RegisterError, ScopeToken, Taken,
+    Adoption, Arrival, Child, DelegationId, Entry, Live, LiveIter, Moment, RegisterError,
+    ScopeToken, Taken,
 };
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -45,6 +49,8 @@ pub struct Ledger<D, C, T = Duration> {
     arrived: BTreeSet<DelegationId>,
     /// Ids delivered and taken in this scope; dropped with the scope.
     delivered: BTreeSet<DelegationId>,
+    /// Every entry's data by id, shared with the callers of `live()`.
+    live: Live<D>,
     /// One stored wake-up for `wait_for_arrival` (Notify semantics).
     permit: bool,
 }
@@ -57,7 +63,7 @@ impl<D, C, T: Moment> Default for Ledger<D, C, T> {
 
 impl<D, C, T: Moment> Ledger<D, C, T> {
     /// An empty ledger with no task in scope.
-    pub const fn new() -> Self {
+    pub fn new() -> Self {
         Self {
             scope: None,
             scopes_issued: 0,
@@ -65,6 +71,7 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
             waiting: BTreeSet::new(),
             arrived: BTreeSet::new(),
             delivered: BTreeSet::new(),
+            live: Live::new(),
             permit: false,
         }
     }
@@ -102,6 +109,7 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
         self.waiting.clear();
         self.arrived.clear();
         self.delivered.clear();
+        self.live.clear();
         self.permit = false;
         std::mem::take(&mut self.entries)
             .into_iter()
@@ -134,8 +142,10 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
         }
         let id: DelegationId = Arc::from(id);
         self.waiting.insert((started, Arc::clone(&id)));
+        let data = Arc::new(data);
+        self.live.insert(Arc::clone(&id), Arc::clone(&data));
         let entry = Entry {
-            data: Arc::new(data),
+            data,
             started,
             arrived: false,
             child: None,
@@ -165,6 +175,7 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
 
     /// Removes an entry's index rows; remembers an arrived one as delivered.
     fn account(&mut self, id: DelegationId, entry: Entry<D, C, T>) -> Taken<D, C, T> {
+        self.live.remove(&id);
         if entry.arrived {
             self.arrived.remove(&id);
             self.delivered.insert(Arc::clone(&id));
@@ -265,20 +276,18 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
         self.waiting.clear();
         let arrived = std::mem::take(&mut self.arrived);
         self.delivered.extend(arrived);
+        self.live.clear();
         std::mem::take(&mut self.entries)
             .into_iter()
             .map(|(id, entry)| Taken { id, entry })
             .collect()
     }
 
-    /// The live delegations in id order: cheap clones of shared data, so a
-    /// caller holding a lock around the ledger holds it for O(n) pointer
-    /// copies only.
-    pub fn live(&self) -> Vec<(DelegationId, Arc<D>)> {
-        self.entries
-            .iter()
-            .map(|(id, entry)| (Arc::clone(id), Arc::clone(&entry.data)))
-            .collect()
+    /// The live delegations in id order, as a snapshot that shares the
+    /// ledger's own map: O(1), so a caller holding a lock around the ledger
+    /// holds it for one reference count, whatever the number of entries.
+    pub fn live(&self) -> Live<D> {
+        self.live.clone()
     }
 
     /// The entry for `id`, if live.

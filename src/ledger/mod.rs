@@ -9,7 +9,7 @@ mod adapter;
 pub mod core;
 
 pub use adapter::{
-    BoxedChild, Delegation, DelegationScope, Delegations, LiveDelegation, TakenDelegation,
+    BoxedChild, Delegation, DelegationScope, Delegations, LiveDelegations, TakenDelegation,
 };
 pub use core::{Arrival, Child, RegisterError, ScopeToken};
 

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::core::{Adoption, Arrival, Child, Ledger, RegisterError, ScopeToken, Taken};
+use super::core::{Adoption, Arrival, Child, Ledger, Live, RegisterError, ScopeToken, Taken};
 use crate::facts::IdError;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -289,13 +289,45 @@ fn live_lists_every_entry_in_id_order() {
     ledger.register("dlg_a", TASK, "first", secs(0)).unwrap();
     let live: Vec<_> = ledger
         .live()
-        .into_iter()
-        .map(|(id, d)| (id.to_string(), *d))
+        .iter()
+        .map(|(id, d)| (id.to_string(), **d))
         .collect();
     assert_eq!(
         live,
         [("dlg_a".into(), "first"), ("dlg_b".into(), "second")]
     );
+}
+
+#[test]
+fn a_live_snapshot_keeps_what_it_saw_while_the_ledger_changes() {
+    let (mut ledger, _) = scoped();
+    ledger.register("dlg_a", TASK, "first", secs(0)).unwrap();
+    ledger.register("dlg_b", TASK, "second", secs(0)).unwrap();
+    let before = ledger.live();
+    assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
+    assert_eq!(ledger.take_arrived().len(), 1);
+    ledger.register("dlg_c", TASK, "third", secs(1)).unwrap();
+    let ids = |live: &Live<&str>| {
+        live.iter()
+            .map(|(id, _)| id.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        ids(&before),
+        ["dlg_a", "dlg_b"],
+        "the snapshot is unchanged"
+    );
+    assert_eq!(
+        ids(&ledger.live()),
+        ["dlg_b", "dlg_c"],
+        "the ledger moved on"
+    );
+    assert_eq!(
+        (before.get("dlg_a").map(|d| **d), ledger.live().get("dlg_a")),
+        (Some("first"), None)
+    );
+    drop(ledger.take_all());
+    assert!(ledger.live().is_empty() && before.len() == 2);
 }
 
 #[test]

@@ -138,3 +138,128 @@ pub enum Adoption<C> {
     /// The id is not live: this child must be ended at once.
     NotLive(C),
 }
+
+/// The live delegations at one moment, in id order: what
+/// [`Ledger::live`](super::Ledger::live) returns.
+///
+/// A snapshot shares the ledger's own persistent map, so taking it costs
+/// O(1) whatever the number of entries, and it never changes afterwards: a
+/// later change to the ledger copies only the path of the tree it touches
+/// (O(log n)) while a snapshot is still held, and nothing once none is.
+pub struct Live<D> {
+    map: imbl::OrdMap<DelegationId, Arc<D>>,
+}
+
+/// Iterates a [`Live`] snapshot in id order.
+pub struct LiveIter<'a, D> {
+    inner: imbl::ordmap::Iter<'a, DelegationId, Arc<D>, imbl::shared_ptr::DefaultSharedPtr>,
+}
+
+impl<D> Live<D> {
+    pub(super) fn new() -> Self {
+        Self {
+            map: imbl::OrdMap::new(),
+        }
+    }
+
+    pub(super) fn insert(&mut self, id: DelegationId, data: Arc<D>) {
+        self.map.insert(id, data);
+    }
+
+    pub(super) fn remove(&mut self, id: &str) {
+        self.map.remove(id);
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.map.clear();
+    }
+
+    /// The number of live delegations.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether no delegation is live.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// The data of delegation `id`, if it is live. O(log n).
+    pub fn get(&self, id: &str) -> Option<&Arc<D>> {
+        self.map.get(id)
+    }
+
+    /// The live delegations' ids and data, in id order.
+    pub fn iter(&self) -> LiveIter<'_, D> {
+        LiveIter {
+            inner: self.map.iter(),
+        }
+    }
+}
+
+impl<D> Clone for Live<D> {
+    /// Another handle on the same snapshot. O(1).
+    fn clone(&self) -> Self {
+        Self {
+            map: self.map.clone(),
+        }
+    }
+}
+
+impl<D> Default for Live<D> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<D: PartialEq> PartialEq for Live<D> {
+    fn eq(&self, other: &Self) -> bool {
+        self.map == other.map
+    }
+}
+
+impl<D: Eq> Eq for Live<D> {}
+
+impl<D: std::hash::Hash> std::hash::Hash for Live<D> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.map.len().hash(state);
+        self.map.hash(state);
+    }
+}
+
+impl<D: std::fmt::Debug> std::fmt::Debug for Live<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl<'a, D> Iterator for LiveIter<'a, D> {
+    type Item = (&'a DelegationId, &'a Arc<D>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.inner.next()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
+}
+
+impl<D> DoubleEndedIterator for LiveIter<'_, D> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.inner.next_back()
+    }
+}
+
+impl<D> ExactSizeIterator for LiveIter<'_, D> {}
+
+impl<D> std::iter::FusedIterator for LiveIter<'_, D> {}
+
+impl<'a, D> IntoIterator for &'a Live<D> {
+    type Item = (&'a DelegationId, &'a Arc<D>);
+    type IntoIter = LiveIter<'a, D>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
