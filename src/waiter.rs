@@ -13,7 +13,7 @@ use std::task::{Context, Poll, Waker};
 
 use smallvec::SmallVec;
 
-use crate::sync::{Mutex, MutexGuard, lock};
+use crate::sync::{Mutex, lock};
 
 /// Waiters a cell keeps without allocating: a gate has two at once in its
 /// usual life (the worker's boundary and a requester's `ready` or `wait`), a
@@ -162,7 +162,7 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
         let this = self.get_mut();
-        let mut inner: MutexGuard<'_, Inner<S>> = lock(&this.cell.inner);
+        let mut inner = lock(&this.cell.inner);
         match (this.query)(&mut inner.state) {
             Some(value) => {
                 inner.release(&mut this.slot);

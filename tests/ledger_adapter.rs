@@ -75,6 +75,30 @@ fn a_registered_delegation_is_live_until_it_is_taken() {
     assert!(ledger.take_all().is_empty());
 }
 
+/// A snapshot is a value of its own: it can move to another thread, and
+/// what the ledger does afterwards does not reach it.
+#[test]
+fn a_live_snapshot_is_send_and_outlives_the_entries_it_lists() {
+    fn assert_clone_send_sync<T: Clone + Send + Sync>(_: &T) {}
+    let ledger = Delegations::new();
+    let scope = ledger.scope_task("tsk_a");
+    ledger
+        .register("dlg_one", delegation("tsk_a", Instant::now()))
+        .unwrap();
+    let live = ledger.live();
+    assert_clone_send_sync(&live);
+    drop(scope);
+    assert!(ledger.live().is_empty(), "D5: the scope's end took it");
+    let ids = std::thread::spawn(move || {
+        live.iter()
+            .map(|(id, d)| format!("{id} {}", d.capsule))
+            .collect::<Vec<_>>()
+    })
+    .join()
+    .unwrap();
+    assert_eq!(ids, ["dlg_one worker"]);
+}
+
 /// D2: only the scoped task's delegations are kept.
 #[test]
 fn d2_a_delegation_is_kept_only_while_its_task_is_in_scope() {

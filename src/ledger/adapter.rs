@@ -196,6 +196,31 @@ impl Delegations {
     /// The live delegations in id order, as a snapshot. The lock is held
     /// for one reference count whatever the number of entries: the snapshot
     /// shares the ledger's persistent map **[beyond seed]**.
+    ///
+    /// ```
+    /// use baton::ledger::{Delegation, Delegations};
+    /// use std::time::Instant;
+    ///
+    /// let ledger = Delegations::new();
+    /// let scope = ledger.scope_task("tsk_a");
+    /// let delegation = |capsule: &str| Delegation {
+    ///     task_id: "tsk_a".into(),
+    ///     capsule: capsule.into(),
+    ///     version: "0.1.0".into(),
+    ///     child_session_id: "ses_1".into(),
+    ///     child_workdir: "/tmp/1".into(),
+    ///     started: Instant::now(),
+    /// };
+    /// ledger.register("dlg_b", delegation("writer")).unwrap();
+    /// ledger.register("dlg_a", delegation("researcher")).unwrap();
+    ///
+    /// let live = ledger.live();
+    /// drop(ledger.take_all()); // the snapshot keeps what it saw
+    /// let rows: Vec<_> = live.iter().map(|(id, d)| (&**id, &*d.capsule)).collect();
+    /// assert_eq!(rows, [("dlg_a", "researcher"), ("dlg_b", "writer")]);
+    /// assert!(ledger.live().is_empty());
+    /// # drop(scope);
+    /// ```
     pub fn live(&self) -> LiveDelegations {
         self.cell.read(Ledger::live)
     }

@@ -331,6 +331,46 @@ fn a_live_snapshot_keeps_what_it_saw_while_the_ledger_changes() {
 }
 
 #[test]
+fn live_snapshots_compare_hash_and_print_by_content() {
+    use std::hash::{BuildHasher, RandomState};
+    let hash = {
+        let state = RandomState::new();
+        move |live: &Live<&str>| state.hash_one(live)
+    };
+    let (mut one, _) = scoped();
+    let (mut other, _) = scoped();
+    one.register("dlg_a", TASK, "first", secs(0)).unwrap();
+    one.register("dlg_b", TASK, "second", secs(0)).unwrap();
+    // The same content reached another way: another tree, equal snapshots.
+    other.register("dlg_b", TASK, "second", secs(5)).unwrap();
+    other.register("dlg_c", TASK, "third", secs(5)).unwrap();
+    other.register("dlg_a", TASK, "first", secs(5)).unwrap();
+    drop(other.discard("dlg_c"));
+    assert_eq!(one.live(), other.live());
+    assert_eq!(hash(&one.live()), hash(&other.live()));
+
+    let before = one.live();
+    drop(one.discard("dlg_b"));
+    assert_ne!(before, one.live(), "an entry less");
+    assert_ne!(hash(&before), hash(&one.live()));
+    one.register("dlg_b", TASK, "changed", secs(0)).unwrap();
+    assert_ne!(before, one.live(), "the same ids, other data");
+
+    assert_eq!(
+        format!("{before:?}"),
+        r#"{"dlg_a": "first", "dlg_b": "second"}"#
+    );
+    let iter = before.iter();
+    assert_eq!(iter.len(), 2);
+    let backwards: Vec<_> = before.iter().rev().map(|(id, _)| &**id).collect();
+    assert_eq!(backwards, ["dlg_b", "dlg_a"]);
+    let forwards: Vec<_> = (&before).into_iter().map(|(_, d)| **d).collect();
+    assert_eq!(forwards, ["first", "second"]);
+    assert!(Live::<&str>::default().is_empty() && !before.is_empty());
+    assert_eq!(before.clone(), before);
+}
+
+#[test]
 fn d3_d5_a_scope_change_takes_everything_and_ends_only_children_not_arrived() {
     let (mut ledger, first) = scoped();
     for id in ["dlg_a", "dlg_b", "dlg_c"] {
