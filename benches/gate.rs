@@ -94,6 +94,15 @@ fn reserve_release(c: &mut Criterion) {
             BatchSize::SmallInput,
         )
     });
+    // A new intent every time: the gate checks each one (reported beside
+    // the target, which is about a requester that keeps its intent).
+    group.bench_function("baton_fresh_intent", |b| {
+        b.iter_batched(
+            || Arc::new(intent()),
+            |i| drop(requester.reserve(i).unwrap()),
+            BatchSize::SmallInput,
+        )
+    });
     let base = baseline::gate::Gate::new(source(), "run".into());
     group.bench_function("baseline", |b| {
         b.iter_batched(
@@ -113,6 +122,13 @@ fn reserve_busy(c: &mut Criterion) {
     group.bench_function("baton", |b| {
         b.iter_batched(
             shared_intent(),
+            |i| black_box(requester.reserve(i).is_err()),
+            BatchSize::SmallInput,
+        )
+    });
+    group.bench_function("baton_fresh_intent", |b| {
+        b.iter_batched(
+            || Arc::new(intent()),
             |i| black_box(requester.reserve(i).is_err()),
             BatchSize::SmallInput,
         )
