@@ -234,53 +234,6 @@ fn s9_invalid_intents_are_invalid_input_and_change_nothing() {
     check("closed");
 }
 
-/// S9 with the adapter's memory of checked intents: an intent found valid
-/// is not validated again when the same `Arc` comes back, and nothing else
-/// is let through — not an invalid intent after a valid one, not an invalid
-/// one offered twice, in any state.
-#[test]
-fn s9_only_the_very_intent_found_valid_skips_its_check_the_next_time() {
-    let gate = gate();
-    let requester = gate.requester();
-    let valid = Arc::new(intent());
-    let invalid = Arc::new(HandoffIntent {
-        root_run_id: "other".into(),
-        ..intent()
-    });
-    let is_invalid = |result: Result<_, GateError>| {
-        matches!(
-            result,
-            Err(GateError::InvalidInput(IntentError::OtherRootRun { .. }))
-        )
-    };
-
-    // Found valid, released, offered again: reserved again (the check
-    // remembered), and while it is live, Busy.
-    drop(requester.reserve(Arc::clone(&valid)).unwrap());
-    let live = requester.reserve(Arc::clone(&valid)).unwrap();
-    assert!(matches!(
-        requester.reserve(Arc::clone(&valid)),
-        Err(GateError::Busy)
-    ));
-    // The same content in another allocation is checked, and Busy too.
-    assert!(matches!(requester.reserve(intent()), Err(GateError::Busy)));
-    for _ in 0..2 {
-        let before = (requester.state(), requester.version());
-        assert!(is_invalid(requester.reserve(Arc::clone(&invalid))), "S9");
-        assert_eq!((requester.state(), requester.version()), before, "S9");
-    }
-    drop(live);
-    for _ in 0..2 {
-        assert!(is_invalid(requester.reserve(Arc::clone(&invalid))), "S9");
-    }
-    assert_eq!(kind(&gate), StateKind::Running);
-    let live = requester.reserve(Arc::clone(&valid)).unwrap();
-    drop(live);
-    gate.close();
-    assert!(matches!(requester.reserve(valid), Err(GateError::Closed)));
-    assert!(is_invalid(requester.reserve(invalid)), "S9 when closed");
-}
-
 #[test]
 fn tickets_of_successive_reservations_are_distinct_and_increasing() {
     let gate = gate();

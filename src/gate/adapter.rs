@@ -23,11 +23,6 @@ struct Slot<P> {
     state: State<P>,
     /// Set when the state becomes `Held`, cleared when it moves on.
     cancel: Option<CancelBit>,
-    /// The last intent a `Reserve` found valid for this gate, kept so that
-    /// the same `Arc` offered again (a requester retrying after `Busy` or a
-    /// released ticket) is not validated again. Holding it keeps the
-    /// allocation alive, so a pointer match is the same, unchanged content.
-    checked: Option<std::sync::Arc<HandoffIntent>>,
 }
 
 impl<P: fmt::Debug> fmt::Debug for Slot<P> {
@@ -57,17 +52,7 @@ impl<P: PartialEq> Shared<P> {
         event: Event<P>,
         held: Option<CancelBit>,
     ) -> (bool, Result<bool, GateError>) {
-        let outcome = core::step(config, &slot.state, event);
-        Self::accept(slot, outcome, held)
-    }
-
-    /// Moves `slot` as `outcome` says; `held` is kept if it is now `Held`.
-    fn accept(
-        slot: &mut Slot<P>,
-        outcome: Outcome<P>,
-        held: Option<CancelBit>,
-    ) -> (bool, Result<bool, GateError>) {
-        match outcome {
+        match core::step(config, &slot.state, event) {
             Outcome::Moved(next) => {
                 slot.cancel = if matches!(next, State::Held { .. }) {
                     held
@@ -197,7 +182,6 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
                 cell: WatchCell::new(Slot {
                     state: State::initial(),
                     cancel: None,
-                    checked: None,
                 }),
             }),
         }
@@ -368,10 +352,7 @@ impl<P: PartialEq + Clone> HandoffRequester<P> {
     /// # Errors
     ///
     /// [`GateError::InvalidInput`] for a malformed intent or one naming
-    /// another root Run (the gate is unchanged, S9). The gate remembers the
-    /// last intent it found valid: offering that same `Arc` again (a retry
-    /// after `Busy` or after a release) skips the check, as its content
-    /// cannot have changed; [`GateError::Busy`]
+    /// another root Run (the gate is unchanged, S9); [`GateError::Busy`]
     /// while another reservation is live (S1); [`GateError::HandedOff`],
     /// [`GateError::Closed`] or [`GateError::TicketsExhausted`] once final.
     pub fn reserve(
@@ -380,27 +361,11 @@ impl<P: PartialEq + Clone> HandoffRequester<P> {
     ) -> Result<HandoffReservation<P>, GateError> {
         let shared = &self.shared;
         let intent = intent.into();
-        let (ticket, forgotten) = shared.cell.update(|slot| {
-            let known = (slot.checked.as_ref())
-                .is_some_and(|checked| std::sync::Arc::ptr_eq(checked, &intent));
-            let mut forgotten = None;
-            let outcome = if known {
-                core::step_checked(&slot.state, Event::Reserve(intent))
-            } else {
-                let checked = std::sync::Arc::clone(&intent);
-                let outcome = core::step(&shared.config, &slot.state, Event::Reserve(intent));
-                if !matches!(outcome, Outcome::Refused(GateError::InvalidInput(_))) {
-                    forgotten = slot.checked.replace(checked);
-                }
-                outcome
-            };
-            let (changed, result) = Shared::accept(slot, outcome, None);
-            (changed, (result.map(|_| slot.state.ticket()), forgotten))
-        });
-        // The intent no longer remembered may have had no other owner: it
-        // is freed here, not under the lock.
-        drop(forgotten);
-        let ticket = ticket?;
+        let ticket = shared.cell.update(|slot| {
+            let (changed, result) =
+                Shared::apply_locked(&shared.config, slot, Event::Reserve(intent), None);
+            (changed, result.map(|_| slot.state.ticket()))
+        })?;
         // `Reserve` only ever moves to `Requested{new T}`; the table test
         // pins that, so this is never `Busy` in practice.
         let ticket = ticket.ok_or(GateError::Busy)?;

@@ -246,32 +246,25 @@ pub enum Outcome<P> {
 /// ([`HandoffIntent::validate_for`]), so bad input is reported as such in
 /// every state and never changes anything (S9).
 pub fn step<P: PartialEq>(config: &Config, state: &State<P>, event: Event<P>) -> Outcome<P> {
-    if let Event::Reserve(intent) = &event {
-        if let Err(error) = intent.validate_for(&config.source, &config.root_run_id) {
-            return Outcome::Refused(GateError::InvalidInput(error));
-        }
-    }
-    step_checked(state, event)
-}
-
-/// [`step`] for an event whose input is already known to pass its check:
-/// a `Reserve` of an intent that `validate_for` accepted before with this
-/// gate's config. Validation depends only on the config and the intent, so
-/// the outcome is `step`'s. The adapter uses it for an intent it still
-/// holds from such a check (the same `Arc`, so the same content).
-pub(crate) fn step_checked<P: PartialEq>(state: &State<P>, event: Event<P>) -> Outcome<P> {
     use Outcome::{Ignored, Moved, Refused};
     match event {
-        Event::Reserve(intent) => match state {
-            State::Running { next } if next.0 == u64::MAX => Refused(GateError::TicketsExhausted),
-            State::Running { next } => Moved(State::Requested {
-                ticket: *next,
-                intent,
-            }),
-            State::Requested { .. } | State::Held { .. } => Refused(GateError::Busy),
-            State::Committed { .. } | State::Sealed { .. } => Refused(GateError::HandedOff),
-            State::Closed => Refused(GateError::Closed),
-        },
+        Event::Reserve(intent) => {
+            if let Err(error) = intent.validate_for(&config.source, &config.root_run_id) {
+                return Refused(GateError::InvalidInput(error));
+            }
+            match state {
+                State::Running { next } if next.0 == u64::MAX => {
+                    Refused(GateError::TicketsExhausted)
+                }
+                State::Running { next } => Moved(State::Requested {
+                    ticket: *next,
+                    intent,
+                }),
+                State::Requested { .. } | State::Held { .. } => Refused(GateError::Busy),
+                State::Committed { .. } | State::Sealed { .. } => Refused(GateError::HandedOff),
+                State::Closed => Refused(GateError::Closed),
+            }
+        }
         Event::Preflight {
             ticket,
             pause,
