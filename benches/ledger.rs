@@ -108,8 +108,14 @@ fn next_overdue(c: &mut Criterion) {
     group.finish();
 }
 
-fn live_list(c: &mut Criterion) {
-    let mut group = c.benchmark_group("ledger/live");
+/// One `ledger/*` group over `SIZES` with a full ledger of each design.
+fn with_full_ledgers<A, B>(
+    c: &mut Criterion,
+    name: &str,
+    baton: impl Fn(&Delegations) -> A,
+    base: impl Fn(&baseline::ledger::Ledger) -> B,
+) {
+    let mut group = c.benchmark_group(name);
     let now = Instant::now();
     for n in SIZES {
         if n == 100_000 {
@@ -117,45 +123,39 @@ fn live_list(c: &mut Criterion) {
         }
         let (ledger, _scope) = filled_baton(n, now);
         group.bench_with_input(BenchmarkId::new("baton", n), &n, |b, _| {
-            b.iter(|| black_box(ledger.live()))
+            b.iter(|| black_box(baton(&ledger)))
         });
-        let base = filled_baseline(n, now);
+        let ledger = filled_baseline(n, now);
         group.bench_with_input(BenchmarkId::new("baseline", n), &n, |b, _| {
-            b.iter(|| black_box(base.live()))
+            b.iter(|| black_box(base(&ledger)))
         });
     }
     group.finish();
 }
 
+fn live_list(c: &mut Criterion) {
+    with_full_ledgers(c, "ledger/live", Delegations::live, |base| base.live());
+}
+
 /// `live()` and then a visit of every row: the O(n) part a caller pays
 /// after the snapshot (baton outside the lock, the original under it).
 fn live_walk(c: &mut Criterion) {
-    let mut group = c.benchmark_group("ledger/live_walk");
-    let now = Instant::now();
-    for n in SIZES {
-        if n == 100_000 {
-            group.sample_size(20);
-        }
-        let (ledger, _scope) = filled_baton(n, now);
-        group.bench_with_input(BenchmarkId::new("baton", n), &n, |b, _| {
-            b.iter(|| {
-                let live = ledger.live();
-                live.iter()
-                    .map(|(id, d)| id.len() + d.capsule.len())
-                    .sum::<usize>()
-            })
-        });
-        let base = filled_baseline(n, now);
-        group.bench_with_input(BenchmarkId::new("baseline", n), &n, |b, _| {
-            b.iter(|| {
-                base.live()
-                    .iter()
-                    .map(|row| row.delegation_id.len() + row.capsule.len())
-                    .sum::<usize>()
-            })
-        });
-    }
-    group.finish();
+    with_full_ledgers(
+        c,
+        "ledger/live_walk",
+        |ledger| {
+            let live = ledger.live();
+            live.iter()
+                .map(|(id, d)| id.len() + d.capsule.len())
+                .sum::<usize>()
+        },
+        |base| {
+            base.live()
+                .iter()
+                .map(|row| row.delegation_id.len() + row.capsule.len())
+                .sum::<usize>()
+        },
+    );
 }
 
 criterion_group!(
