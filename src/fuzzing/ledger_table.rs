@@ -398,6 +398,15 @@ impl Harness {
             "SPEC §2 (entries)",
             "ledger {rows:?}, ghost {ghost_rows:?}"
         );
+        // `entries()` lists what `live()` lists that has an entry: nothing
+        // may be left out.
+        let listed = self.ledger.live().len();
+        ensure!(
+            listed == rows.len(),
+            "SPEC §2 (live)",
+            "live() lists {listed} delegations, {} are live",
+            rows.len()
+        );
 
         let scope = self
             .ledger
