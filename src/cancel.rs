@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::sync::{Arc, AtomicBool, Ordering};
+use crate::sync::{Arc, AtomicU8, Ordering};
 use crate::waiter::WatchCell;
 
 /// What a task was doing when it was cancelled; serialised with the original
@@ -113,9 +113,19 @@ pub trait Cancellation: Clone + Send + Sync + 'static {
 
 #[derive(Debug)]
 struct Latch {
+    /// Whether the waiters' side has seen the signal fire. Set under the
+    /// lock by a `cancel` that found [`WAITED`], or by the waiter whose
+    /// announcement found [`FIRED`].
     canceled: bool,
+    /// Whether a waiter has set [`WAITED`] already (only the first does).
+    announced: bool,
     phase: Option<Phase>,
 }
+
+/// [`Shared::bits`]: the signal has fired.
+const FIRED: u8 = 1;
+/// [`Shared::bits`]: a `canceled()` future has had to wait. Never cleared.
+const WAITED: u8 = 2;
 
 /// A one-way cancellation latch that remembers the phase it interrupted.
 ///
@@ -139,19 +149,20 @@ pub struct CancelSignal {
 
 #[derive(Debug)]
 struct Shared {
-    /// The fast path of `is_canceled` and of a repeated `cancel`: set only
-    /// under the latch's lock, in the same critical section that sets
-    /// `latch.canceled`, so `fired == true` implies the latch is cancelled.
-    /// The latch stays the source of truth for `canceled()` waiters.
+    /// [`FIRED`] and [`WAITED`]. `cancel` sets `FIRED` and a waiter about
+    /// to wait sets `WAITED`, each with one read-modify-write, so exactly
+    /// one of them sees the other's bit: either the waiter sees `FIRED` and
+    /// does not wait, or `cancel` sees `WAITED` and wakes it under the lock.
+    /// A `cancel` with nobody waiting takes no lock at all.
     ///
     /// `SeqCst`, not acquire/release: a read that comes after `cancel()`
     /// returned, in another thread with no synchronisation between them,
-    /// must see it, as a read under the lock did (S3: `commit` reads the
+    /// must see it, as a read under a lock would (S3: `commit` reads the
     /// bit under the gate's lock and must not commit after a finished
     /// cancel). With acquire/release loom finds that stale read (the
     /// linearizability scenes of `loom_gate_races.rs`). On x86 a `SeqCst`
-    /// load is a plain load; only the one-off store pays.
-    fired: AtomicBool,
+    /// load is a plain load.
+    bits: AtomicU8,
     latch: WatchCell<Latch>,
 }
 
@@ -159,40 +170,44 @@ impl CancelSignal {
     /// A signal that has not fired, with no phase noted.
     pub fn new() -> Self {
         let shared = Arc::new(Shared {
-            fired: AtomicBool::new(false),
+            bits: AtomicU8::new(0),
             latch: WatchCell::new(Latch {
                 canceled: false,
+                announced: false,
                 phase: None,
             }),
         });
-        // Under loom only, the clear bit again as a `SeqCst` store. The C++
+        // Under loom only, the clear bits again as a `SeqCst` store. The C++
         // model (Rust's) already forbids a `SeqCst` load to return the
-        // initial value once `cancel`'s `SeqCst` store precedes it: the
-        // initial value happens before that store. Loom treats it as a
+        // initial value once `cancel`'s `SeqCst` write precedes it: the
+        // initial value happens before that write. Loom treats it as a
         // non-`SeqCst` store and would let the load read it; a real build
         // skips the fence this store costs.
         #[cfg(loom)]
-        shared.fired.store(false, Ordering::SeqCst);
+        shared.bits.store(0, Ordering::SeqCst);
         Self { shared }
     }
 
     /// Fires the signal. Idempotent; wakes every waiter the first time.
-    /// Once it returns, every `canceled()` future resolves at once.
+    /// Once it returns, [`is_canceled`](Self::is_canceled) answers `true`
+    /// and a `canceled()` future resolves at its next poll.
     pub fn cancel(&self) {
-        // Set only after the latch is cancelled (below): nothing left to do.
-        if self.shared.fired.load(Ordering::SeqCst) {
+        let before = self.shared.bits.fetch_or(FIRED, Ordering::SeqCst);
+        // Fired before: nothing left to do. Nobody announced a wait: any
+        // waiter to come sees `FIRED` first.
+        if before & FIRED != 0 || before & WAITED == 0 {
             return;
         }
         self.shared.latch.update(|latch| {
-            let first = !std::mem::replace(&mut latch.canceled, true);
-            self.shared.fired.store(true, Ordering::SeqCst);
-            (first, ())
+            latch.canceled = true;
+            (true, ())
         });
     }
 
     /// Whether the signal has fired. One atomic load, no lock.
+    #[inline]
     pub fn is_canceled(&self) -> bool {
-        self.shared.fired.load(Ordering::SeqCst)
+        self.shared.bits.load(Ordering::SeqCst) & FIRED != 0
     }
 
     /// Resolves once the signal has fired; at once if it already has.
@@ -203,7 +218,17 @@ impl CancelSignal {
         }
         self.shared
             .latch
-            .wait_until(|latch| latch.canceled.then_some(()))
+            .wait_until(|latch| {
+                if !latch.canceled && !latch.announced {
+                    // Under the lock, so that a `cancel` that sees `WAITED`
+                    // wakes this future: its `update` waits for the lock
+                    // this poll holds while it registers.
+                    latch.announced = true;
+                    let before = self.shared.bits.fetch_or(WAITED, Ordering::SeqCst);
+                    latch.canceled = before & FIRED != 0;
+                }
+                latch.canceled.then_some(())
+            })
             .await
     }
 

@@ -6,13 +6,13 @@
 #[cfg(loom)]
 pub(crate) use loom::sync::{
     Arc, Mutex, MutexGuard,
-    atomic::{AtomicBool, Ordering},
+    atomic::{AtomicU8, Ordering},
 };
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
     Arc, Mutex, MutexGuard,
-    atomic::{AtomicBool, Ordering},
+    atomic::{AtomicU8, Ordering},
 };
 
 /// Locks `mutex`, ignoring poison: no user code runs while a baton lock is
