@@ -193,15 +193,14 @@ impl CancelSignal {
     /// and a `canceled()` future resolves at its next poll.
     pub fn cancel(&self) {
         let before = self.shared.bits.fetch_or(FIRED, Ordering::SeqCst);
-        // Fired before: nothing left to do. Nobody announced a wait: any
-        // waiter to come sees `FIRED` first.
-        if before & FIRED != 0 || before & WAITED == 0 {
-            return;
+        // Only the first cancel, and only if a waiter announced itself,
+        // has anyone to wake: a waiter still to come sees `FIRED`.
+        if before == WAITED {
+            self.shared.latch.update(|latch| {
+                latch.canceled = true;
+                (true, ())
+            });
         }
-        self.shared.latch.update(|latch| {
-            latch.canceled = true;
-            (true, ())
-        });
     }
 
     /// Whether the signal has fired. One atomic load, no lock.
@@ -219,7 +218,9 @@ impl CancelSignal {
         self.shared
             .latch
             .wait_until(|latch| {
-                if !latch.canceled && !latch.announced {
+                // Not announced means not cancelled yet: only a `cancel` that
+                // saw `WAITED` sets `canceled`, apart from the announcer.
+                if !latch.announced {
                     // Under the lock, so that a `cancel` that sees `WAITED`
                     // wakes this future: its `update` waits for the lock
                     // this poll holds while it registers.
