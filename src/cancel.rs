@@ -113,10 +113,6 @@ pub trait Cancellation: Clone + Send + Sync + 'static {
 
 #[derive(Debug)]
 struct Latch {
-    /// Whether the waiters' side has seen the signal fire. Set under the
-    /// lock by a `cancel` that found [`WAITED`], or by the waiter whose
-    /// announcement found [`FIRED`].
-    canceled: bool,
     /// Whether a waiter has set [`WAITED`] already (only the first does).
     announced: bool,
     phase: Option<Phase>,
@@ -172,7 +168,6 @@ impl CancelSignal {
         let shared = Arc::new(Shared {
             bits: AtomicU8::new(0),
             latch: WatchCell::new(Latch {
-                canceled: false,
                 announced: false,
                 phase: None,
             }),
@@ -190,16 +185,14 @@ impl CancelSignal {
 
     /// Fires the signal. Idempotent; wakes every waiter the first time.
     /// Once it returns, [`is_canceled`](Self::is_canceled) answers `true`
-    /// and a `canceled()` future resolves at its next poll.
+    /// and every `canceled()` future resolves at its next poll.
     pub fn cancel(&self) {
         let before = self.shared.bits.fetch_or(FIRED, Ordering::SeqCst);
         // Only the first cancel, and only if a waiter announced itself,
         // has anyone to wake: a waiter still to come sees `FIRED`.
         if before == WAITED {
-            self.shared.latch.update(|latch| {
-                latch.canceled = true;
-                (true, ())
-            });
+            // Nothing in the latch changes: waiters read `FIRED` when woken.
+            self.shared.latch.update(|_| (true, ()));
         }
     }
 
@@ -218,17 +211,15 @@ impl CancelSignal {
         self.shared
             .latch
             .wait_until(|latch| {
-                // Not announced means not cancelled yet: only a `cancel` that
-                // saw `WAITED` sets `canceled`, apart from the announcer.
-                if !latch.announced {
-                    // Under the lock, so that a `cancel` that sees `WAITED`
-                    // wakes this future: its `update` waits for the lock
-                    // this poll holds while it registers.
-                    latch.announced = true;
-                    let before = self.shared.bits.fetch_or(WAITED, Ordering::SeqCst);
-                    latch.canceled = before & FIRED != 0;
+                if latch.announced {
+                    return self.is_canceled().then_some(());
                 }
-                latch.canceled.then_some(())
+                // Under the lock, so that a `cancel` that sees `WAITED`
+                // wakes this future: its `update` waits for the lock this
+                // poll holds while it registers.
+                latch.announced = true;
+                let before = self.shared.bits.fetch_or(WAITED, Ordering::SeqCst);
+                (before & FIRED != 0).then_some(())
             })
             .await
     }

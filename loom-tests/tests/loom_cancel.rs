@@ -132,3 +132,31 @@ fn every_racing_cancel_returns_with_the_latch_cancelled() {
         },
     );
 }
+
+/// §3: once either of two racing `cancel()` calls returns, a `canceled()`
+/// future that was already waiting resolves at its next poll, even while
+/// the other cancel has yet to take the lock and wake it.
+#[test]
+fn a_waiting_future_resolves_at_its_next_poll_once_any_cancel_returned() {
+    model(
+        "canceled() waiting; cancel ∥ cancel, then poll",
+        Coverage::Exhaustive,
+        || {
+            let signal = CancelSignal::new();
+            let mut waiting = pin!(signal.canceled());
+            let mut context = Context::from_waker(Waker::noop());
+            assert!(waiting.as_mut().poll(&mut context).is_pending());
+            let other = {
+                let signal = signal.clone();
+                thread::spawn(move || signal.cancel())
+            };
+            signal.cancel();
+            assert!(
+                waiting.as_mut().poll(&mut context).is_ready(),
+                "a waiting canceled() missed a finished cancel()"
+            );
+            other.join().unwrap();
+            assert_eq!(signal.waiter_count(), 0);
+        },
+    );
+}
