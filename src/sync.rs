@@ -2,6 +2,12 @@
 //!
 //! Nothing else in the crate imports `std::sync` primitives, so the code that
 //! runs in production is exactly the code that loom explores.
+//!
+//! [`Arc`] is the handles' shared state (a gate's, a ledger's, a cancel
+//! signal's), which never hands out a `Weak`. Outside loom it is
+//! `triomphe::Arc`: std's `Arc` without the weak count, so the last handle
+//! frees the state with one atomic read-modify-write instead of two. The
+//! `Arc`s of baton's API (intents, pauses, delegations) are std's.
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{
@@ -11,9 +17,11 @@ pub(crate) use loom::sync::{
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
-    Arc, Mutex, MutexGuard,
+    Mutex, MutexGuard,
     atomic::{AtomicU8, Ordering},
 };
+#[cfg(not(loom))]
+pub(crate) use triomphe::Arc;
 
 /// Locks `mutex`, ignoring poison: no user code runs while a baton lock is
 /// held except `Cancellation::is_canceled`, and the state behind the lock
