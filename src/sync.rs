@@ -1,13 +1,15 @@
 //! The one synchronisation shim: `loom` under `cfg(loom)`, `std` otherwise.
 //!
 //! Nothing else in the crate imports `std::sync` primitives, so the code that
-//! runs in production is exactly the code that loom explores.
+//! runs in production is exactly the code that loom explores, apart from the
+//! reference count of [`Arc`], whose only job is to free the state once.
 //!
 //! [`Arc`] is the handles' shared state (a gate's, a ledger's, a cancel
 //! signal's), which never hands out a `Weak`. Outside loom it is
 //! `triomphe::Arc`: std's `Arc` without the weak count, so the last handle
-//! frees the state with one atomic read-modify-write instead of two. The
-//! `Arc`s of baton's API (intents, pauses, delegations) are std's.
+//! frees the state with one atomic read-modify-write instead of two. Under
+//! loom it is loom's, which checks that the state is freed. The `Arc`s of
+//! baton's API (intents, pauses, delegations) are std's.
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{
