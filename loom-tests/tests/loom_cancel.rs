@@ -71,9 +71,9 @@ fn a_canceled_future_dropped_racing_cancel_leaves_no_waker() {
     });
 }
 
-/// §3: `is_canceled()` (the lock-free fast path) answering `true` means the
-/// waiters' latch is cancelled too: a `canceled()` polled after it resolves
-/// at the first poll, however the check races `cancel()`.
+/// §3: `is_canceled()` answering `true` is final for waiters too: a
+/// `canceled()` polled after it resolves at the first poll, however the
+/// check races `cancel()`.
 #[test]
 fn a_signal_seen_canceled_resolves_canceled_at_once() {
     model(
@@ -89,7 +89,7 @@ fn a_signal_seen_canceled_resolves_canceled_at_once() {
                         let polled = waiting
                             .as_mut()
                             .poll(&mut Context::from_waker(Waker::noop()));
-                        assert!(polled.is_ready(), "is_canceled() ran ahead of the latch");
+                        assert!(polled.is_ready(), "canceled() pending after is_canceled()");
                     }
                 })
             };
@@ -101,11 +101,12 @@ fn a_signal_seen_canceled_resolves_canceled_at_once() {
     );
 }
 
-/// §3: a `cancel()` that finds the signal already fired (the fast path)
-/// returns only once the latch is cancelled: after either of two racing
-/// `cancel()` calls returns, `canceled()` resolves at the first poll.
+/// §3: a `cancel()` that finds the signal already fired returns at once,
+/// and that is enough: after either of two racing `cancel()` calls
+/// returns, a new `canceled()` resolves at the first poll (one already
+/// waiting is the next scene's).
 #[test]
-fn every_racing_cancel_returns_with_the_latch_cancelled() {
+fn after_either_racing_cancel_returns_canceled_resolves_at_once() {
     model(
         "cancel ∥ cancel, then canceled",
         Coverage::Exhaustive,
@@ -119,7 +120,10 @@ fn every_racing_cancel_returns_with_the_latch_cancelled() {
                     let polled = waiting
                         .as_mut()
                         .poll(&mut Context::from_waker(Waker::noop()));
-                    assert!(polled.is_ready(), "cancel() returned before the latch");
+                    assert!(
+                        polled.is_ready(),
+                        "canceled() pending after cancel() returned"
+                    );
                 })
             };
             signal.cancel();
@@ -127,7 +131,10 @@ fn every_racing_cancel_returns_with_the_latch_cancelled() {
             let polled = waiting
                 .as_mut()
                 .poll(&mut Context::from_waker(Waker::noop()));
-            assert!(polled.is_ready(), "cancel() returned before the latch");
+            assert!(
+                polled.is_ready(),
+                "canceled() pending after cancel() returned"
+            );
             other.join().unwrap();
         },
     );
