@@ -9,10 +9,10 @@ use std::pin::pin;
 use std::task::Poll;
 
 use super::GateError;
-use super::core::{self, Begin, Config, Event, Outcome, State, Ticket};
+use super::core::{self, Begin, Config, Event, Outcome, State, StateKind, Ticket};
 use crate::cancel::Cancellation;
 use crate::facts::{HandoffIntent, HandoffPause, Invocation};
-use crate::sync::Arc;
+use crate::sync::{Arc, Mirror};
 use crate::waiter::WatchCell;
 
 /// While a handoff is held: reads the worker's cancellation bit, so that
@@ -34,6 +34,12 @@ impl<P: fmt::Debug> fmt::Debug for Slot<P> {
 }
 
 struct Shared<P> {
+    /// A copy of the state's [`StateKind`] (`as u8`), stored under the lock
+    /// with every change of state and read without it, by the two answers
+    /// the kind alone decides: `reserve`'s refusals and `boundary`'s "no
+    /// handoff asked". Such an answer takes effect at that read: the kind
+    /// was the state's kind then.
+    kind: Mirror,
     config: Config,
     cell: WatchCell<Slot<P>>,
 }
@@ -43,28 +49,48 @@ impl<P: PartialEq> Shared<P> {
     /// `Ok(false)`: ignored. `held` is kept if the state becomes `Held`.
     fn apply(&self, event: Event<P>, held: Option<CancelBit>) -> Result<bool, GateError> {
         self.cell
-            .update(|slot| Self::apply_locked(&self.config, slot, event, held))
+            .update(|slot| self.apply_locked(slot, event, held))
     }
 
     fn apply_locked(
-        config: &Config,
+        &self,
         slot: &mut Slot<P>,
         event: Event<P>,
         held: Option<CancelBit>,
     ) -> (bool, Result<bool, GateError>) {
-        match core::step(config, &slot.state, event) {
+        let outcome = core::step(&self.config, &slot.state, event);
+        self.enter_locked(slot, outcome, held)
+    }
+
+    /// Carries out the core's `outcome` under the lock: a state it moved to
+    /// replaces the slot's, and its kind the copy outside the lock.
+    fn enter_locked(
+        &self,
+        slot: &mut Slot<P>,
+        outcome: Outcome<P>,
+        held: Option<CancelBit>,
+    ) -> (bool, Result<bool, GateError>) {
+        match outcome {
             Outcome::Moved(next) => {
                 slot.cancel = if matches!(next, State::Held { .. }) {
                     held
                 } else {
                     None
                 };
+                self.kind.store(next.kind() as u8);
                 slot.state = next;
                 (true, Ok(true))
             }
             Outcome::Ignored => (false, Ok(false)),
             Outcome::Refused(error) => (false, Err(error)),
         }
+    }
+
+    /// The state's kind as of its last change, read without the lock.
+    fn kind(&self) -> StateKind {
+        // Only `enter_locked` stores it, always a kind; `Running` (which
+        // decides nothing without the lock) is a safe reading otherwise.
+        StateKind::from_index(self.kind.load()).unwrap_or(StateKind::Running)
     }
 
     /// A future resolving with what `query` decides for `ticket`.
@@ -126,12 +152,12 @@ impl<P: PartialEq> Drop for Release<P> {
                     || matches!(slot.state, State::Held { ticket: t, .. } if t == ticket)
             });
         if live {
-            self.shared.cell.update(|slot| {
-                slot.state = State::Running {
+            let shared = &self.shared;
+            let _ = shared.cell.update(|slot| {
+                let running = State::Running {
                     next: ticket.successor(),
                 };
-                slot.cancel = None;
-                (true, ())
+                shared.enter_locked(slot, Outcome::Moved(running), None)
             });
         }
     }
@@ -178,6 +204,7 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
     pub fn new(source: Invocation, root_run_id: String) -> Self {
         Self {
             shared: Arc::new(Shared {
+                kind: Mirror::new(StateKind::Running as u8),
                 config: Config::new(source, root_run_id),
                 cell: WatchCell::new(Slot {
                     state: State::initial(),
@@ -242,6 +269,11 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
         Fut: Future<Output = Option<HandoffPause<P>>>,
     {
         let shared = &self.shared;
+        // In most states no handoff is asked: read from the kind's copy,
+        // without the lock.
+        if !shared.kind().boundary_may_act() {
+            return None;
+        }
         let begun = shared.cell.read(|slot| match core::begin(&slot.state) {
             Begin::Nothing => None,
             Begin::Requested(ticket, intent) => {
@@ -267,7 +299,7 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
                 canceled: cancel.is_canceled(),
             };
             let bit: CancelBit = Box::new(move || bit.is_canceled());
-            let (changed, _) = Shared::apply_locked(&shared.config, slot, event, Some(bit));
+            let (changed, _) = shared.apply_locked(slot, event, Some(bit));
             (
                 changed,
                 matches!(slot.state, State::Held { ticket: t, .. } if t == ticket),
@@ -315,8 +347,7 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
                 Some(stored) if **stored == *pause => std::sync::Arc::clone(stored),
                 Some(_) | None => std::sync::Arc::new(pause.clone()),
             };
-            let (changed, result) =
-                Shared::apply_locked(&shared.config, slot, Event::Seal(offered), None);
+            let (changed, result) = shared.apply_locked(slot, Event::Seal(offered), None);
             (changed, result == Ok(true))
         })
     }
@@ -361,9 +392,18 @@ impl<P: PartialEq + Clone> HandoffRequester<P> {
     ) -> Result<HandoffReservation<P>, GateError> {
         let shared = &self.shared;
         let intent = intent.into();
+        // The table's `Reserve` row in two halves. S9 first: bad input is
+        // refused as such in every state, and the config never changes, so
+        // the check needs no lock.
+        intent.validate_for(shared.config.source(), shared.config.root_run_id())?;
+        // Every kind of state but `Running` refuses a valid intent by its
+        // kind alone (S1): read from the kind's copy, without the lock.
+        if let Some(refusal) = core::reserve_refusal(shared.kind()) {
+            return Err(refusal);
+        }
         let ticket = shared.cell.update(|slot| {
-            let (changed, result) =
-                Shared::apply_locked(&shared.config, slot, Event::Reserve(intent), None);
+            let outcome = core::reserve_valid(&slot.state, intent);
+            let (changed, result) = shared.enter_locked(slot, outcome, None);
             (changed, result.map(|_| slot.state.ticket()))
         })?;
         // `Reserve` only ever moves to `Requested{new T}`; the table test
@@ -455,7 +495,7 @@ impl<P: PartialEq + Clone> HeldHandoff<P> {
         let committed = shared.cell.update(|slot| {
             let canceled = slot.cancel.as_ref().is_some_and(|bit| bit());
             let event = Event::Commit { ticket, canceled };
-            Shared::apply_locked(&shared.config, slot, event, None)
+            shared.apply_locked(slot, event, None)
         });
         if committed != Ok(true) {
             // `self` drops here: `Cancel(T)` releases the Run if still held.

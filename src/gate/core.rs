@@ -110,6 +110,7 @@ pub enum State<P> {
 
 /// The six kinds of [`State`], without their data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
 pub enum StateKind {
     /// [`State::Running`]
     Running,
@@ -151,6 +152,27 @@ impl StateKind {
     /// Whether no event can leave this kind of state (S6).
     pub const fn is_terminal(self) -> bool {
         matches!(self, Self::Sealed | Self::Closed)
+    }
+
+    /// The kind whose `as u8` is `index` (its place in [`ALL`](Self::ALL)),
+    /// if any.
+    pub const fn from_index(index: u8) -> Option<StateKind> {
+        match index {
+            0 => Some(Self::Running),
+            1 => Some(Self::Requested),
+            2 => Some(Self::Held),
+            3 => Some(Self::Committed),
+            4 => Some(Self::Sealed),
+            5 => Some(Self::Closed),
+            _ => None,
+        }
+    }
+
+    /// Whether a worker reaching a step boundary may have something to do
+    /// in this kind of state: [`begin`] is [`Begin::Nothing`] in every state
+    /// of a kind for which this is `false`.
+    pub const fn boundary_may_act(self) -> bool {
+        matches!(self, Self::Requested | Self::Committed)
     }
 }
 
@@ -248,23 +270,10 @@ pub enum Outcome<P> {
 pub fn step<P: PartialEq>(config: &Config, state: &State<P>, event: Event<P>) -> Outcome<P> {
     use Outcome::{Ignored, Moved, Refused};
     match event {
-        Event::Reserve(intent) => {
-            if let Err(error) = intent.validate_for(&config.source, &config.root_run_id) {
-                return Refused(GateError::InvalidInput(error));
-            }
-            match state {
-                State::Running { next } if next.0 == u64::MAX => {
-                    Refused(GateError::TicketsExhausted)
-                }
-                State::Running { next } => Moved(State::Requested {
-                    ticket: *next,
-                    intent,
-                }),
-                State::Requested { .. } | State::Held { .. } => Refused(GateError::Busy),
-                State::Committed { .. } | State::Sealed { .. } => Refused(GateError::HandedOff),
-                State::Closed => Refused(GateError::Closed),
-            }
-        }
+        Event::Reserve(intent) => match intent.validate_for(&config.source, &config.root_run_id) {
+            Err(error) => Refused(GateError::InvalidInput(error)),
+            Ok(()) => reserve_valid(state, intent),
+        },
         Event::Preflight {
             ticket,
             pause,
@@ -341,6 +350,37 @@ pub fn step<P: PartialEq>(config: &Config, state: &State<P>, event: Event<P>) ->
             | State::Committed { .. } => Moved(State::Closed),
             State::Sealed { .. } | State::Closed => Ignored,
         },
+    }
+}
+
+/// The `Reserve` row of the table for an intent already found valid for
+/// this gate's [`Config`] ([`HandoffIntent::validate_for`]): what [`step`]
+/// does once the intent passed. The adapter validates before it takes its
+/// lock, and then calls this.
+pub fn reserve_valid<P>(state: &State<P>, intent: Arc<HandoffIntent>) -> Outcome<P> {
+    use Outcome::{Moved, Refused};
+    match state {
+        State::Running { next } if next.0 == u64::MAX => Refused(GateError::TicketsExhausted),
+        State::Running { next } => Moved(State::Requested {
+            ticket: *next,
+            intent,
+        }),
+        State::Requested { .. } | State::Held { .. } => Refused(GateError::Busy),
+        State::Committed { .. } | State::Sealed { .. } => Refused(GateError::HandedOff),
+        State::Closed => Refused(GateError::Closed),
+    }
+}
+
+/// What [`reserve_valid`] answers from the kind of state alone: every kind
+/// but `Running` refuses a valid intent, and says why (S1); `None` for
+/// `Running`, whose answer depends on its next ticket. The adapter answers
+/// these refusals from a copy of the kind, without its lock.
+pub fn reserve_refusal(kind: StateKind) -> Option<GateError> {
+    match kind {
+        StateKind::Running => None,
+        StateKind::Requested | StateKind::Held => Some(GateError::Busy),
+        StateKind::Committed | StateKind::Sealed => Some(GateError::HandedOff),
+        StateKind::Closed => Some(GateError::Closed),
     }
 }
 

@@ -337,6 +337,54 @@ fn observe_is_the_requested_case_of_begin_in_every_state_kind() {
     }
 }
 
+/// The adapter answers these from a copy of the state's kind, without its
+/// lock; they must be exactly what the table answers in every state of that
+/// kind (S1 for `reserve`, L3 for `boundary`).
+#[test]
+fn reserve_refusal_is_the_tables_reserve_row_of_a_valid_intent_in_every_state_kind() {
+    let sample = Sample::new();
+    for kind in StateKind::ALL {
+        let state = sample.state(kind);
+        let outcome = step(
+            &sample.config,
+            &state,
+            Event::Reserve(sample.intent.clone()),
+        );
+        match core::reserve_refusal(kind) {
+            Some(refusal) => assert_eq!(outcome, Outcome::Refused(refusal), "in {kind:?}"),
+            None => assert!(
+                matches!(outcome, Outcome::Moved(State::Requested { .. })),
+                "only Running may reserve, and it does: {outcome:?}"
+            ),
+        }
+        assert_eq!(
+            core::reserve_valid(&state, sample.intent.clone()),
+            outcome,
+            "reserve_valid is step's Reserve row once the intent passed, in {kind:?}"
+        );
+    }
+}
+
+#[test]
+fn boundary_may_act_exactly_where_begin_finds_something_to_do() {
+    let sample = Sample::new();
+    for kind in StateKind::ALL {
+        let nothing = core::begin(&sample.state(kind)) == core::Begin::Nothing;
+        assert_eq!(kind.boundary_may_act(), !nothing, "in {kind:?}");
+    }
+}
+
+#[test]
+fn state_kinds_round_trip_through_their_index() {
+    for (index, kind) in StateKind::ALL.into_iter().enumerate() {
+        assert_eq!(kind as usize, index, "ALL is in declaration order");
+        assert_eq!(StateKind::from_index(kind as u8), Some(kind));
+    }
+    for index in 6..=u8::MAX {
+        assert_eq!(StateKind::from_index(index), None, "{index}");
+    }
+}
+
 #[test]
 fn only_sealed_and_closed_are_terminal() {
     let terminal: Vec<_> = StateKind::ALL
