@@ -41,15 +41,16 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// loaded without it (a `Release` store in the critical section, an
 /// `Acquire` load).
 ///
-/// A reader takes the copy as the guarded state at the moment it loads it.
-/// For that, a load must never return a value that a store had replaced
-/// before the loading operation began. The language's memory model says
-/// nothing about "before" in that sense (real time), and on the machines
-/// the store is no later than the unlock that follows it in the critical
-/// section. loom, whose linearizability check (loom-tests) does take its
-/// execution order as real time, is told so: under loom both accesses are
-/// read-modify-writes (a load writes back what it read, a store is a swap),
-/// because of two limits of loom:
+/// A reader takes the copy for the guarded state at the moment it loads
+/// it, so a load must not return a value that a store had replaced before
+/// the loading operation began. Rust's memory model does not speak of real
+/// time; on the machines, the store becomes visible no later than the
+/// unlock that follows it in the critical section, so no later than a
+/// reader taking the lock could see the change. loom's linearizability
+/// check (loom-tests) takes loom's execution
+/// order for real time, so under loom both accesses are read-modify-writes
+/// (a load writes back what it read, a store is a swap), because of two
+/// limits of loom:
 ///
 /// - a plain load in loom may read any store not yet overwritten in a
 ///   *partial* modification order, so it could return a value replaced
