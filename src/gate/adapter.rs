@@ -1,7 +1,9 @@
 //! The async adapter: one [`WatchCell`] around the core [`State`], and RAII
 //! handles whose `Drop` feeds the core the event SPEC's cancel-safety table
 //! names. Every method is "lock, step, wake, return"; the decisions are the
-//! core's.
+//! core's. The two answers the state's kind alone decides
+//! ([`core::reserve_refusal`], [`StateKind::boundary_may_act`]) are read
+//! from a copy of the kind kept beside the lock, without taking it.
 
 use std::fmt;
 use std::future::{Future, poll_fn};
