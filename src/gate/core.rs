@@ -154,18 +154,10 @@ impl StateKind {
         matches!(self, Self::Sealed | Self::Closed)
     }
 
-    /// The kind whose `as u8` is `index` (its place in [`ALL`](Self::ALL)),
-    /// if any.
-    pub const fn from_index(index: u8) -> Option<StateKind> {
-        match index {
-            0 => Some(Self::Running),
-            1 => Some(Self::Requested),
-            2 => Some(Self::Held),
-            3 => Some(Self::Committed),
-            4 => Some(Self::Sealed),
-            5 => Some(Self::Closed),
-            _ => None,
-        }
+    /// The kind whose `as u8` is `index`, its place in [`ALL`](Self::ALL)
+    /// (a test pins that the two agree), if any.
+    pub fn from_index(index: u8) -> Option<StateKind> {
+        Self::ALL.get(usize::from(index)).copied()
     }
 
     /// Whether a worker reaching a step boundary may have something to do

@@ -357,11 +357,6 @@ fn reserve_refusal_is_the_tables_reserve_row_of_a_valid_intent_in_every_state_ki
                 "only Running may reserve, and it does: {outcome:?}"
             ),
         }
-        assert_eq!(
-            core::reserve_valid(&state, sample.intent.clone()),
-            outcome,
-            "reserve_valid is step's Reserve row once the intent passed, in {kind:?}"
-        );
     }
 }
 
