@@ -58,12 +58,15 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 ///   returned after a `Close` had returned. A read-modify-write reads the
 ///   newest value, and when every access is one, the newest is the one
 ///   executed last.
-/// - loom remembers only the last access to an atomic when it picks the
-///   orders to try next, so with plain loads, a load followed by another
-///   thread's load and store was never tried after that store: the scene
+/// - loom checks a write for a conflict only against the *last* access to
+///   the atomic when it picks the orders to try next, so when that access
+///   is the writing thread's own load, another thread's earlier load is
+///   never tried after the write (`loom-tests/tests/loom_tool_limits.rs`
+///   pins this on two threads). With plain loads the scene
 ///   `requester ∥ worker` fell from 1.59 M executions to 43, none of them
 ///   reaching a seal. A read-modify-write is ordered against every other
-///   access, as the lock beside it is.
+///   access, as the lock beside it is. (`CancelSignal`'s bits keep plain
+///   loads; `src/cancel.rs` says why loom misses nothing there.)
 #[derive(Debug)]
 pub(crate) struct Mirror(AtomicU8);
 

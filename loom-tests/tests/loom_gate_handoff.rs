@@ -61,7 +61,7 @@ fn the_full_handoff_with_a_competitor_and_a_closer_ends_consistently() {
         "requester ∥ competitor ∥ worker ∥ closer",
         // Bounded: four actors of up to five operations each are far beyond
         // an exhaustive run (3 threads x 2 lock operations did not finish in
-        // 10 min here). Bound 3 takes ~73k executions (~10 s); bound 4,
+        // 10 min here). Bound 3 takes ~80k executions (~17 s); bound 4,
         // ~890k (~2 min). 3 is one more than tokio's CI uses for its loom
         // suite; the bugs loom finds in practice need at most 2 preemptions,
         // and each pair of these operations that can race (and the costly
