@@ -29,17 +29,21 @@ pub(crate) struct WatchCell<S> {
     inner: Mutex<Inner<S>>,
 }
 
+/// `repr(C)`, in the order of how often an update touches a field: what
+/// every update reads or writes first, so that they sit beside the lock on
+/// one cache line (the gate's `Shared` relies on it), the wakers last.
 #[derive(Debug)]
+#[repr(C)]
 struct Inner<S> {
-    state: S,
     /// Bumped on every accepted change; diagnostics and tests only.
     version: u64,
+    /// Number of slots held by live futures.
+    waiters: usize,
+    state: S,
     /// One slot per pending `WaitUntil`; `None` once woken, until re-polled.
     slots: SmallVec<[Option<Waker>; INLINE_WAITERS]>,
     /// Slot indices free for reuse.
     free: SmallVec<[usize; INLINE_WAITERS]>,
-    /// Number of slots held by live futures.
-    waiters: usize,
 }
 
 impl<S> WatchCell<S> {
