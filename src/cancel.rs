@@ -169,7 +169,7 @@ struct Shared {
     /// start the threads that race it. So the orders loom skips are ones in
     /// which a plain load would see `WAITED`, which `is_canceled` masks
     /// out; `cancel()` reads `WAITED` with a read-modify-write, which loom
-    /// orders both ways. Read-modify-write loads (`sync::load`) would try
+    /// orders both ways. Read-modify-write loads (as `sync::Mirror`'s) would try
     /// those orders too, at twice the suite's time (measured: 8.7 → 16.3
     /// minutes, `requester ∥ worker` 5.0 M → 14.4 M executions) and with
     /// the same outcomes (`commit ∥ fire ∥ boundary` commits and refuses

@@ -30,8 +30,8 @@ pub(crate) struct WatchCell<S> {
 }
 
 /// `repr(C)`, in the order of how often an update touches a field: what
-/// every update reads or writes first, so that they sit beside the lock on
-/// one cache line (the gate's `Shared` relies on it), the wakers last.
+/// every update reads or writes first, right after the lock word (the
+/// gate's `Shared` keeps them in its first 64 bytes), the wakers last.
 #[derive(Debug)]
 #[repr(C)]
 struct Inner<S> {
