@@ -39,7 +39,16 @@ impl Drop for TempDb {
 #[test]
 fn the_sqlite_log_keeps_the_log_rules() {
     let db = TempDb::new();
-    the_log_rules_hold(&SqliteLog::open(&db.0).unwrap());
+    let log = SqliteLog::open(&db.0).unwrap();
+    the_log_rules_hold(&log);
+    // Debug names the file, so a log in an error message says which one.
+    assert_eq!(
+        format!("{log:?}"),
+        format!(
+            "SqliteLog {{ path: Some({:?}) }}",
+            db.0.display().to_string()
+        )
+    );
 }
 
 #[test]
