@@ -1,5 +1,6 @@
 //! The residue report (SPEC §4) against the A2A protocol's own published
-//! JSON Schema (`../shared/a2a/a2a.json`, v1.0.1), plus the rules the schema
+//! JSON Schema (v1.0.1, vendored as `tests/data/a2a/a2a.json`; see the
+//! `NOTICE.md` beside it), plus the rules the schema
 //! omits but the proto requires.
 
 use std::process::Command;
@@ -11,13 +12,16 @@ use baton::residue::{DetachedWork, Residue, ResidueItem};
 use jsonschema::{Retrieve, Uri, Validator};
 use serde_json::{Value, json};
 
-const SCHEMA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/a2a/a2a.json");
+/// The vendored schema, compiled in: the test reads no path at run time.
+const SCHEMA: &str = include_str!("data/a2a/a2a.json");
+/// Its size as published (`tests/data/a2a/NOTICE.md`): an edited copy fails.
+const SCHEMA_BYTES: usize = 75_186;
 const BASE: &str = "https://a2a.invalid/v1.0.1/";
 
 /// Serves the bundle's definitions as the per-message documents its `$ref`s
 /// name: `lf.a2a.v1.<Name>.jsonschema.json` is the definition whose title
 /// without spaces is `<Name>`; `google.protobuf.<Name>.jsonschema.json` is
-/// the definition `<Name>` (see `a2a/README.md`).
+/// the definition `<Name>` (see `tests/data/a2a/NOTICE.md`).
 struct Bundle(serde_json::Map<String, Value>);
 
 impl Bundle {
@@ -45,8 +49,12 @@ impl Retrieve for Bundle {
 }
 
 fn artifact_validator() -> Validator {
-    let text = std::fs::read_to_string(SCHEMA).expect("the A2A schema at ../shared/a2a/a2a.json");
-    let bundle: Value = serde_json::from_str(&text).expect("the schema is JSON");
+    assert_eq!(
+        SCHEMA.len(),
+        SCHEMA_BYTES,
+        "tests/data/a2a/a2a.json is not the published v1.0.1 file"
+    );
+    let bundle: Value = serde_json::from_str(SCHEMA).expect("the schema is JSON");
     let definitions = bundle["definitions"]
         .as_object()
         .expect("definitions")
