@@ -43,7 +43,15 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 ///
 /// A reader takes the copy for the guarded state at the moment it loads
 /// it, so a load must not return a value that a store had replaced before
-/// the loading operation began. Rust's memory model does not speak of real
+/// the loading operation began.
+///
+/// That makes the copy the state's *kind* at the load, and no more: an
+/// answer read from it is sound only if no step leaving that kind takes
+/// effect before it is stored. A step decided on something that changes
+/// without the lock (the gate's commit reads the worker's cancel bit) takes
+/// effect at that read, earlier than its store of the new kind, so a copy
+/// read in between is already stale. The gate therefore answers from the
+/// copy only in the kinds `StateKind::copy_may_answer` allows. Rust's memory model does not speak of real
 /// time; on the machines, the store becomes visible no later than the
 /// unlock that follows it in the critical section, so no later than a
 /// reader taking the lock could see the change. loom's linearizability

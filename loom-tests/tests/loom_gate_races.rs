@@ -114,6 +114,64 @@ fn a_commit_racing_the_cancellation_is_seen_by_the_worker_iff_it_succeeds() {
     });
 }
 
+/// S3, observed by the canceler: the thread that fires the Run's
+/// cancellation then reserves. The commit either took effect before the
+/// fire — then the reserve sees it (`HandedOff`) — or after, and then the
+/// set bit refused it. A reserve answering `Busy` while the commit succeeds
+/// fits no order: the commit read the bit before the fire, so it took
+/// effect before the reserve, which must have seen `Committed`.
+#[test]
+fn a_reserve_after_the_fire_sees_the_commit_or_the_commit_is_refused() {
+    model("commit ∥ fire; reserve", Coverage::Exhaustive, || {
+        let (scene, _gate, held, boundary) = held();
+        scene.begin();
+        let requester = {
+            let scene = Arc::clone(&scene);
+            thread::spawn(move || scene.commit(held).is_some())
+        };
+        scene.fire();
+        let reserved = scene.reserve("b");
+        let committed = requester.join().unwrap();
+        assert!(
+            !(committed && reserved.as_ref().is_err_and(|e| *e == GateError::Busy)),
+            "S3: the commit succeeded, yet a reserve after the fire found the handoff still held"
+        );
+        if let Ok(reservation) = reserved {
+            scene.release(reservation.ticket(), reservation);
+        }
+        let handed = block_on(boundary);
+        assert_eq!(committed, handed.is_some(), "S3/S4");
+        scene.finish();
+    });
+}
+
+/// S3 / L3, observed by the worker: after the fire, the worker reaches
+/// another boundary while its first one still waits on the held pause. If
+/// the commit succeeded it took effect before the fire (it read the bit
+/// clear), so that boundary must return the committed pause; "no handoff
+/// asked" fits no order.
+#[test]
+fn a_boundary_after_the_fire_returns_a_commit_that_succeeded() {
+    model("commit ∥ fire; boundary", Coverage::Exhaustive, || {
+        let (scene, gate, held, boundary) = held();
+        scene.begin();
+        let requester = {
+            let scene = Arc::clone(&scene);
+            thread::spawn(move || scene.commit(held).is_some())
+        };
+        scene.fire();
+        let again = block_on(scene.boundary(Arc::clone(&gate), Preflight::Prepare));
+        let committed = requester.join().unwrap();
+        assert!(
+            !committed || again.is_some(),
+            "S3/L3: the commit succeeded, yet a boundary after the fire found no handoff"
+        );
+        let handed = block_on(boundary);
+        assert_eq!(committed, handed.is_some(), "S3/S4");
+        scene.finish();
+    });
+}
+
 /// S5: a commit racing `close` is never sealed: the requester's wait
 /// resolves `None`, and the gate ends `Closed`.
 #[test]

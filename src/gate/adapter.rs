@@ -3,7 +3,8 @@
 //! names. Every method is "lock, step, wake, return"; the decisions are the
 //! core's. The two answers the state's kind alone decides
 //! ([`core::reserve_refusal`], [`StateKind::boundary_may_act`]) are read
-//! from a copy of the kind kept beside the lock, without taking it.
+//! from a copy of the kind kept beside the lock, without taking it, in
+//! every kind but `Held` ([`StateKind::copy_may_answer`]).
 
 use std::fmt;
 use std::future::{Future, poll_fn};
@@ -47,7 +48,9 @@ struct Shared<P> {
     /// with every change of state and read without it, by the two answers
     /// the kind alone decides: `reserve`'s refusals and `boundary`'s "no
     /// handoff asked". Such an answer takes effect at that read: the kind
-    /// was the state's kind then.
+    /// was the state's kind then. Not in `Held`, whose commit is decided
+    /// on a bit that changes without the lock
+    /// ([`StateKind::copy_may_answer`] says why).
     kind: Mirror,
     cell: WatchCell<Slot<P>>,
     config: Config,
@@ -279,8 +282,9 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
     {
         let shared = &self.shared;
         // In most states no handoff is asked: read from the kind's copy,
-        // without the lock.
-        if !shared.kind().boundary_may_act() {
+        // without the lock, where the copy may answer.
+        let kind = shared.kind();
+        if kind.copy_may_answer() && !kind.boundary_may_act() {
             return None;
         }
         let begun = shared.cell.read(|slot| match core::begin(&slot.state) {
@@ -406,8 +410,10 @@ impl<P: PartialEq + Clone> HandoffRequester<P> {
         // the check needs no lock.
         intent.validate_for(shared.config.source(), shared.config.root_run_id())?;
         // Every kind of state but `Running` refuses a valid intent by its
-        // kind alone (S1): read from the kind's copy, without the lock.
-        if let Some(refusal) = core::reserve_refusal(shared.kind()) {
+        // kind alone (S1): read from the kind's copy, without the lock,
+        // where the copy may answer (not in `Held`, S3).
+        let kind = shared.kind();
+        if let Some(refusal) = core::reserve_refusal(kind).filter(|_| kind.copy_may_answer()) {
             return Err(refusal);
         }
         let ticket = shared.cell.update(|slot| {

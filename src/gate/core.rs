@@ -166,6 +166,28 @@ impl StateKind {
     pub const fn boundary_may_act(self) -> bool {
         matches!(self, Self::Requested | Self::Committed)
     }
+
+    /// Whether an answer read from a copy of this kind, without the gate's
+    /// lock ([`reserve_refusal`], [`boundary_may_act`](Self::boundary_may_act)),
+    /// is the table's answer at the moment of that read.
+    ///
+    /// `false` for `Held` alone. A commit is decided on the worker's cancel
+    /// bit, which the cancellation sets without the gate's lock. A commit
+    /// that reads the bit clear takes effect no later than that read (a
+    /// cancellation completing after it cannot refuse it), yet the state
+    /// becomes `Committed` only afterwards, in the same critical section. A
+    /// reader of the copy in between would answer `Busy` or "no handoff
+    /// asked" for a state already left, after the cancellation it may have
+    /// fired itself: no order of steps explains that (S3). So in `Held` the
+    /// adapter takes the lock, which the commit holds from its read of the
+    /// bit to its change of state.
+    ///
+    /// `Requested` is left the same way, by a preflight that reads the bit,
+    /// but a preflight that reads it clear moves to `Held`, whose copy
+    /// answers are the same (a test checks this for every such step).
+    pub const fn copy_may_answer(self) -> bool {
+        !matches!(self, Self::Held)
+    }
 }
 
 impl<P> State<P> {
@@ -366,7 +388,8 @@ pub fn reserve_valid<P>(state: &State<P>, intent: Arc<HandoffIntent>) -> Outcome
 /// What [`reserve_valid`] answers from the kind of state alone: every kind
 /// but `Running` refuses a valid intent, and says why (S1); `None` for
 /// `Running`, whose answer depends on its next ticket. The adapter answers
-/// these refusals from a copy of the kind, without its lock.
+/// these refusals from a copy of the kind, without its lock, where
+/// [`StateKind::copy_may_answer`].
 pub fn reserve_refusal(kind: StateKind) -> Option<GateError> {
     match kind {
         StateKind::Running => None,

@@ -369,6 +369,69 @@ fn boundary_may_act_exactly_where_begin_finds_something_to_do() {
     }
 }
 
+/// S3 / S5 (linearizability): the steps decided on the worker's cancel
+/// bit, read under the gate's lock while the bit changes without it, are
+/// `Preflight` and `Commit`. One that reads the bit clear takes effect at
+/// that read but publishes its kind later, so the kind it leaves may answer
+/// from the lock-free copy only if the kind it moves to gives the same
+/// answers wherever the first gives one.
+/// Where it would not, `copy_may_answer` must be `false`; and it is `false`
+/// nowhere else, so no answer takes the lock for nothing.
+#[test]
+fn the_copy_answers_only_kinds_whose_bit_decided_steps_keep_its_answers() {
+    let sample = Sample::new();
+    // What a reader answers from the copy alone: `reserve`'s refusal, and
+    // `boundary`'s "no handoff asked"; `None` where it takes the lock.
+    let answers = |kind: StateKind| {
+        [
+            core::reserve_refusal(kind).map(|refusal| format!("reserve: {refusal:?}")),
+            (!kind.boundary_may_act()).then(|| "boundary: nothing asked".to_owned()),
+        ]
+    };
+    // Every answer the copy of `from` gives is also `to`'s.
+    let kept = |from: StateKind, to: StateKind| {
+        answers(from)
+            .into_iter()
+            .zip(answers(to))
+            .all(|(from, to)| from.is_none() || from == to)
+    };
+    let mut needs_the_lock = Vec::new();
+    for kind in StateKind::ALL {
+        let state = sample.state(kind);
+        let decided_on_the_bit = |canceled| {
+            [
+                Event::Preflight {
+                    ticket: LIVE,
+                    pause: Some(sample.prepared.clone()),
+                    canceled,
+                },
+                Event::Commit {
+                    ticket: LIVE,
+                    canceled,
+                },
+            ]
+        };
+        let clear = decided_on_the_bit(false);
+        let set = decided_on_the_bit(true);
+        for (clear, set) in clear.into_iter().zip(set) {
+            let read_clear = step(&sample.config, &state, clear);
+            if read_clear == step(&sample.config, &state, set) {
+                continue; // the bit decides nothing here
+            }
+            match read_clear {
+                Outcome::Moved(next) if !kept(kind, next.kind()) => needs_the_lock.push(kind),
+                _ => {}
+            }
+        }
+    }
+    let copy_may_not_answer: Vec<_> = StateKind::ALL
+        .into_iter()
+        .filter(|kind| !kind.copy_may_answer())
+        .collect();
+    assert_eq!(copy_may_not_answer, needs_the_lock);
+    assert_eq!(needs_the_lock, [StateKind::Held], "the commit's row");
+}
+
 #[test]
 fn state_kinds_round_trip_through_their_index() {
     for (index, kind) in StateKind::ALL.into_iter().enumerate() {
