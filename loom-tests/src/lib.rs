@@ -6,6 +6,8 @@
 //!
 //! - [`fixtures`]: the gate, intents and pauses every model uses;
 //! - [`ledger`]: the delegation ledger's set-ups and counted children;
+//! - `probe` (loom only): a waker that checks, when woken, that the change it is
+//!   woken for is visible (the waiter cell's wake/store order);
 //! - `run` (loom only): a model with its coverage stated in code and its
 //!   execution count printed;
 //! - `scene` (loom only): a gate whose every operation is recorded, so that
@@ -17,6 +19,8 @@
 
 pub mod fixtures;
 pub mod ledger;
+#[cfg(loom)]
+pub mod probe;
 #[cfg(loom)]
 pub mod run;
 #[cfg(loom)]
