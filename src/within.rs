@@ -12,7 +12,8 @@
 //!
 //! A future polled once by hand (`poll_once`) cannot hang and needs no bound.
 
-use std::future::IntoFuture;
+use std::future::{Future, IntoFuture, poll_fn};
+use std::pin::pin;
 use std::time::Duration;
 
 /// How long a test waits for a promise before it calls the promise broken.
@@ -32,11 +33,23 @@ pub const BOUND: Duration = Duration::from_secs(10);
 /// where it has one, e.g. `"S5: the sealed pause reaches the waiting
 /// requester"`.
 ///
+/// The deadline is looked at before the future, on every poll: once the
+/// bound has passed, the test fails without polling the future again. A
+/// plain `tokio::time::timeout` polls the future first, so the timer's own
+/// wake-up would let a future whose wake-up was lost (the change it waits
+/// for is there, nobody woke it) resolve at the deadline, and the test
+/// would pass, 10 s late, with the defect unseen.
+///
 /// Needs a tokio runtime with its timer: any `#[tokio::test]`; a runtime
 /// built by hand needs `enable_time()`.
 pub async fn within<F: IntoFuture>(promise: &str, future: F) -> F::Output {
-    match tokio::time::timeout(BOUND, future).await {
-        Ok(output) => output,
-        Err(_) => panic!("{promise}: still pending after {BOUND:?}"),
-    }
+    let mut future = pin!(future.into_future());
+    let mut deadline = pin!(tokio::time::sleep(BOUND));
+    poll_fn(|cx| {
+        if deadline.as_mut().poll(cx).is_ready() {
+            panic!("{promise}: still pending after {BOUND:?}");
+        }
+        future.as_mut().poll(cx)
+    })
+    .await
 }

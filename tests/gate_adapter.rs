@@ -614,7 +614,11 @@ async fn many_requesters_on_a_multi_thread_runtime_hand_off_exactly_once() {
     assert!(gate.sealed(&paused));
     let mut winners = Vec::new();
     for task in tasks {
-        let outcome = within("every requester's task ends", task).await;
+        let outcome = within(
+            "L2: each requester's reservation is held, released or closed (its task ends)",
+            task,
+        )
+        .await;
         if let Some((n, pending)) = outcome.unwrap() {
             assert_eq!(within(SEALED, pending.wait()).await.as_ref(), Some(&paused));
             winners.push(n);

@@ -351,7 +351,12 @@ async fn d6_each_arrival_wakes_the_wait_for_the_next_one() {
     });
     tokio::task::yield_now().await;
     assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
-    within("the waiting task ends", waiting).await.unwrap();
+    within(
+        "D6: the arrival wakes the pending wait (its task ends)",
+        waiting,
+    )
+    .await
+    .unwrap();
     assert_eq!(ledger.counts(), (0, 2));
     assert_eq!(ledger.waiter_count(), 0);
 }
