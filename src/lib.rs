@@ -4,6 +4,8 @@
 
 mod sync;
 mod waiter;
+#[cfg(test)]
+mod within;
 
 pub mod cancel;
 pub mod durable;

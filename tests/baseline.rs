@@ -3,12 +3,14 @@
 
 #[path = "../benches/baseline/mod.rs"]
 mod baseline;
+mod common;
 
 use std::time::{Duration, Instant};
 
 use baseline::gate::{Gate, Pause};
 use baseline::ledger::{Arrival, Ledger, Live};
 use baton::{HandoffIntent, Invocation};
+use common::within;
 use tokio_util::sync::CancellationToken;
 
 fn source() -> Invocation {
@@ -46,13 +48,21 @@ async fn the_baseline_gate_hands_off_releases_and_refuses_like_the_original() {
             execution: (),
         }))
     };
-    let (paused, pending) = tokio::join!(gate.boundary(&cancel, prepared), async {
-        reservation.ready().await.unwrap().commit().unwrap()
-    });
+    let promise = "the baseline's boundary and its requester's ready and commit meet";
+    let (paused, pending) = within(promise, async {
+        tokio::join!(gate.boundary(&cancel, prepared), async {
+            reservation.ready().await.unwrap().commit().unwrap()
+        })
+    })
+    .await;
     let paused = paused.expect("committed");
     gate.sealed(&paused);
     assert!(gate.is_sealed());
-    assert_eq!(pending.wait().await, Some(paused));
+    let sealed = within(
+        "the baseline's sealed pause reaches the requester",
+        pending.wait(),
+    );
+    assert_eq!(sealed.await, Some(paused));
     let failed = gate.reserve(intent());
     assert!(failed.is_none(), "no reserve after the seal");
 }

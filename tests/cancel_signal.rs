@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use baton::cancel::UnknownPhase;
 use baton::{CancelSignal, Cancellation, Phase};
-use common::poll_once;
+use common::{poll_once, within};
 
 #[test]
 fn the_phase_defaults_to_turn_and_the_first_phase_noted_wins() {
@@ -108,15 +108,10 @@ async fn a_cancel_from_another_task_wakes_the_waiter() {
         tokio::task::yield_now().await;
         firing.cancel();
     });
-    // Bounded, so that a cancel that wakes nobody fails rather than hangs.
-    tokio::time::timeout(
-        std::time::Duration::from_secs(5),
-        Cancellation::canceled(&signal),
-    )
-    .await
-    .expect("the cancel wakes the waiter");
+    let canceled = Cancellation::canceled(&signal);
+    within("the cancel from another task wakes the waiter", canceled).await;
     assert!(Cancellation::is_canceled(&signal));
-    task.await.unwrap();
+    within("the cancelling task ends", task).await.unwrap();
 }
 
 /// The gate accepts tokio-util's token as its cancellation (S3 with a
@@ -130,10 +125,11 @@ async fn a_cancellation_token_cancels_a_held_handoff() {
     let reservation = gate.requester().reserve(common::intent()).unwrap();
     let mut boundary = pin!(gate.boundary(&token, common::prepared));
     assert!(poll_once(boundary.as_mut()).is_pending());
-    let held = reservation.ready().await.unwrap();
+    let held = within(common::HELD, reservation.ready()).await.unwrap();
     token.cancel();
     assert!(held.commit().is_none(), "S3: no commit once cancelled");
-    assert!(boundary.await.is_none());
+    let promise = "L1: the boundary resolves once the refused commit released the Run";
+    assert!(within(promise, boundary).await.is_none());
     assert_eq!(gate.waiter_count(), 0);
 }
 

@@ -121,8 +121,11 @@ impl HandoffLog<baton::HandoffExecution> for Reporting<'_> {
 
 /// A full handoff on `log`: reserve, boundary, commit, append then
 /// seal (the library's helper), wait. Returns what the requester received.
+/// Its awaits are bounded (the runtime has a timer for it): a hang in the
+/// child fails it, which ends the parent's wait for its points too.
 fn hand_off(log: &dyn HandoffLog<baton::HandoffExecution>) -> Option<std::sync::Arc<Pause>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
         .build()
         .expect("a runtime");
     runtime.block_on(async {
@@ -130,15 +133,12 @@ fn hand_off(log: &dyn HandoffLog<baton::HandoffExecution>) -> Option<std::sync::
         let requester = gate.requester();
         let cancel = CancelSignal::new();
         let reservation = requester.reserve(intent()).expect("reserve");
-        let (paused, pending) = tokio::join!(gate.boundary(&cancel, prepared), async {
-            reservation.ready().await?.commit()
-        });
+        let (paused, pending) = commit_at_boundary(&gate, &cancel, reservation).await;
         let paused = paused.expect("committed");
-        let pending = pending.expect("committed");
         let receipt = append_then_seal(&gate, log, &paused).expect("append then seal");
         assert_eq!(receipt, Receipt::Written, "the Run had no pause yet");
         point("sealed");
-        pending.wait().await
+        within(SEALED, pending.wait()).await
     })
 }
 

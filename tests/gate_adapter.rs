@@ -26,7 +26,11 @@ async fn the_seed_scenario_holds_with_tickets_instead_of_pointer_identity() {
     let cancel = CancelSignal::new();
 
     let reservation = requester.reserve(intent()).unwrap();
-    let (result, held) = tokio::join!(gate.boundary(&cancel, failed), reservation.ready());
+    let (result, held) = within(
+        "S8: a failed preflight resolves the boundary and ready with None",
+        async { tokio::join!(gate.boundary(&cancel, failed), reservation.ready()) },
+    )
+    .await;
     assert!(
         result.is_none() && held.is_none(),
         "S8: failed preflight releases the Run"
@@ -34,20 +38,28 @@ async fn the_seed_scenario_holds_with_tickets_instead_of_pointer_identity() {
     assert_eq!(kind(&gate), StateKind::Running);
 
     let reservation = requester.reserve(intent()).unwrap();
-    let (result, ()) = tokio::join!(gate.boundary(&cancel, prepared), async {
-        let held = reservation.ready().await.unwrap();
-        cancel.cancel();
-        assert!(held.commit().is_none(), "S3: cancellation prevents commit");
-    });
+    let promise = "L1: the boundary resolves once cancellation refused the commit";
+    let (result, ()) = within(promise, async {
+        tokio::join!(gate.boundary(&cancel, prepared), async {
+            let held = reservation.ready().await.unwrap();
+            cancel.cancel();
+            assert!(held.commit().is_none(), "S3: cancellation prevents commit");
+        })
+    })
+    .await;
     assert!(result.is_none());
 
     let cancel = CancelSignal::new();
     let reservation = requester.reserve(intent()).unwrap();
-    let (result, stale) = tokio::join!(gate.boundary(&cancel, prepared), async {
-        let held = reservation.ready().await.unwrap();
-        cancel.cancel();
-        held
-    });
+    let promise = "L1: cancellation while held resolves the boundary";
+    let (result, stale) = within(promise, async {
+        tokio::join!(gate.boundary(&cancel, prepared), async {
+            let held = reservation.ready().await.unwrap();
+            cancel.cancel();
+            held
+        })
+    })
+    .await;
     assert!(result.is_none());
 
     let cancel = CancelSignal::new();
@@ -59,12 +71,11 @@ async fn the_seed_scenario_holds_with_tickets_instead_of_pointer_identity() {
         before,
         "S2: the stale held handle changed nothing"
     );
-    let (result, pending) = tokio::join!(gate.boundary(&cancel, prepared), async {
-        reservation.ready().await.unwrap().commit().unwrap()
-    });
+    let (result, pending) = commit_at_boundary(&gate, &cancel, reservation).await;
     let paused = result.expect("committed");
     gate.close();
-    assert!(pending.wait().await.is_none(), "S5: close is not a seal");
+    let sealed = within("L1: close ends the pending seal", pending.wait()).await;
+    assert!(sealed.is_none(), "S5: close is not a seal");
     assert_eq!(
         requester.reserve(Arc::clone(&paused.intent)).map(|_| ()),
         Err(GateError::Closed)
@@ -84,23 +95,26 @@ async fn a_worker_that_drops_its_gate_resolves_ready_and_wait_with_none() {
     assert!(poll_once(ready.as_mut()).is_pending());
     assert_eq!(requester.waiter_count(), 1);
     drop(gate);
-    assert!(ready.await.is_none());
+    assert!(
+        within("L1: the worker's drop ends the pending ready", ready)
+            .await
+            .is_none()
+    );
     assert_eq!(requester.state(), State::Closed);
 
     let gate = common::gate();
     let requester = gate.requester();
     let cancel = CancelSignal::new();
     let reservation = requester.reserve(intent()).unwrap();
-    let (paused, pending) = tokio::join!(gate.boundary(&cancel, prepared), async {
-        reservation.ready().await.unwrap().commit().unwrap()
-    });
+    let (paused, pending) = commit_at_boundary(&gate, &cancel, reservation).await;
     assert!(paused.is_some());
     let mut wait = pin!(pending.wait());
     assert!(poll_once(wait.as_mut()).is_pending());
     drop(gate);
     assert!(
-        wait.await.is_none(),
-        "L1: the worker's exit ends the pending seal"
+        within("L1: the worker's exit ends the pending seal", wait)
+            .await
+            .is_none()
     );
     assert_eq!(requester.waiter_count(), 0);
 }
@@ -111,11 +125,14 @@ async fn a_full_handoff_seals_and_the_requester_receives_the_sealed_pause() {
     let requester = gate.requester();
     let cancel = CancelSignal::new();
     let reservation = requester.reserve(intent()).unwrap();
-    let (paused, pending) = tokio::join!(gate.boundary(&cancel, prepared), async {
-        let held = reservation.ready().await.unwrap();
-        assert_eq!(held.preview(), &pause_for(intent()), "S7: its own pause");
-        held.commit().unwrap()
-    });
+    let (paused, pending) = within(COMMIT_AT_BOUNDARY, async {
+        tokio::join!(gate.boundary(&cancel, prepared), async {
+            let held = reservation.ready().await.unwrap();
+            assert_eq!(held.preview(), &pause_for(intent()), "S7: its own pause");
+            held.commit().unwrap()
+        })
+    })
+    .await;
     let paused = paused.unwrap();
     assert!(
         !gate.sealed(&pause_for(intent_named("forged"))),
@@ -123,7 +140,7 @@ async fn a_full_handoff_seals_and_the_requester_receives_the_sealed_pause() {
     );
     assert!(gate.sealed(&paused));
     assert!(!gate.sealed(&paused), "S6: sealing twice changes nothing");
-    assert_eq!(pending.wait().await, Some(paused));
+    assert_eq!(within(SEALED, pending.wait()).await, Some(paused));
     gate.close();
     assert_eq!(
         kind(&gate),
@@ -155,9 +172,7 @@ async fn reserve_after_commit_is_handed_off_and_final() {
     let requester = gate.requester();
     let cancel = CancelSignal::new();
     let reservation = requester.reserve(intent()).unwrap();
-    let (_, pending) = tokio::join!(gate.boundary(&cancel, prepared), async {
-        reservation.ready().await.unwrap().commit().unwrap()
-    });
+    let (_, pending) = commit_at_boundary(&gate, &cancel, reservation).await;
     let error = requester.reserve(intent_named("late")).unwrap_err();
     assert_eq!(error, GateError::HandedOff);
     assert!(!error.is_retryable());
@@ -276,9 +291,13 @@ async fn dropping_a_held_handoff_releases_the_run_and_the_boundary_returns_none(
     let gate = gate();
     let cancel = CancelSignal::new();
     let reservation = gate.requester().reserve(intent()).unwrap();
-    let (result, ()) = tokio::join!(gate.boundary(&cancel, prepared), async {
-        drop(reservation.ready().await.unwrap());
-    });
+    let promise = "L1: the boundary resolves once the held handoff is dropped";
+    let (result, ()) = within(promise, async {
+        tokio::join!(gate.boundary(&cancel, prepared), async {
+            drop(reservation.ready().await.unwrap());
+        })
+    })
+    .await;
     assert!(result.is_none());
     assert_eq!(kind(&gate), StateKind::Running);
     assert_eq!(gate.waiter_count(), 0);
@@ -296,7 +315,8 @@ async fn dropping_the_boundary_during_preflight_releases_the_run() {
         assert_eq!(kind(&gate), StateKind::Requested);
     }
     assert_eq!(kind(&gate), StateKind::Running);
-    assert!(reservation.ready().await.is_none());
+    let promise = "L1: ready resolves once the dropped boundary released the Run";
+    assert!(within(promise, reservation.ready()).await.is_none());
     assert_eq!(gate.waiter_count(), 0);
 }
 
@@ -311,7 +331,7 @@ async fn dropping_the_boundary_while_held_releases_the_run_and_commit_fails() {
         assert!(poll_once(boundary.as_mut()).is_pending());
         assert_eq!(kind(&gate), StateKind::Held);
         assert_eq!(gate.waiter_count(), 1);
-        reservation.ready().await.unwrap()
+        within(HELD, reservation.ready()).await.unwrap()
     };
     assert_eq!(kind(&gate), StateKind::Running);
     assert!(held.commit().is_none());
@@ -324,17 +344,19 @@ async fn a_panicking_preflight_releases_the_run_while_the_panic_propagates() {
     let gate = std::sync::Arc::new(gate());
     let reservation = gate.requester().reserve(intent()).unwrap();
     let worker = std::sync::Arc::clone(&gate);
-    let panicked = tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         let cancel = CancelSignal::new();
         worker
             .boundary(&cancel, |_| async { panic!("preflight failed hard") })
             .await
-    })
-    .await
-    .unwrap_err();
+    });
+    let panicked = within("the panicking worker's task ends", task)
+        .await
+        .unwrap_err();
     assert!(panicked.is_panic());
     assert_eq!(kind(&gate), StateKind::Running);
-    assert!(reservation.ready().await.is_none());
+    let promise = "L1: ready resolves once the panicking preflight released the Run";
+    assert!(within(promise, reservation.ready()).await.is_none());
     assert_eq!(gate.waiter_count(), 0);
 }
 
@@ -348,7 +370,11 @@ async fn dropping_the_boundary_once_committed_changes_nothing() {
     let pending = {
         let mut boundary = pin!(gate.boundary(&cancel, prepared));
         assert!(poll_once(boundary.as_mut()).is_pending());
-        reservation.ready().await.unwrap().commit().unwrap()
+        within(HELD, reservation.ready())
+            .await
+            .unwrap()
+            .commit()
+            .unwrap()
     };
     assert_eq!(
         kind(&gate),
@@ -356,7 +382,8 @@ async fn dropping_the_boundary_once_committed_changes_nothing() {
         "S4: the commit is irreversible"
     );
     assert!(gate.sealed(&pause_for(intent())));
-    assert_eq!(pending.wait().await.as_deref(), Some(&pause_for(intent())));
+    let sealed = within(SEALED, pending.wait()).await;
+    assert_eq!(sealed.as_deref(), Some(&pause_for(intent())));
     assert_eq!(gate.waiter_count(), 0);
 }
 
@@ -373,7 +400,11 @@ async fn a_boundary_after_a_lost_committed_boundary_returns_the_committed_pause(
     let pending = {
         let mut boundary = pin!(gate.boundary(&cancel, prepared));
         assert!(poll_once(boundary.as_mut()).is_pending());
-        reservation.ready().await.unwrap().commit().unwrap()
+        within(HELD, reservation.ready())
+            .await
+            .unwrap()
+            .commit()
+            .unwrap()
     };
     let version = requester.version();
     let mut next = pin!(
@@ -391,7 +422,8 @@ async fn a_boundary_after_a_lost_committed_boundary_returns_the_committed_pause(
         "learning of the commit changes nothing"
     );
     assert!(gate.sealed(&pause));
-    assert_eq!(pending.wait().await.as_deref(), Some(&pause_for(intent())));
+    let sealed = within(SEALED, pending.wait()).await;
+    assert_eq!(sealed.as_deref(), Some(&pause_for(intent())));
     assert_eq!(gate.waiter_count(), 0);
 }
 
@@ -402,9 +434,7 @@ async fn dropping_a_pending_seal_or_its_wait_future_changes_nothing() {
     let requester = gate.requester();
     let cancel = CancelSignal::new();
     let reservation = requester.reserve(intent()).unwrap();
-    let (_, pending) = tokio::join!(gate.boundary(&cancel, prepared), async {
-        reservation.ready().await.unwrap().commit().unwrap()
-    });
+    let (_, pending) = commit_at_boundary(&gate, &cancel, reservation).await;
     let version = requester.version();
     let mut wait = Box::pin(pending.wait());
     assert!(poll_once(wait.as_mut()).is_pending());
@@ -441,7 +471,7 @@ async fn s3_commit_reads_the_cancel_bit_at_the_moment_it_commits() {
     let reservation = gate.requester().reserve(intent()).unwrap();
     let mut boundary = pin!(gate.boundary(&cancel, prepared));
     assert!(poll_once(boundary.as_mut()).is_pending());
-    let held = reservation.ready().await.unwrap();
+    let held = within(HELD, reservation.ready()).await.unwrap();
     cancel.cancel();
     assert_eq!(kind(&gate), StateKind::Held, "the boundary has not run yet");
     assert!(held.commit().is_none());
@@ -450,7 +480,8 @@ async fn s3_commit_reads_the_cancel_bit_at_the_moment_it_commits() {
         StateKind::Running,
         "the refused held handle released the Run"
     );
-    assert!(boundary.await.is_none());
+    let promise = "L1: the boundary resolves once the refused commit released the Run";
+    assert!(within(promise, boundary).await.is_none());
     assert_eq!(gate.waiter_count(), 0);
 }
 
@@ -461,9 +492,10 @@ async fn cancellation_while_held_releases_the_run_from_the_boundary() {
     let reservation = gate.requester().reserve(intent()).unwrap();
     let mut boundary = pin!(gate.boundary(&cancel, prepared));
     assert!(poll_once(boundary.as_mut()).is_pending());
-    let held = reservation.ready().await.unwrap();
+    let held = within(HELD, reservation.ready()).await.unwrap();
     cancel.cancel();
-    assert!(boundary.await.is_none());
+    let promise = "L1: cancellation while held resolves the boundary";
+    assert!(within(promise, boundary).await.is_none());
     assert_eq!(kind(&gate), StateKind::Running);
     assert!(held.commit().is_none());
     assert_eq!(cancel.waiter_count() + gate.waiter_count(), 0);
@@ -476,10 +508,14 @@ async fn a_commit_that_wins_the_race_with_cancellation_stands() {
     let reservation = gate.requester().reserve(intent()).unwrap();
     let mut boundary = pin!(gate.boundary(&cancel, prepared));
     assert!(poll_once(boundary.as_mut()).is_pending());
-    let pending = reservation.ready().await.unwrap().commit().unwrap();
+    let pending = within(HELD, reservation.ready())
+        .await
+        .unwrap()
+        .commit()
+        .unwrap();
     cancel.cancel();
     assert_eq!(
-        boundary.await.as_deref(),
+        within(COMMITTED, boundary).await.as_deref(),
         Some(&pause_for(intent())),
         "S4: no way back after commit"
     );
@@ -493,7 +529,11 @@ async fn cancellation_already_fired_at_preflight_releases_the_run() {
     let cancel = CancelSignal::new();
     cancel.cancel();
     let reservation = gate.requester().reserve(intent()).unwrap();
-    let (result, held) = tokio::join!(gate.boundary(&cancel, prepared), reservation.ready());
+    let (result, held) = within(
+        "S8: a fired cancel resolves the boundary and ready with None",
+        async { tokio::join!(gate.boundary(&cancel, prepared), reservation.ready()) },
+    )
+    .await;
     assert!(result.is_none() && held.is_none(), "S8");
     assert_eq!(kind(&gate), StateKind::Running);
 }
@@ -504,7 +544,11 @@ async fn a_pause_for_another_intent_releases_the_run() {
     let cancel = CancelSignal::new();
     let reservation = gate.requester().reserve(intent()).unwrap();
     let mismatched = |_| std::future::ready(Some(pause_for(intent_named("other"))));
-    let (result, held) = tokio::join!(gate.boundary(&cancel, mismatched), reservation.ready());
+    let (result, held) = within(
+        "S8: a mismatched pause resolves the boundary and ready with None",
+        async { tokio::join!(gate.boundary(&cancel, mismatched), reservation.ready()) },
+    )
+    .await;
     assert!(result.is_none() && held.is_none(), "S8");
     assert_eq!(kind(&gate), StateKind::Running);
 }
@@ -513,11 +557,10 @@ async fn a_pause_for_another_intent_releases_the_run() {
 async fn a_boundary_with_no_request_returns_at_once_without_running_preflight() {
     let gate = gate();
     let cancel = CancelSignal::new();
-    let result = gate
-        .boundary(&cancel, |_| -> std::future::Ready<Option<Pause>> {
-            panic!("preflight must not run")
-        })
-        .await;
+    let boundary = gate.boundary(&cancel, |_| -> std::future::Ready<Option<Pause>> {
+        panic!("preflight must not run")
+    });
+    let result = within("a boundary with no request returns at once", boundary).await;
     assert!(result.is_none());
     assert_eq!(gate.requester().version(), 0);
 }
@@ -548,7 +591,7 @@ async fn many_requesters_on_a_multi_thread_runtime_hand_off_exactly_once() {
         tasks.push(runtime.spawn(async move {
             loop {
                 match requester.reserve(intent_named(&format!("h{n}"))) {
-                    Ok(reservation) => match reservation.ready().await {
+                    Ok(reservation) => match within(HELD, reservation.ready()).await {
                         Some(held) => return held.commit().map(|pending| (n, pending)),
                         None => continue,
                     },
@@ -558,17 +601,26 @@ async fn many_requesters_on_a_multi_thread_runtime_hand_off_exactly_once() {
             }
         }));
     }
-    let paused = loop {
-        if let Some(paused) = gate.boundary(&cancel, prepared).await {
-            break paused;
+    let promise = "L2: one requester's reservation reaches the boundary and commits";
+    let paused = within(promise, async {
+        loop {
+            if let Some(paused) = gate.boundary(&cancel, prepared).await {
+                break paused;
+            }
+            tokio::task::yield_now().await;
         }
-        tokio::task::yield_now().await;
-    };
+    })
+    .await;
     assert!(gate.sealed(&paused));
     let mut winners = Vec::new();
     for task in tasks {
-        if let Some((n, pending)) = task.await.unwrap() {
-            assert_eq!(pending.wait().await.as_ref(), Some(&paused));
+        let outcome = within(
+            "L2: each requester's reservation is held, released or closed (its task ends)",
+            task,
+        )
+        .await;
+        if let Some((n, pending)) = outcome.unwrap() {
+            assert_eq!(within(SEALED, pending.wait()).await.as_ref(), Some(&paused));
             winners.push(n);
         }
     }
@@ -606,7 +658,7 @@ async fn every_handle_debugs_with_its_root_run_or_ticket() {
     );
     let mut boundary = pin!(gate.boundary(&cancel, prepared));
     assert!(poll_once(boundary.as_mut()).is_pending());
-    let held = reservation.ready().await.unwrap();
+    let held = within(HELD, reservation.ready()).await.unwrap();
     assert_eq!(
         format!("{held:?}"),
         format!("HeldHandoff {{ ticket: {ticket:?}, .. }}")
@@ -616,9 +668,9 @@ async fn every_handle_debugs_with_its_root_run_or_ticket() {
         format!("{pending:?}"),
         format!("PendingSeal {{ ticket: {ticket:?}, .. }}")
     );
-    let pause = boundary.await.unwrap();
+    let pause = within(COMMITTED, boundary).await.unwrap();
     assert!(gate.sealed(&pause));
-    assert_eq!(pending.wait().await, Some(pause));
+    assert_eq!(within(SEALED, pending.wait()).await, Some(pause));
 }
 
 /// A payload that counts its clones on the current thread.
@@ -649,17 +701,20 @@ async fn a_handoff_shares_one_intent_and_one_pause_from_reserve_to_seal() {
     let before = clones();
     let reserved = Arc::new(intent());
     let reservation = gate.requester().reserve(Arc::clone(&reserved)).unwrap();
-    let (paused, (previewed, pending)) = tokio::join!(
-        gate.boundary(&cancel, |intent| {
-            assert!(Arc::ptr_eq(&intent, &reserved), "preflight got a copy");
-            std::future::ready(Some(baton::HandoffPause::new(intent, CountsClones(7))))
-        }),
-        async {
-            let held = reservation.ready().await.unwrap();
-            let previewed: *const _ = held.preview();
-            (previewed, held.commit().unwrap())
-        }
-    );
+    let (paused, (previewed, pending)) = within(COMMIT_AT_BOUNDARY, async {
+        tokio::join!(
+            gate.boundary(&cancel, |intent| {
+                assert!(Arc::ptr_eq(&intent, &reserved), "preflight got a copy");
+                std::future::ready(Some(baton::HandoffPause::new(intent, CountsClones(7))))
+            }),
+            async {
+                let held = reservation.ready().await.unwrap();
+                let previewed: *const _ = held.preview();
+                (previewed, held.commit().unwrap())
+            }
+        )
+    })
+    .await;
     let paused = paused.expect("committed");
     assert!(
         Arc::ptr_eq(&paused.intent, &reserved),
@@ -670,7 +725,7 @@ async fn a_handoff_shares_one_intent_and_one_pause_from_reserve_to_seal() {
         "preview is a copy"
     );
     assert!(gate.sealed(&paused));
-    let sealed = pending.wait().await.expect("S5: sealed");
+    let sealed = within(SEALED, pending.wait()).await.expect("S5: sealed");
     assert!(Arc::ptr_eq(&sealed, &paused), "wait returned a copy");
     assert_eq!(clones(), before, "the payload was cloned");
 }

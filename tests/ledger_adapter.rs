@@ -1,13 +1,16 @@
 //! The ledger adapter against SPEC §2, the seed's scenarios and the seed's
 //! measured defects (each test here fails on the seed's behaviour).
 
+mod common;
+
 use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Waker};
 use std::time::{Duration, Instant};
 
 use baton::ledger::{Arrival, Child, Delegation, Delegations, RegisterError};
+use common::{poll_once, within};
 
 fn delegation(task: &str, started: Instant) -> Delegation {
     Delegation {
@@ -46,10 +49,6 @@ fn counted() -> Arc<Counted> {
 
 fn ended(child: &Arc<Counted>) -> usize {
     child.ended.load(Ordering::SeqCst)
-}
-
-fn poll_once<F: std::future::Future>(future: std::pin::Pin<&mut F>) -> Poll<F::Output> {
-    future.poll(&mut Context::from_waker(Waker::noop()))
 }
 
 #[test]
@@ -334,9 +333,8 @@ async fn d6_each_arrival_wakes_the_wait_for_the_next_one() {
             .unwrap();
     }
     assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
-    tokio::time::timeout(Duration::from_secs(5), ledger.wait_for_arrival())
-        .await
-        .expect("an arrival nobody was waiting for resolves the next wait");
+    let promise = "D6: an arrival nobody was waiting for resolves the next wait";
+    within(promise, ledger.wait_for_arrival()).await;
     assert!(
         poll_once(pin!(ledger.wait_for_arrival())).is_pending(),
         "an arrival already woken for does not resolve the wait again"
@@ -348,13 +346,17 @@ async fn d6_each_arrival_wakes_the_wait_for_the_next_one() {
     );
     let door = ledger.clone();
     let waiting = tokio::spawn(async move {
-        tokio::time::timeout(Duration::from_secs(5), door.wait_for_arrival())
-            .await
-            .expect("the arrival wakes the wait");
+        let promise = "D6: the arrival wakes the pending wait";
+        within(promise, door.wait_for_arrival()).await;
     });
     tokio::task::yield_now().await;
     assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
-    waiting.await.unwrap();
+    within(
+        "D6: the arrival wakes the pending wait (its task ends)",
+        waiting,
+    )
+    .await
+    .unwrap();
     assert_eq!(ledger.counts(), (0, 2));
     assert_eq!(ledger.waiter_count(), 0);
 }

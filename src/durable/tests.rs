@@ -7,6 +7,7 @@ use crate::cancel::CancelSignal;
 use crate::facts::{Field, HandoffIntent, HandoffPause, IntentError, Invocation};
 use crate::gate::HandoffGate;
 use crate::gate::core::StateKind;
+use crate::within::within;
 
 pub(super) fn source() -> Invocation {
     Invocation {
@@ -150,27 +151,22 @@ async fn committed(gate: &Gate) -> (crate::gate::PendingSeal<u32>, Arc<HandoffPa
     let requester = gate.requester();
     let cancel = CancelSignal::new();
     let reservation = requester.reserve(pause("h").intent).unwrap();
-    let (paused, pending) = bounded(async {
-        tokio::join!(
-            gate.boundary(&cancel, |intent| async move {
-                Some(HandoffPause {
-                    intent,
-                    execution: 7,
-                })
-            }),
-            async { reservation.ready().await.unwrap().commit().unwrap() }
-        )
-    })
+    let (paused, pending) = within(
+        "L1: the boundary and the requester's ready and commit meet",
+        async {
+            tokio::join!(
+                gate.boundary(&cancel, |intent| async move {
+                    Some(HandoffPause {
+                        intent,
+                        execution: 7,
+                    })
+                }),
+                async { reservation.ready().await.unwrap().commit().unwrap() }
+            )
+        },
+    )
     .await;
     (pending, paused.expect("committed"))
-}
-
-/// Awaits `future` for at most 10 s: a gate that never answers fails the
-/// test (L1) instead of hanging it.
-async fn bounded<F: std::future::Future>(future: F) -> F::Output {
-    tokio::time::timeout(std::time::Duration::from_secs(10), future)
-        .await
-        .expect("L1: the gate answered within 10 s")
 }
 
 /// A log whose every operation fails, like a full disk.
@@ -195,7 +191,12 @@ async fn append_then_seal_appends_before_it_seals_and_wait_sees_the_durable_paus
         Receipt::Written
     );
     assert_eq!(gate.state().kind(), StateKind::Sealed);
-    let sealed = bounded(pending.wait()).await.expect("S5: a sealed pause");
+    let sealed = within(
+        "S5: the sealed pause reaches the waiting requester",
+        pending.wait(),
+    )
+    .await
+    .expect("S5: a sealed pause");
     let facts = log.facts("root", "run").unwrap();
     assert_eq!(gate.source(), &source());
     assert_eq!(
@@ -224,7 +225,7 @@ async fn a_failed_append_closes_the_gate_without_a_seal_and_the_run_is_resumable
     ));
     assert_eq!(gate.state().kind(), StateKind::Closed);
     assert_eq!(
-        bounded(pending.wait()).await,
+        within("L1: closing the gate ends the pending seal", pending.wait()).await,
         None,
         "S5: no seal without the append"
     );
@@ -252,5 +253,8 @@ async fn append_then_seal_refuses_a_pause_the_gate_is_not_committed_to_and_appen
         "the gate is unchanged"
     );
     gate.close();
-    assert_eq!(bounded(pending.wait()).await, None);
+    assert_eq!(
+        within("L1: closing the gate ends the pending seal", pending.wait()).await,
+        None
+    );
 }

@@ -7,7 +7,26 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use baton::facts::{CompactionBudget, Digest, HandoffTools, REPLAY_VERSION, ReplayEvidence};
-use baton::{HandoffExecution, HandoffGate, HandoffIntent, HandoffPause, Invocation};
+use baton::{
+    CancelSignal, HandoffExecution, HandoffGate, HandoffIntent, HandoffPause, HandoffReservation,
+    Invocation, PendingSeal,
+};
+
+// The bounded await, one file shared with the library's unit tests.
+#[path = "../../src/within.rs"]
+mod within;
+pub use within::within;
+
+/// The promises the gate's tests await most, with their SPEC ids: the
+/// message a test fails with when one of them hangs.
+pub const COMMIT_AT_BOUNDARY: &str =
+    "L1: the worker's boundary and the requester's ready and commit meet";
+/// `ready()` resolves once the worker's boundary has prepared the pause.
+pub const HELD: &str = "L2: the reservation is held at the worker's boundary";
+/// A pending `boundary` resolves once its handoff is committed.
+pub const COMMITTED: &str = "L1: the boundary returns the committed pause";
+/// `wait()` resolves once the worker seals.
+pub const SEALED: &str = "S5: the sealed pause reaches the waiting requester";
 
 pub type Pause = HandoffPause<HandoffExecution>;
 pub type Gate = HandoffGate<HandoffExecution>;
@@ -74,6 +93,23 @@ pub fn prepared(intent: Arc<HandoffIntent>) -> std::future::Ready<Option<Pause>>
 /// A preflight that fails.
 pub fn failed(_: Arc<HandoffIntent>) -> std::future::Ready<Option<Pause>> {
     std::future::ready(None)
+}
+
+/// The worker's boundary (preflight [`prepared`]) beside the requester's
+/// `ready()` then `commit()`, bounded by [`COMMIT_AT_BOUNDARY`]: the pause
+/// the boundary returned, and the requester's pending seal.
+pub async fn commit_at_boundary(
+    gate: &Gate,
+    cancel: &CancelSignal,
+    reservation: HandoffReservation<HandoffExecution>,
+) -> (Option<Arc<Pause>>, PendingSeal<HandoffExecution>) {
+    within(COMMIT_AT_BOUNDARY, async {
+        tokio::join!(gate.boundary(cancel, prepared), async {
+            let held = reservation.ready().await.expect("held");
+            held.commit().expect("committed")
+        })
+    })
+    .await
 }
 
 /// Polls once with a waker that does nothing.

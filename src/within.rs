@@ -1,0 +1,55 @@
+//! Bounded awaits for the tests (issue 19): a defect that leaves a future
+//! pending forever fails its test within [`BOUND`], with a message naming
+//! the promise it broke, instead of hanging the job until CI's time limit.
+//!
+//! One file, compiled into two kinds of test crate: the library's unit tests
+//! (`#[cfg(test)] mod within` in `src/lib.rs`) and every integration test
+//! that says `mod common;` (`tests/common/mod.rs` includes this file by
+//! `#[path]`). An integration test cannot see the library's `cfg(test)`
+//! items, and tokio is only a dev-dependency, so the helper cannot be a
+//! public item of the library; it uses std and tokio only, never `crate::`,
+//! so it means the same in both.
+//!
+//! A future polled once by hand (`poll_once`) cannot hang and needs no bound.
+
+use std::future::{Future, IntoFuture, poll_fn};
+use std::pin::pin;
+use std::time::Duration;
+
+/// How long a test waits for a promise before it calls the promise broken.
+///
+/// Every future the tests await resolves in micro- to milliseconds when the
+/// code is right: the side that resolves it has already acted, or acts on
+/// the same runtime. So the bound only has to sit far above scheduling
+/// noise: a debug build on a shared 2-core machine, running other test
+/// binaries beside it (and a loaded CI machine ~1.5x slower still), stalls a
+/// thread for well under a second. 10 s keeps a margin of 10x over even a
+/// one-second stall, and a hang still fails in seconds rather than at the
+/// job's time limit.
+pub const BOUND: Duration = Duration::from_secs(10);
+
+/// Awaits `future` for at most [`BOUND`]. If it is still pending then,
+/// panics with `promise`: the rule that says it resolves, with its SPEC id
+/// where it has one, e.g. `"S5: the sealed pause reaches the waiting
+/// requester"`.
+///
+/// The deadline is looked at before the future, on every poll: once the
+/// bound has passed, the test fails without polling the future again. A
+/// plain `tokio::time::timeout` polls the future first, so the timer's own
+/// wake-up would let a future whose wake-up was lost (the change it waits
+/// for is there, nobody woke it) resolve at the deadline, and the test
+/// would pass, 10 s late, with the defect unseen.
+///
+/// Needs a tokio runtime with its timer: any `#[tokio::test]`; a runtime
+/// built by hand needs `enable_time()`.
+pub async fn within<F: IntoFuture>(promise: &str, future: F) -> F::Output {
+    let mut future = pin!(future.into_future());
+    let mut deadline = pin!(tokio::time::sleep(BOUND));
+    poll_fn(|cx| {
+        if deadline.as_mut().poll(cx).is_ready() {
+            panic!("{promise}: still pending after {BOUND:?}");
+        }
+        future.as_mut().poll(cx)
+    })
+    .await
+}
