@@ -4,6 +4,20 @@
 //! race. All models are exhaustive. Every model ends with `Scene::finish`:
 //! no waker left behind, and the recorded history linearizable against the
 //! core table.
+//!
+//! A history is only as telling as its observers. Where a step is decided
+//! on something that changes outside the gate's lock (the cancel bit, read
+//! by the preflight and the commit), the thread that changes it also
+//! observes the gate right after (`…; reserve`, `…; boundary`): an answer
+//! that fits neither "before the fire" nor "after it" then shows as a
+//! history no order explains. Without such an observer, `commit ∥ fire ∥
+//! boundary` passed while a reserve after the fire could answer `Busy` for
+//! a commit that had already taken effect. The preflight's decision on the
+//! bit needs no such scene: one that reads the bit clear moves `Requested`
+//! to `Held`, whose lock-free answers are the same, which the table test
+//! `the_copy_answers_only_kinds_whose_bit_decided_steps_keep_its_answers`
+//! checks against `step` (a `preflight ∥ fire; reserve` scene passed under
+//! every defect tried, so it is not kept as a check).
 
 use std::sync::Arc;
 

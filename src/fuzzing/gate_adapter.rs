@@ -11,6 +11,25 @@
 //!
 //! The same [`run`] drives `tests/refinement.rs` (proptest, stable) and the
 //! `gate_adapter` fuzz target.
+//!
+//! # What it cannot reach
+//!
+//! Everything runs on one thread, and every adapter method is a critical
+//! section that returns before the next operation starts. So the fuzzer
+//! chooses the order of whole operations and of future polls and drops,
+//! never an interleaving *inside* one: a cancellation cannot land between a
+//! commit's read of the cancel bit and its change of state, nor a reader of
+//! the lock-free kind copy run between the two, nor a drop race a wake-up.
+//! A deterministic scheduler over logical threads would not change that:
+//! the adapter has no await point inside those sections, so only real
+//! threads preempted inside them can interleave there. That is loom's job:
+//! `loom-tests/tests/loom_gate_races.rs` (e.g. `commit ∥ fire; reserve`,
+//! `commit ∥ fire; boundary`), `loom_gate_wakeups.rs`, `loom_waiter.rs` and
+//! `loom_gate_handoff.rs` explore every interleaving of those sections,
+//! each execution checked for linearizability against the same core table.
+//! What this target adds is length and breadth: sequences of up to
+//! [`MAX_OPS`] operations over three requesters, far past what loom can
+//! enumerate.
 
 use std::fmt;
 use std::rc::Rc;
