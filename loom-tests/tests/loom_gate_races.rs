@@ -16,8 +16,10 @@
 //! bit needs no such scene: one that reads the bit clear moves `Requested`
 //! to `Held`, whose lock-free answers are the same, which the table test
 //! `the_copy_answers_only_kinds_whose_bit_decided_steps_keep_its_answers`
-//! checks against `step` (a `preflight ∥ fire; reserve` scene passed under
-//! every defect tried, so it is not kept as a check).
+//! checks against `step`. (A `preflight ∥ fire; reserve` scene was written
+//! and passes, but the boundary's interval spans the fire and the reserve,
+//! so every history it records has an explaining order whatever the
+//! preflight does with the bit: a scene that cannot fail is not kept.)
 
 use std::sync::Arc;
 
