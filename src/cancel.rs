@@ -282,6 +282,7 @@ impl Cancellation for CancelSignal {
 }
 
 #[cfg(feature = "tokio-util")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio-util")))]
 impl Cancellation for tokio_util::sync::CancellationToken {
     fn is_canceled(&self) -> bool {
         self.is_cancelled()

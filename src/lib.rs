@@ -1,5 +1,8 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
+// docs.rs (`--cfg docsrs`, Cargo.toml's [package.metadata.docs.rs]) marks
+// each feature-gated item with the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 mod sync;
@@ -15,6 +18,7 @@ pub mod ledger;
 pub mod residue;
 
 #[cfg(all(feature = "fuzzing", not(loom)))]
+#[cfg_attr(docsrs, doc(cfg(feature = "fuzzing")))]
 #[doc(hidden)]
 pub mod fuzzing;
 

@@ -29,6 +29,7 @@ mod worker;
 pub use log::{HandoffLog, LogError, MemoryLog, Receipt};
 pub use reconcile::{Appended, Decision, ReconcileError, RunFacts, reconcile};
 #[cfg(feature = "sqlite")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::{SCHEMA_VERSION, SqliteLog};
 pub use worker::{SealError, append_then_seal};
 

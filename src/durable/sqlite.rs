@@ -1,5 +1,6 @@
 //! [`SqliteLog`]: the default [`HandoffLog`], one SQLite file (feature
 //! `sqlite`, SQLite bundled: no system library needed).
+#![cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 
 use std::path::Path;
 use std::time::Duration;
