@@ -133,6 +133,28 @@ fn reserve_busy(c: &mut Criterion) {
             BatchSize::SmallInput,
         )
     });
+    // In `Held` the copy of the kind does not answer (a commit may be
+    // deciding on the cancel bit, issue 19): the refusal takes the lock.
+    // Listed without a target, beside the lock-free `Requested` row above.
+    let worker = HandoffGate::<()>::new(source(), "run".into());
+    let requester_held = worker.requester();
+    let reservation = requester_held.reserve(intent()).unwrap();
+    let cancel = CancelSignal::new();
+    let mut boundary = Box::pin(worker.boundary(&cancel, prepared));
+    let mut ready = Box::pin(reservation.ready());
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(boundary.as_mut().poll(&mut cx).is_pending(), "held");
+    let _held = match ready.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(Some(held)) => held,
+        other => panic!("the pause is held: {other:?}"),
+    };
+    group.bench_function("baton_held", |b| {
+        b.iter_batched(
+            shared_intent(),
+            |i| black_box(requester_held.reserve(i).is_err()),
+            BatchSize::SmallInput,
+        )
+    });
     let base = baseline::gate::Gate::new(source(), "run".into());
     let _base_held = base.reserve(intent()).unwrap();
     group.bench_function("baseline", |b| {
