@@ -1,13 +1,21 @@
-//! A durable handoff on a SQLite log, and what an owner decides after a
-//! crash. A worker hands its Run to a successor: the pause is appended to the
-//! log (acknowledged only once on disk) and only then sealed. Later a "new
-//! owner" reopens the log and reconciles: the Run is handed off, so the old
-//! worker must never resume. A second Run whose worker dies before its
-//! append reconciles as resumable.
+//! A durable handoff on a SQLite log, and a zombie worker fenced off.
+//!
+//! Run A: the owner claims the Run (epoch 1) and starts its worker; the
+//! worker hands the Run to a successor: the pause is appended to the log
+//! under its epoch (acknowledged only once on disk) and only then sealed.
+//!
+//! Run B: the worker of epoch 1 commits a handoff, then stalls (a GC pause,
+//! a stopped process) before its append. The owner takes it for dead and
+//! claims the Run again: epoch 2, which fences epoch 1. When the zombie
+//! wakes, its append is refused (`Fenced`), its gate closes without a seal
+//! and it stops; the Run is epoch 2's alone.
+//!
+//! Finally a new owner, after a restart, claims each Run: run A answers
+//! `HandedOff` (never resumed), run B a fresh epoch.
 //!
 //! Run with `cargo run --example durable_handoff --features sqlite`.
 
-use baton::durable::{Decision, HandoffLog, SqliteLog, append_then_seal, reconcile};
+use baton::durable::{Claim, Epoch, HandoffLog, SealError, SqliteLog, append_then_seal};
 use baton::facts::{CompactionBudget, Digest, HandoffTools, REPLAY_VERSION, ReplayEvidence};
 use baton::{CancelSignal, HandoffExecution, HandoffGate, HandoffIntent, HandoffPause, Invocation};
 
@@ -53,6 +61,14 @@ fn intent(run_id: &str) -> HandoffIntent {
     }
 }
 
+/// Claims `run` (its own root Run here) for a worker: the epoch it holds.
+fn owner(log: &SqliteLog, run: &str) -> Result<Epoch, Box<dyn std::error::Error>> {
+    match HandoffLog::<HandoffExecution>::claim(log, run, run)? {
+        Claim::Owner(epoch) => Ok(epoch),
+        Claim::HandedOff(pause) => Err(format!("{run} is already handed off: {pause:?}").into()),
+    }
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::temp_dir().join(format!(
@@ -65,8 +81,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("log        {}", path.display());
     let log = SqliteLog::open(&path)?;
 
-    // Run A: a full handoff. The supervisor reserves and commits; the worker
-    // appends the committed pause durably, then seals.
+    // Run A: a full handoff. The owner claims the Run for its worker; the
+    // supervisor reserves and commits; the worker appends the committed
+    // pause durably under its epoch, then seals.
+    let epoch = owner(&log, "run-a")?;
+    println!("owner      run-a: claimed, epoch {epoch}");
     let gate = HandoffGate::<HandoffExecution>::new(source("run-a"), "run-a".into());
     let requester = gate.requester();
     let reservation = requester.reserve(intent("run-a"))?;
@@ -84,17 +103,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         paused.ok_or("not committed")?,
         pending.ok_or("not committed")?,
     );
-    let receipt = append_then_seal(&gate, &log, &paused)?;
-    println!("worker     appended ({receipt:?}) then sealed; exiting");
+    let receipt = append_then_seal(&gate, &log, epoch, &paused)?;
+    println!("worker     run-a: appended ({receipt:?}) then sealed; exiting");
     let sealed = pending.wait().await.ok_or("the worker did not seal")?;
     println!(
-        "supervisor sealed: successor {} continues",
+        "supervisor run-a: sealed; successor {} continues",
         sealed.intent.successor_run_id
     );
     drop(gate);
 
-    // Run B: the worker is committed, then dies before its append (here: it
-    // drops its gate, which closes it). The requester learns nothing final.
+    // Run B: the worker of epoch 1 is committed, then stalls before its
+    // append. The owner suspects it and takes the Run over: epoch 2.
+    let zombie_epoch = owner(&log, "run-b")?;
     let gate = HandoffGate::<HandoffExecution>::new(source("run-b"), "run-b".into());
     let requester = gate.requester();
     let reservation = requester.reserve(intent("run-b"))?;
@@ -107,26 +127,41 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }),
         async { reservation.ready().await?.commit() }
     );
-    assert!(paused.is_some());
-    drop(gate); // the crash
-    let pending = pending.ok_or("not committed")?;
+    let (paused, pending) = (
+        paused.ok_or("not committed")?,
+        pending.ok_or("not committed")?,
+    );
+    println!("worker     run-b: epoch {zombie_epoch}, committed, then paused (a zombie to be)");
+    let new_epoch = owner(&log, "run-b")?;
     println!(
-        "supervisor run-b: wait() = {:?} (no seal)",
+        "owner      run-b: worker suspected; claimed again, epoch {new_epoch}; a new worker runs it"
+    );
+    // The zombie wakes and goes on with its last step.
+    match append_then_seal(&gate, &log, zombie_epoch, &paused) {
+        Err(SealError::Fenced { epoch, current }) => {
+            println!(
+                "worker     run-b: woke up; append fenced (epoch {epoch}, Run is epoch {current}'s); stops"
+            )
+        }
+        other => return Err(format!("the zombie was not fenced: {other:?}").into()),
+    }
+    println!(
+        "supervisor run-b: wait() = {:?} (no seal: nothing handed off)",
         pending.wait().await.map(|p| p.intent.handoff_id.clone())
     );
+    drop(gate);
     drop(log);
 
-    // A new owner, after a restart: reconcile each Run from the log alone.
+    // A new owner, after a restart: claim each Run; the log decides.
     let log = SqliteLog::open(&path)?;
     for run in ["run-a", "run-b"] {
-        let facts = HandoffLog::<HandoffExecution>::facts(&log, run, run)?;
-        match reconcile(&facts)? {
-            Decision::HandedOff(pause) => println!(
-                "owner      {run}: handed off to {}; never resume the old worker",
+        match HandoffLog::<HandoffExecution>::claim(&log, run, run)? {
+            Claim::HandedOff(pause) => println!(
+                "owner      {run}: handed off to {}; never resumed",
                 pause.intent.successor_run_id
             ),
-            Decision::Resumable => {
-                println!("owner      {run}: resumable; a new worker resumes from canonical state")
+            Claim::Owner(epoch) => {
+                println!("owner      {run}: open; a new worker resumes it with epoch {epoch}")
             }
         }
     }

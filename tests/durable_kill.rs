@@ -37,7 +37,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use baton::durable::{
-    Decision, HandoffLog, LogError, Receipt, SqliteLog, append_then_seal, reconcile,
+    Claim, Decision, Epoch, HandoffLog, LogError, Receipt, SqliteLog, append_then_seal, reconcile,
 };
 use baton::facts::from_json;
 use baton::{CancelSignal, HandoffPause, Invocation};
@@ -98,14 +98,23 @@ fn point(name: &str) {
 struct Reporting<'a>(&'a SqliteLog);
 
 impl HandoffLog<baton::HandoffExecution> for Reporting<'_> {
+    fn claim(
+        &self,
+        root_run_id: &str,
+        run_id: &str,
+    ) -> Result<Claim<baton::HandoffExecution>, LogError> {
+        self.0.claim(root_run_id, run_id)
+    }
+
     fn append(
         &self,
         root_run_id: &str,
         source: &Invocation,
+        epoch: Epoch,
         pause: &Pause,
     ) -> Result<Receipt, LogError> {
         point("before-append");
-        let receipt = self.0.append(root_run_id, source, pause)?;
+        let receipt = self.0.append(root_run_id, source, epoch, pause)?;
         point("appended");
         Ok(receipt)
     }
@@ -128,6 +137,11 @@ fn hand_off(log: &dyn HandoffLog<baton::HandoffExecution>) -> Option<std::sync::
         .enable_time()
         .build()
         .expect("a runtime");
+    // The owner's claim, for the worker it starts: the epoch it appends under.
+    let epoch = match log.claim("run", "run").expect("claim") {
+        Claim::Owner(epoch) => epoch,
+        Claim::HandedOff(pause) => panic!("the Run is already handed off: {pause:?}"),
+    };
     runtime.block_on(async {
         let gate = gate();
         let requester = gate.requester();
@@ -135,7 +149,7 @@ fn hand_off(log: &dyn HandoffLog<baton::HandoffExecution>) -> Option<std::sync::
         let reservation = requester.reserve(intent()).expect("reserve");
         let (paused, pending) = commit_at_boundary(&gate, &cancel, reservation).await;
         let paused = paused.expect("committed");
-        let receipt = append_then_seal(&gate, log, &paused).expect("append then seal");
+        let receipt = append_then_seal(&gate, log, epoch, &paused).expect("append then seal");
         assert_eq!(receipt, Receipt::Written, "the Run had no pause yet");
         point("sealed");
         within(SEALED, pending.wait()).await
@@ -300,7 +314,10 @@ fn act_on(log: &SqliteLog, decision: &Decision<baton::HandoffExecution>) {
         Decision::HandedOff(_) => {
             let mut other: Pause = pause_for(intent_named("a-second-handoff"));
             other.execution.supports_vision = true;
-            let refused = log.append("run", &source(), &other);
+            let epoch = HandoffLog::<baton::HandoffExecution>::facts(log, "run", "run")
+                .expect("facts")
+                .epoch;
+            let refused = log.append("run", &source(), epoch, &other);
             assert!(
                 matches!(refused, Err(LogError::AlreadyHandedOff { .. })),
                 "a handed-off Run takes no other pause: {refused:?}"

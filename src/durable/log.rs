@@ -5,42 +5,77 @@ use std::error::Error as StdError;
 
 use thiserror::Error;
 
-use super::reconcile::{Appended, RunFacts};
+use super::fence::{AppendStep, Claim, Epoch, append_step, claim_step};
+use super::reconcile::{Appended, ReconcileError, RunFacts};
 use crate::facts::{HandoffPause, IdError, IntentError, Invocation, check_id};
 use crate::sync::{Mutex, lock};
 
-/// The canonical facts a runtime keeps about handoffs.
+/// The canonical facts a runtime keeps about handoffs, and the only
+/// authority on who may continue a Run (SPEC §6).
 ///
 /// A **Run** here is the source Run `run_id` within the logical Run
-/// `root_run_id`; the log holds at most one pause per Run. Implementations
-/// apply the same rules (checked by [`MemoryLog`] and `SqliteLog`'s tests):
+/// `root_run_id`. Per Run the log keeps an owner [`Epoch`] (a fencing
+/// token) and at most one pause. Implementations apply the same pure rule
+/// inside one transaction per operation (the table in
+/// [`claim`](Self::claim)'s and [`append`](Self::append)'s docs; checked on
+/// [`MemoryLog`] and `SqliteLog` by one shared test):
 ///
-/// - [`append`](Self::append) returns `Ok` only once the pause is durable
-///   (for a store on disk: on disk), and every `Err` except
-///   [`LogError::Storage`] means nothing was written;
-/// - appending the identical row again (same source, same pause) is an
+/// - [`claim`](Self::claim) starts or takes over a Run: if a pause is
+///   durable it answers [`Claim::HandedOff`] and changes nothing; else it
+///   advances the epoch and answers [`Claim::Owner`], and every older
+///   epoch is fenced from then on;
+/// - [`append`](Self::append) writes only under the Run's current epoch,
+///   while no pause is durable; it returns `Ok` only once the pause is
+///   durable, and every `Err` except [`LogError::Storage`] means nothing
+///   was written;
+/// - appending the identical row again under the same epoch is an
 ///   idempotent `Ok(`[`Receipt::AlreadyDurable`]`)`, so a worker may retry
-///   an append whose outcome it did not learn;
-/// - [`facts`](Self::facts) reads back exactly what was appended, whole.
+///   an append whose reply it did not get;
+/// - [`facts`](Self::facts) reads back exactly what was appended, whole,
+///   with the Run's epoch.
+///
+/// Failure model: workers may crash, or pause and go on later (zombies);
+/// the owner may suspect a live worker; a reply may be lost. None of these
+/// can make a Run both handed off and resumed, because the decision is the
+/// log's, made in one transaction: the owner claims before anyone resumes.
 pub trait HandoffLog<P> {
-    /// Appends `pause`, which hands off the Run executing as `source` within
-    /// the logical Run `root_run_id`, and returns once it is durable.
+    /// Starts or takes over the Run `run_id` within `root_run_id`, in one
+    /// transaction: [`Claim::HandedOff`] if a pause is durable (nothing is
+    /// written: a handed-off Run is never resumed), else the Run's epoch
+    /// advances and [`Claim::Owner`] carries the new one. Give it to the
+    /// worker that runs the Run now; every older epoch's append is refused
+    /// with [`LogError::Fenced`] from now on.
     ///
     /// # Errors
     ///
-    /// [`LogError::InvalidPause`] (bad input) and
-    /// [`LogError::AlreadyHandedOff`] (another pause is durable for this
-    /// Run) write nothing. [`LogError::Storage`] leaves the outcome unknown
-    /// until the facts are read back: reconcile, never guess.
+    /// [`LogError::InvalidRun`] for an invalid id and
+    /// [`LogError::Contradictory`] for facts that contradict each other
+    /// (nothing written); [`LogError::Storage`] (the claim's outcome is
+    /// unknown: claim again, which is always safe).
+    fn claim(&self, root_run_id: &str, run_id: &str) -> Result<Claim<P>, LogError>;
+
+    /// Appends `pause`, which hands off the Run executing as `source` within
+    /// the logical Run `root_run_id`, under the owner `epoch` its worker
+    /// holds, and returns once it is durable.
+    ///
+    /// # Errors
+    ///
+    /// Nothing is written for: [`LogError::InvalidPause`] (bad input),
+    /// [`LogError::EpochNotIssued`] (an epoch no claim of this Run issued),
+    /// [`LogError::Fenced`] (a newer epoch owns the Run: the worker must
+    /// stop) and [`LogError::AlreadyHandedOff`] (another pause is durable).
+    /// [`LogError::Storage`] leaves the outcome unknown until the facts are
+    /// read back, or the append is retried (idempotent).
     fn append(
         &self,
         root_run_id: &str,
         source: &Invocation,
+        epoch: Epoch,
         pause: &HandoffPause<P>,
     ) -> Result<Receipt, LogError>;
 
-    /// Reads what the log holds about the Run `run_id` within `root_run_id`,
-    /// for [`reconcile`](super::reconcile()).
+    /// Reads what the log holds about the Run `run_id` within `root_run_id`:
+    /// its epoch and pauses, for [`reconcile`](super::reconcile()).
     ///
     /// # Errors
     ///
@@ -86,6 +121,33 @@ pub enum LogError {
         /// The Run.
         run_id: String,
     },
+    /// Fenced: the Run's current epoch is newer than the append's, so a
+    /// newer owner claimed it (the worker was taken for dead). Nothing was
+    /// written; the worker must stop: its Run belongs to `current`.
+    #[error("epoch {epoch} is fenced: the Run now belongs to epoch {current}")]
+    Fenced {
+        /// The epoch the append carried.
+        epoch: Epoch,
+        /// The Run's current epoch.
+        current: Epoch,
+    },
+    /// Bad input: no claim of this Run issued `epoch` (it is
+    /// [`Epoch::NONE`], or newer than the Run's current epoch). Nothing was
+    /// written.
+    #[error("epoch {epoch} was never issued for this Run (its current epoch is {current})")]
+    EpochNotIssued {
+        /// The epoch the append carried.
+        epoch: Epoch,
+        /// The Run's current epoch.
+        current: Epoch,
+    },
+    /// The Run's epochs are spent (`u64::MAX` claims). Nothing was written.
+    #[error("the Run's epochs are exhausted")]
+    EpochsExhausted,
+    /// The facts the log holds for the Run contradict each other: a claim
+    /// refuses to decide on them. Nothing was written; an operator must look.
+    #[error("the Run's facts are contradictory")]
+    Contradictory(#[source] ReconcileError),
     /// The store records a schema version this version of baton does not
     /// know (a newer baton wrote it, or it is not baton's store).
     #[error("unknown schema version {found} (this baton knows version {expected})")]
@@ -114,18 +176,8 @@ pub enum LogError {
     Storage(#[source] Box<dyn StdError + Send + Sync>),
 }
 
-/// What an append does, given the row already durable for its Run (if any).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum AppendStep {
-    /// No row yet: write this one.
-    Write,
-    /// The identical row is durable: write nothing, `Ok(AlreadyDurable)`.
-    Idempotent,
-}
-
-/// The pure rule of every [`HandoffLog::append`]: check the input, then
-/// decide against the existing row. Bad input is refused before the store is
-/// consulted.
+/// The pure checks of every [`HandoffLog::append`]'s input, made before
+/// the store is consulted.
 pub(crate) fn check_append<P>(
     root_run_id: &str,
     source: &Invocation,
@@ -136,22 +188,6 @@ pub(crate) fn check_append<P>(
         .intent
         .validate_for(source, root_run_id)
         .map_err(LogError::InvalidPause)
-}
-
-/// Decides an append against the row already durable for its Run.
-pub(crate) fn append_step<P: PartialEq>(
-    root_run_id: &str,
-    existing: Option<&Appended<P>>,
-    new: (&Invocation, &HandoffPause<P>),
-) -> Result<AppendStep, LogError> {
-    match existing {
-        None => Ok(AppendStep::Write),
-        Some(row) if row.source == *new.0 && row.pause == *new.1 => Ok(AppendStep::Idempotent),
-        Some(row) => Err(LogError::AlreadyHandedOff {
-            root_run_id: root_run_id.to_owned(),
-            run_id: row.source.run_id.clone(),
-        }),
-    }
 }
 
 /// Checks the ids of a Run asked about.
@@ -167,28 +203,58 @@ pub(crate) fn check_run(root_run_id: &str, run_id: &str) -> Result<(), LogError>
 }
 
 /// A [`HandoffLog`] in memory, for tests and examples: "durable" means
-/// "in this process". Same rules as every log.
+/// "in this process". Same rules as every log, each operation under one
+/// lock (its transaction).
 pub struct MemoryLog<P> {
-    rows: Mutex<Vec<(String, Appended<P>)>>,
+    runs: Mutex<Vec<Record<P>>>,
+}
+
+/// What a [`MemoryLog`] holds for one Run.
+struct Record<P> {
+    root_run_id: String,
+    run_id: String,
+    epoch: Epoch,
+    pause: Option<Appended<P>>,
 }
 
 impl<P> MemoryLog<P> {
     /// An empty log.
     pub fn new() -> Self {
         Self {
-            rows: Mutex::new(Vec::new()),
+            runs: Mutex::new(Vec::new()),
         }
     }
 
     /// The number of pauses held, over every Run.
     pub fn len(&self) -> usize {
-        lock(&self.rows).len()
+        lock(&self.runs)
+            .iter()
+            .filter(|run| run.pause.is_some())
+            .count()
     }
 
     /// Whether the log holds no pause.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+fn find<'a, P>(
+    runs: &'a mut [Record<P>],
+    root_run_id: &str,
+    run_id: &str,
+) -> Option<&'a mut Record<P>> {
+    runs.iter_mut()
+        .find(|run| run.root_run_id == root_run_id && run.run_id == run_id)
+}
+
+fn facts_of<P: Clone>(record: Option<&Record<P>>, root_run_id: &str, run_id: &str) -> RunFacts<P> {
+    let mut facts = RunFacts::empty(root_run_id, run_id);
+    if let Some(record) = record {
+        facts.epoch = record.epoch;
+        facts.pauses.extend(record.pause.clone());
+    }
+    facts
 }
 
 impl<P> Default for MemoryLog<P> {
@@ -206,44 +272,64 @@ impl<P> std::fmt::Debug for MemoryLog<P> {
 }
 
 impl<P: PartialEq + Clone> HandoffLog<P> for MemoryLog<P> {
+    fn claim(&self, root_run_id: &str, run_id: &str) -> Result<Claim<P>, LogError> {
+        check_run(root_run_id, run_id)?;
+        let mut runs = lock(&self.runs);
+        let facts = facts_of(
+            find(&mut runs, root_run_id, run_id).map(|r| &*r),
+            root_run_id,
+            run_id,
+        );
+        let step = claim_step(&facts)?;
+        if let Some(epoch) = step.write {
+            match find(&mut runs, root_run_id, run_id) {
+                Some(record) => record.epoch = epoch,
+                None => runs.push(Record {
+                    root_run_id: root_run_id.to_owned(),
+                    run_id: run_id.to_owned(),
+                    epoch,
+                    pause: None,
+                }),
+            }
+        }
+        Ok(step.answer)
+    }
+
     fn append(
         &self,
         root_run_id: &str,
         source: &Invocation,
+        epoch: Epoch,
         pause: &HandoffPause<P>,
     ) -> Result<Receipt, LogError> {
         check_append(root_run_id, source, pause)?;
-        let mut rows = lock(&self.rows);
-        let existing = rows
-            .iter()
-            .find(|(root, row)| root == root_run_id && row.source.run_id == source.run_id)
-            .map(|(_, row)| row);
-        match append_step(root_run_id, existing, (source, pause))? {
-            AppendStep::Write => {
-                rows.push((
-                    root_run_id.to_owned(),
-                    Appended {
-                        source: source.clone(),
-                        pause: pause.clone(),
-                    },
-                ));
-                Ok(Receipt::Written)
+        let mut runs = lock(&self.runs);
+        let record = find(&mut runs, root_run_id, &source.run_id);
+        let (current, existing) = match &record {
+            Some(record) => (record.epoch, record.pause.as_ref()),
+            None => (Epoch::NONE, None),
+        };
+        let step = append_step(root_run_id, current, existing, epoch, (source, pause))?;
+        if step == AppendStep::Write {
+            // `append_step` writes only under an issued epoch, so the Run
+            // has a record.
+            if let Some(record) = record {
+                record.pause = Some(Appended {
+                    source: source.clone(),
+                    pause: pause.clone(),
+                });
             }
-            AppendStep::Idempotent => Ok(Receipt::AlreadyDurable),
         }
+        Ok(step.receipt())
     }
 
     fn facts(&self, root_run_id: &str, run_id: &str) -> Result<RunFacts<P>, LogError> {
         check_run(root_run_id, run_id)?;
-        let rows = lock(&self.rows);
-        Ok(RunFacts {
-            root_run_id: root_run_id.to_owned(),
-            run_id: run_id.to_owned(),
-            pauses: rows
-                .iter()
-                .filter(|(root, row)| root == root_run_id && row.source.run_id == run_id)
-                .map(|(_, row)| row.clone())
-                .collect(),
-        })
+        let mut runs = lock(&self.runs);
+        Ok(facts_of(
+            find(&mut runs, root_run_id, run_id).map(|r| &*r),
+            root_run_id,
+            run_id,
+        ))
     }
 }

@@ -1,31 +1,44 @@
-//! Durable handoff (SPEC §1, issue 9): a handoff is final only once its pause
-//! is durably appended to the runtime's canonical log, and a worker that
-//! exits without confirming its seal is never resumed — its owner reconciles
-//! the canonical facts instead.
+//! Durable handoff (SPEC §1 and §6): a handoff is final only once its
+//! pause is durably appended to the runtime's canonical log, and the log —
+//! not a worker, not a failure detector — decides who may continue a Run.
 //!
-//! - [`reconcile`] is the pure core: from what the log holds about one Run
-//!   ([`RunFacts`]) it decides [`Decision::HandedOff`] or
-//!   [`Decision::Resumable`], or refuses contradictory facts with a
-//!   [`ReconcileError`].
-//! - [`HandoffLog`] is the canonical log: append a pause durably, read a
-//!   Run's facts. [`MemoryLog`] keeps it in memory (tests); `SqliteLog`
+//! **Failure model.** A worker may crash; it may also pause for any time
+//! (a stopped process, a GC or VM stall, a partition) and go on as if
+//! nothing happened: a *zombie*. The owner's failure detector may be wrong,
+//! and a reply from the log may be lost. The log decides every Run once per
+//! owner epoch, so none of these can make a Run both handed off and
+//! resumed.
+//!
+//! - [`HandoffLog`] is the canonical log. [`claim`](HandoffLog::claim)
+//!   starts or takes over a Run: it answers [`Claim::HandedOff`] if a pause
+//!   is durable, else issues a new [`Epoch`] and fences every older one;
+//!   [`append`](HandoffLog::append) writes a pause only under the Run's
+//!   current epoch. [`MemoryLog`] keeps it in memory (tests); `SqliteLog`
 //!   (feature `sqlite`) in one SQLite file.
-//! - [`append_then_seal`] is the worker's last step: append, and only then
-//!   seal; if the append fails, close without sealing.
+//! - [`reconcile`] is the pure decision a claim makes inside its
+//!   transaction, from what the log holds about one Run ([`RunFacts`]):
+//!   [`Decision::HandedOff`] or [`Decision::Resumable`], or a
+//!   [`ReconcileError`] for contradictory facts.
+//! - [`append_then_seal`] is the worker's last step: append under its
+//!   epoch, and only then seal; if the append fails, close without sealing
+//!   ([`SealError::Fenced`]: a newer epoch owns the Run, stop).
 //!
 //! ```text
-//!  worker:  boundary ─▶ Some(pause) ─▶ log.append(pause) ─ok─▶ gate.sealed(pause) ─▶ exit
-//!                                             │ err                 (wait() = Some)
+//!  owner:   claim(run) ─▶ Owner(epoch) ─▶ start a worker with epoch   | HandedOff(pause): never resume
+//!  worker:  boundary ─▶ Some(pause) ─▶ log.append(epoch, pause) ─ok─▶ gate.sealed(pause) ─▶ exit
+//!                                             │ err (Fenced, …)         (wait() = Some)
 //!                                             └──▶ gate.close()  (wait() = None)
-//!  crash anywhere ─▶ owner: reconcile(log.facts(run)) ─▶ HandedOff(pause) | Resumable
+//!  worker suspected (crashed, or only paused) ─▶ owner: claim(run) again
 //! ```
 
+mod fence;
 mod log;
 mod reconcile;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod worker;
 
+pub use fence::{Claim, Epoch};
 pub use log::{HandoffLog, LogError, MemoryLog, Receipt};
 pub use reconcile::{Appended, Decision, ReconcileError, RunFacts, reconcile};
 #[cfg(feature = "sqlite")]

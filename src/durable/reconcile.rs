@@ -12,6 +12,7 @@
 
 use thiserror::Error;
 
+use super::fence::Epoch;
 use crate::facts::{Field, HandoffPause, IdError, IntentError, Invocation, check_id};
 
 /// One durable pause row as read back: the pause and the invocation that
@@ -24,8 +25,8 @@ pub struct Appended<P> {
     pub pause: HandoffPause<P>,
 }
 
-/// What the canonical log holds about one Run: the Run asked about and the
-/// durable pause rows read back for it, in log order.
+/// What the canonical log holds about one Run: the Run asked about, its
+/// owner epoch, and the durable pause rows read back for it, in log order.
 ///
 /// A **Run** here is the source Run `run_id` within the logical Run
 /// `root_run_id`: each Run may be handed off at most once, so a chain of
@@ -36,16 +37,20 @@ pub struct RunFacts<P> {
     pub root_run_id: String,
     /// The Run asked about: the one whose worker may have crashed.
     pub run_id: String,
+    /// The Run's current owner epoch ([`Epoch::NONE`] if never claimed).
+    pub epoch: Epoch,
     /// The pauses the log holds for this Run, in log order.
     pub pauses: Vec<Appended<P>>,
 }
 
 impl<P> RunFacts<P> {
-    /// The facts of a Run the log holds no pause for.
+    /// The facts of a Run the log holds nothing for: never claimed, no
+    /// pause.
     pub fn empty(root_run_id: impl Into<String>, run_id: impl Into<String>) -> Self {
         Self {
             root_run_id: root_run_id.into(),
             run_id: run_id.into(),
+            epoch: Epoch::NONE,
             pauses: Vec::new(),
         }
     }

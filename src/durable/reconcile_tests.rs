@@ -16,6 +16,7 @@ fn facts(rows: Vec<Appended<u32>>) -> RunFacts<u32> {
     RunFacts {
         root_run_id: "root".into(),
         run_id: "run".into(),
+        epoch: Epoch::new(1),
         pauses: rows,
     }
 }

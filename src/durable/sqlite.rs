@@ -9,14 +9,16 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::log::{AppendStep, HandoffLog, LogError, Receipt, append_step, check_append, check_run};
+use super::fence::{AppendStep, Claim, Epoch, append_step, claim_step};
+use super::log::{HandoffLog, LogError, Receipt, check_append, check_run};
 use super::reconcile::{Appended, RunFacts};
 use crate::facts::{HandoffPause, Invocation, from_json};
 use crate::sync::{Mutex, lock};
 
 /// The schema version this baton writes and reads, kept in SQLite's
-/// `PRAGMA user_version` (0 means "no schema yet").
-pub const SCHEMA_VERSION: i64 = 1;
+/// `PRAGMA user_version` (0 means "no schema yet"). A file of version 1
+/// (before owner epochs) is upgraded in place when opened.
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Schema version 1. One row per handed-off Run: the primary key is the Run
 /// (`root_run_id`, `run_id`), so a second pause for a Run cannot be stored.
@@ -37,6 +39,20 @@ CREATE TABLE handoff_pause (
 ) STRICT, WITHOUT ROWID;
 ";
 
+/// Version 1 → 2: owner epochs (SPEC §6). `run_epoch` holds each claimed
+/// Run's current epoch (a Run never claimed has no row: epoch 0); each pause
+/// row records the epoch it was appended under (0 for rows of version 1,
+/// written before epochs existed).
+const MIGRATE_V2: &str = "
+ALTER TABLE handoff_pause ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0 CHECK (epoch >= 0);
+CREATE TABLE run_epoch (
+    root_run_id TEXT NOT NULL,
+    run_id      TEXT NOT NULL,
+    epoch       INTEGER NOT NULL CHECK (epoch > 0),
+    PRIMARY KEY (root_run_id, run_id)
+) STRICT, WITHOUT ROWID;
+";
+
 /// How long a connection waits for another's write lock before the
 /// operation fails with [`LogError::Storage`].
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -46,9 +62,17 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// acknowledged append survives a crash of the process and of the machine),
 /// one row per handed-off Run, the schema version in `PRAGMA user_version`.
 ///
-/// Several processes may open the same file; appends are serialised by
-/// SQLite's write lock (`BEGIN IMMEDIATE`), so two workers racing to hand off
-/// one Run cannot both succeed.
+/// Several processes may open the same file. Each claim and append is one
+/// transaction that takes SQLite's write lock before its first read
+/// (`BEGIN IMMEDIATE`), so nothing comes between what it reads (the Run's
+/// epoch and pause) and what it writes: two claims never issue one epoch,
+/// two workers racing to hand off one Run cannot both succeed, and a claim
+/// and a zombie's append are ordered one way or the other.
+///
+/// Schema version 2 (owner epochs) keeps a table of each claimed Run's
+/// epoch beside the pause rows; a file of version 1 is upgraded in place,
+/// in one transaction, when opened (its Runs have epoch 0: a handed-off
+/// one stays handed off, an open one is claimed from epoch 1).
 ///
 /// ```
 /// use baton::durable::{HandoffLog, SqliteLog, reconcile, Decision};
@@ -117,8 +141,10 @@ impl SqliteLog {
         })
     }
 
-    /// Creates schema version 1 in an empty file, atomically with its
-    /// version number: a crash leaves either no schema or all of it.
+    /// Brings the file to [`SCHEMA_VERSION`] in one transaction: creates
+    /// the schema in an empty file, or upgrades a version-1 file in place,
+    /// atomically with the version number, so a crash leaves the old
+    /// version or the new one whole.
     fn migrate(connection: &mut Connection) -> Result<(), LogError> {
         if Self::version(connection)? == SCHEMA_VERSION {
             return Ok(()); // the common case, without taking the write lock
@@ -129,7 +155,23 @@ impl SqliteLog {
         // Again under the write lock: another process may have just made it.
         match Self::version(&transaction)? {
             SCHEMA_VERSION => return Ok(()),
-            0 => {}
+            0 => {
+                let foreign: bool = transaction
+                    .query_row(
+                        "SELECT count(*) > 0 FROM sqlite_schema WHERE name = 'handoff_pause'",
+                        [],
+                        |row| row.get(0),
+                    )
+                    .map_err(storage)?;
+                if foreign {
+                    return Err(LogError::UnknownSchema {
+                        found: 0,
+                        expected: SCHEMA_VERSION,
+                    });
+                }
+                transaction.execute_batch(SCHEMA_V1).map_err(storage)?;
+            }
+            1 => {}
             found => {
                 return Err(LogError::UnknownSchema {
                     found,
@@ -137,20 +179,7 @@ impl SqliteLog {
                 });
             }
         }
-        let foreign: bool = transaction
-            .query_row(
-                "SELECT count(*) > 0 FROM sqlite_schema WHERE name = 'handoff_pause'",
-                [],
-                |row| row.get(0),
-            )
-            .map_err(storage)?;
-        if foreign {
-            return Err(LogError::UnknownSchema {
-                found: 0,
-                expected: SCHEMA_VERSION,
-            });
-        }
-        transaction.execute_batch(SCHEMA_V1).map_err(storage)?;
+        transaction.execute_batch(MIGRATE_V2).map_err(storage)?;
         transaction
             .pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(storage)?;
@@ -161,6 +190,38 @@ impl SqliteLog {
         connection
             .pragma_query_value(None, "user_version", |row| row.get(0))
             .map_err(storage)
+    }
+
+    /// The Run's current epoch ([`Epoch::NONE`] if never claimed).
+    fn epoch(connection: &Connection, root_run_id: &str, run_id: &str) -> Result<Epoch, LogError> {
+        let stored: Option<i64> = connection
+            .query_row(
+                "SELECT epoch FROM run_epoch WHERE root_run_id = ?1 AND run_id = ?2",
+                params![root_run_id, run_id],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(storage)?;
+        match stored.map(u64::try_from) {
+            None => Ok(Epoch::NONE),
+            Some(Ok(epoch)) if epoch > 0 => Ok(Epoch::new(epoch)),
+            Some(_) => Err(corrupt(run_id, "the stored epoch is not positive")),
+        }
+    }
+
+    /// Everything the log holds for a Run, read on `connection` (inside the
+    /// caller's transaction, so the epoch and the pause agree).
+    fn facts_in<P: DeserializeOwned>(
+        connection: &Connection,
+        root_run_id: &str,
+        run_id: &str,
+    ) -> Result<RunFacts<P>, LogError> {
+        let mut facts = RunFacts::empty(root_run_id, run_id);
+        facts.epoch = Self::epoch(connection, root_run_id, run_id)?;
+        facts
+            .pauses
+            .extend(Self::read(connection, root_run_id, run_id)?);
+        Ok(facts)
     }
 
     /// The row stored for a Run, decoded and checked against its columns.
@@ -213,12 +274,37 @@ impl SqliteLog {
 
 impl<P> HandoffLog<P> for SqliteLog
 where
-    P: PartialEq + Serialize + DeserializeOwned,
+    P: PartialEq + Clone + Serialize + DeserializeOwned,
 {
+    fn claim(&self, root_run_id: &str, run_id: &str) -> Result<Claim<P>, LogError> {
+        check_run(root_run_id, run_id)?;
+        let mut connection = lock(&self.connection);
+        // The write lock from the first read to the commit: no other claim
+        // or append can come between what this one reads and what it writes.
+        let transaction = connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(storage)?;
+        let facts = Self::facts_in::<P>(&transaction, root_run_id, run_id)?;
+        let step = claim_step(&facts)?;
+        if let Some(epoch) = step.write {
+            let stored = i64::try_from(epoch.get()).map_err(|_| LogError::EpochsExhausted)?;
+            transaction
+                .execute(
+                    "INSERT INTO run_epoch (root_run_id, run_id, epoch) VALUES (?1, ?2, ?3) \
+                     ON CONFLICT (root_run_id, run_id) DO UPDATE SET epoch = excluded.epoch",
+                    params![root_run_id, run_id, stored],
+                )
+                .map_err(storage)?;
+            transaction.commit().map_err(storage)?;
+        }
+        Ok(step.answer)
+    }
+
     fn append(
         &self,
         root_run_id: &str,
         source: &Invocation,
+        epoch: Epoch,
         pause: &HandoffPause<P>,
     ) -> Result<Receipt, LogError> {
         check_append(root_run_id, source, pause)?;
@@ -227,47 +313,53 @@ where
         let transaction = connection
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(storage)?;
+        let current = Self::epoch(&transaction, root_run_id, &source.run_id)?;
         let existing = Self::read::<P>(&transaction, root_run_id, &source.run_id)?;
-        match append_step(root_run_id, existing.as_ref(), (source, pause))? {
-            AppendStep::Idempotent => Ok(Receipt::AlreadyDurable),
-            AppendStep::Write => {
-                let intent = &pause.intent;
-                transaction
-                    .execute(
-                        "INSERT INTO handoff_pause (root_run_id, run_id, session_id, turn_id, \
-                             invocation_id, handoff_id, successor_run_id, \
-                             successor_invocation_id, pause) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                        params![
-                            root_run_id,
-                            source.run_id,
-                            source.session_id,
-                            source.turn_id,
-                            source.invocation_id,
-                            intent.handoff_id,
-                            intent.successor_run_id,
-                            intent.successor_invocation_id,
-                            json,
-                        ],
-                    )
-                    .map_err(storage)?;
-                // With `synchronous = FULL`, COMMIT returns after the WAL is
-                // synced: only now is the append acknowledged.
-                transaction.commit().map_err(storage)?;
-                Ok(Receipt::Written)
-            }
+        let step = append_step(
+            root_run_id,
+            current,
+            existing.as_ref(),
+            epoch,
+            (source, pause),
+        )?;
+        if step == AppendStep::Write {
+            let intent = &pause.intent;
+            // `append_step` wrote only under the current epoch, which was
+            // read from the table, so it fits an i64.
+            let stored = i64::try_from(epoch.get()).map_err(|_| LogError::EpochsExhausted)?;
+            transaction
+                .execute(
+                    "INSERT INTO handoff_pause (root_run_id, run_id, session_id, turn_id, \
+                         invocation_id, handoff_id, successor_run_id, \
+                         successor_invocation_id, pause, epoch) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                    params![
+                        root_run_id,
+                        source.run_id,
+                        source.session_id,
+                        source.turn_id,
+                        source.invocation_id,
+                        intent.handoff_id,
+                        intent.successor_run_id,
+                        intent.successor_invocation_id,
+                        json,
+                        stored,
+                    ],
+                )
+                .map_err(storage)?;
+            // With `synchronous = FULL`, COMMIT returns after the WAL is
+            // synced: only now is the append acknowledged.
+            transaction.commit().map_err(storage)?;
         }
+        Ok(step.receipt())
     }
 
     fn facts(&self, root_run_id: &str, run_id: &str) -> Result<RunFacts<P>, LogError> {
         check_run(root_run_id, run_id)?;
-        let connection = lock(&self.connection);
-        let row = Self::read(&connection, root_run_id, run_id)?;
-        Ok(RunFacts {
-            root_run_id: root_run_id.to_owned(),
-            run_id: run_id.to_owned(),
-            pauses: row.into_iter().collect(),
-        })
+        let mut connection = lock(&self.connection);
+        // One read transaction: the epoch and the pause of one snapshot.
+        let transaction = connection.transaction().map_err(storage)?;
+        Self::facts_in(&transaction, root_run_id, run_id)
     }
 }
 

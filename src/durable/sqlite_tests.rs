@@ -8,6 +8,14 @@ use super::*;
 use crate::durable::tests::{pause, source, the_log_rules_hold};
 use crate::durable::{Decision, reconcile};
 
+/// Claims `(root, run)` in `log`: the epoch its worker holds.
+fn owner(log: &SqliteLog) -> Epoch {
+    match HandoffLog::<u32>::claim(log, "root", "run").unwrap() {
+        Claim::Owner(epoch) => epoch,
+        Claim::HandedOff(pause) => panic!("already handed off: {pause:?}"),
+    }
+}
+
 /// A fresh database path in the temp dir, removed (with its WAL) on drop.
 struct TempDb(PathBuf);
 
@@ -55,14 +63,16 @@ fn the_sqlite_log_keeps_the_log_rules() {
 fn an_acknowledged_append_is_read_back_whole_after_reopening() {
     let db = TempDb::new();
     let log = SqliteLog::open(&db.0).unwrap();
+    let epoch = owner(&log);
     assert_eq!(
-        log.append("root", &source(), &pause("h")).unwrap(),
+        log.append("root", &source(), epoch, &pause("h")).unwrap(),
         Receipt::Written
     );
     drop(log);
     let log = SqliteLog::open(&db.0).unwrap();
     let facts = HandoffLog::<u32>::facts(&log, "root", "run").unwrap();
     assert_eq!(facts.pauses[0].source, source());
+    assert_eq!(facts.epoch, epoch, "the epoch is durable too");
     assert_eq!(reconcile(&facts), Ok(Decision::HandedOff(pause("h"))));
 }
 
@@ -130,11 +140,12 @@ fn a_file_that_is_not_a_database_is_a_storage_error_not_a_panic() {
 fn the_schema_refuses_a_second_row_for_one_run_even_outside_baton() {
     let db = TempDb::new();
     let log = SqliteLog::open(&db.0).unwrap();
-    let _ = log.append("root", &source(), &pause("h")).unwrap();
+    let epoch = owner(&log);
+    let _ = log.append("root", &source(), epoch, &pause("h")).unwrap();
     let connection = lock(&log.connection);
     let second = connection.execute(
         "INSERT INTO handoff_pause SELECT root_run_id, run_id, session_id, turn_id, \
-         invocation_id, 'other', successor_run_id, successor_invocation_id, pause \
+         invocation_id, 'other', successor_run_id, successor_invocation_id, pause, epoch \
          FROM handoff_pause",
         [],
     );
@@ -145,7 +156,8 @@ fn the_schema_refuses_a_second_row_for_one_run_even_outside_baton() {
 fn a_row_altered_outside_baton_is_reported_corrupt_not_guessed() {
     let db = TempDb::new();
     let log = SqliteLog::open(&db.0).unwrap();
-    let _ = log.append("root", &source(), &pause("h")).unwrap();
+    let epoch = owner(&log);
+    let _ = log.append("root", &source(), epoch, &pause("h")).unwrap();
     lock(&log.connection)
         .execute("UPDATE handoff_pause SET handoff_id = 'forged'", [])
         .unwrap();
@@ -167,6 +179,7 @@ fn a_row_altered_outside_baton_is_reported_corrupt_not_guessed() {
 
 #[test]
 fn a_payload_that_fails_to_encode_is_a_typed_error_and_writes_nothing() {
+    #[derive(Clone)]
     struct Unencodable;
     impl serde::Serialize for Unencodable {
         fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
@@ -190,7 +203,7 @@ fn a_payload_that_fails_to_encode_is_a_typed_error_and_writes_nothing() {
         execution: Unencodable,
     };
     assert!(matches!(
-        log.append("root", &source(), &bad),
+        log.append("root", &source(), Epoch::new(1), &bad),
         Err(LogError::Encode(_))
     ));
     assert!(
@@ -206,9 +219,10 @@ fn two_processes_racing_to_hand_off_one_run_cannot_both_succeed() {
     let db = TempDb::new();
     let first = SqliteLog::open(&db.0).unwrap();
     let second = SqliteLog::open(&db.0).unwrap();
+    let epoch = owner(&first);
     let results = std::thread::scope(|scope| {
-        let a = scope.spawn(|| first.append("root", &source(), &pause("a")));
-        let b = scope.spawn(|| second.append("root", &source(), &pause("b")));
+        let a = scope.spawn(|| first.append("root", &source(), epoch, &pause("a")));
+        let b = scope.spawn(|| second.append("root", &source(), epoch, &pause("b")));
         [a.join().unwrap(), b.join().unwrap()]
     });
     let written = results
@@ -222,4 +236,66 @@ fn two_processes_racing_to_hand_off_one_run_cannot_both_succeed() {
     assert_eq!((written, refused), (1, 1), "{results:?}");
     let facts = HandoffLog::<u32>::facts(&first, "root", "run").unwrap();
     assert!(matches!(reconcile(&facts), Ok(Decision::HandedOff(_))));
+}
+
+/// Claims from two connections each issue their own epoch: the epoch is
+/// read and advanced under one write lock, never read-then-written.
+#[test]
+fn claims_from_two_connections_issue_distinct_epochs() {
+    let db = TempDb::new();
+    let first = SqliteLog::open(&db.0).unwrap();
+    let second = SqliteLog::open(&db.0).unwrap();
+    let claims = std::thread::scope(|scope| {
+        let a = scope.spawn(|| (0..20).map(|_| owner(&first)).collect::<Vec<_>>());
+        let b = scope.spawn(|| (0..20).map(|_| owner(&second)).collect::<Vec<_>>());
+        let mut all = a.join().unwrap();
+        all.extend(b.join().unwrap());
+        all
+    });
+    let mut sorted: Vec<u64> = claims.iter().map(|e| e.get()).collect();
+    sorted.sort_unstable();
+    assert_eq!(
+        sorted,
+        (1..=40).collect::<Vec<_>>(),
+        "R6: every epoch issued once"
+    );
+}
+
+/// A file written by baton's schema version 1 (before owner epochs; made by
+/// that version's `SqliteLog`, see `tests/data/durable/README.md`) opens,
+/// upgrades in place to version 2 and keeps its facts: its handed-off Run
+/// stays handed off (a claim answers its pause), its open Run can be
+/// claimed from epoch 1.
+#[test]
+fn a_version_1_file_opens_and_upgrades_in_place() {
+    const V1: &[u8] = include_bytes!("../../tests/data/durable/v1.sqlite");
+    let db = TempDb::new();
+    std::fs::write(&db.0, V1).unwrap();
+    let version = |path: &PathBuf| -> i64 {
+        Connection::open(path)
+            .unwrap()
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .unwrap()
+    };
+    assert_eq!(version(&db.0), 1, "the fixture is a version-1 file");
+    let log = SqliteLog::open(&db.0).unwrap();
+    drop(log);
+    assert_eq!(version(&db.0), SCHEMA_VERSION, "upgraded in place");
+    let log = SqliteLog::open(&db.0).unwrap();
+    let facts = HandoffLog::<u32>::facts(&log, "root", "run").unwrap();
+    assert_eq!(facts.epoch, Epoch::NONE, "written before epochs");
+    assert_eq!(reconcile(&facts), Ok(Decision::HandedOff(pause("h"))));
+    assert_eq!(
+        HandoffLog::<u32>::claim(&log, "root", "run").unwrap(),
+        Claim::HandedOff(pause("h")),
+        "R1: a Run handed off under version 1 is never resumed"
+    );
+    assert!(matches!(
+        log.append("root", &source(), Epoch::NONE, &pause("h")),
+        Err(LogError::EpochNotIssued { .. })
+    ));
+    assert_eq!(
+        HandoffLog::<u32>::claim(&log, "root", "other-run").unwrap(),
+        Claim::Owner(Epoch::new(1))
+    );
 }

@@ -30,16 +30,49 @@ pub(super) fn pause(handoff_id: &str) -> HandoffPause<u32> {
     HandoffPause::new(intent, 7)
 }
 
-/// The log rules every [`HandoffLog`] keeps; run on each implementation.
+/// The log rules every [`HandoffLog`] keeps (SPEC §6); run unchanged on
+/// each implementation. Ends with two Runs handed off.
 pub(super) fn the_log_rules_hold(log: &dyn HandoffLog<u32>) {
     let facts = log.facts("root", "run").unwrap();
+    assert_eq!(facts.epoch, Epoch::NONE, "never claimed");
     assert_eq!(reconcile(&facts), Ok(Decision::Resumable));
 
+    // Bad input is a typed error and writes nothing.
+    assert!(matches!(
+        log.claim("", "run"),
+        Err(LogError::InvalidRun {
+            field: "root_run_id",
+            ..
+        })
+    ));
+    assert!(
+        matches!(
+            log.append("root", &source(), Epoch::new(1), &pause("h")),
+            Err(LogError::EpochNotIssued { .. })
+        ),
+        "an epoch no claim issued"
+    );
+    let first = log.claim("root", "run").unwrap();
+    assert_eq!(
+        first,
+        Claim::Owner(Epoch::new(1)),
+        "the first claim issues epoch 1"
+    );
+    let one = Epoch::new(1);
+    for never in [Epoch::NONE, Epoch::new(2)] {
+        assert!(
+            matches!(
+                log.append("root", &source(), never, &pause("h")),
+                Err(LogError::EpochNotIssued { epoch, current }) if epoch == never && current == one
+            ),
+            "epoch {never} was never issued"
+        );
+    }
     let mut other_root = pause("h");
     Arc::make_mut(&mut other_root.intent).root_run_id = "other-root".into();
     assert!(
         matches!(
-            log.append("root", &source(), &other_root),
+            log.append("root", &source(), one, &other_root),
             Err(LogError::InvalidPause(IntentError::OtherRootRun { .. }))
         ),
         "a pause for another root Run is bad input"
@@ -47,7 +80,7 @@ pub(super) fn the_log_rules_hold(log: &dyn HandoffLog<u32>) {
     let mut itself = pause("h");
     Arc::make_mut(&mut itself.intent).successor_run_id = "run".into();
     assert!(matches!(
-        log.append("root", &source(), &itself),
+        log.append("root", &source(), one, &itself),
         Err(LogError::InvalidPause(IntentError::SuccessorIsSource(
             Field::SuccessorRunId
         )))
@@ -55,29 +88,44 @@ pub(super) fn the_log_rules_hold(log: &dyn HandoffLog<u32>) {
     let mut bad_source = source();
     bad_source.run_id.clear();
     assert!(matches!(
-        log.append("root", &bad_source, &pause("h")),
+        log.append("root", &bad_source, one, &pause("h")),
         Err(LogError::InvalidRun {
             field: "run_id",
             ..
         })
     ));
+    let facts = log.facts("root", "run").unwrap();
+    assert!(facts.pauses.is_empty(), "bad input writes nothing");
+    assert_eq!(facts.epoch, one);
+
+    // R1 / R6 / R7: the owner takes over while the worker of epoch 1 is
+    // only paused; when the zombie wakes, its append is fenced.
+    let two = Epoch::new(2);
+    assert_eq!(log.claim("root", "run").unwrap(), Claim::Owner(two));
+    assert!(
+        matches!(
+            log.append("root", &source(), one, &pause("zombie")),
+            Err(LogError::Fenced { epoch, current }) if epoch == one && current == two
+        ),
+        "R7: the fenced epoch never appends"
+    );
     assert!(
         log.facts("root", "run").unwrap().pauses.is_empty(),
-        "bad input writes nothing"
+        "R7: nothing written"
     );
 
     assert_eq!(
-        log.append("root", &source(), &pause("h")).unwrap(),
+        log.append("root", &source(), two, &pause("h")).unwrap(),
         Receipt::Written
     );
     assert_eq!(
-        log.append("root", &source(), &pause("h")).unwrap(),
+        log.append("root", &source(), two, &pause("h")).unwrap(),
         Receipt::AlreadyDurable,
-        "the identical append again is idempotent"
+        "the identical append again (a lost reply) is idempotent"
     );
     assert!(
         matches!(
-            log.append("root", &source(), &pause("other")),
+            log.append("root", &source(), two, &pause("other")),
             Err(LogError::AlreadyHandedOff { .. })
         ),
         "a second, different pause for the Run is refused"
@@ -86,12 +134,26 @@ pub(super) fn the_log_rules_hold(log: &dyn HandoffLog<u32>) {
     other_invocation.invocation_id = "invocation-2".into();
     assert!(
         matches!(
-            log.append("root", &other_invocation, &pause("h")),
+            log.append("root", &other_invocation, two, &pause("h")),
             Err(LogError::AlreadyHandedOff { .. })
         ),
         "the same pause from another invocation of the Run is not the identical row"
     );
+    assert!(
+        matches!(
+            log.append("root", &source(), one, &pause("h")),
+            Err(LogError::Fenced { .. })
+        ),
+        "R6: only the current epoch appends, even the same row"
+    );
+    // R1: a handed-off Run is never resumed: a claim answers the pause and
+    // issues no epoch.
+    assert_eq!(
+        log.claim("root", "run").unwrap(),
+        Claim::HandedOff(pause("h"))
+    );
     let facts = log.facts("root", "run").unwrap();
+    assert_eq!(facts.epoch, two, "R1: no epoch issued once handed off");
     assert_eq!(facts.pauses.len(), 1, "refused appends wrote nothing");
     assert_eq!(reconcile(&facts), Ok(Decision::HandedOff(pause("h"))));
 
@@ -107,7 +169,12 @@ pub(super) fn the_log_rules_hold(log: &dyn HandoffLog<u32>) {
     Arc::make_mut(&mut onward.intent).successor_run_id = "third-run".into();
     Arc::make_mut(&mut onward.intent).successor_invocation_id = "third-invocation".into();
     assert_eq!(
-        log.append("root", &next_hop, &onward).unwrap(),
+        log.claim("root", "successor-run").unwrap(),
+        Claim::Owner(one),
+        "each Run has its own epochs"
+    );
+    assert_eq!(
+        log.append("root", &next_hop, one, &onward).unwrap(),
         Receipt::Written,
         "the next hop of a chain (another Run of the same root) hands off too"
     );
@@ -141,6 +208,14 @@ fn the_memory_log_keeps_the_log_rules() {
 
 type Gate = HandoffGate<u32>;
 
+/// Claims the gate's Run in `log`; the epoch its worker holds.
+fn owner(log: &dyn HandoffLog<u32>) -> Epoch {
+    match log.claim("root", "run").unwrap() {
+        Claim::Owner(epoch) => epoch,
+        Claim::HandedOff(pause) => panic!("the Run is already handed off: {pause:?}"),
+    }
+}
+
 fn gate() -> Gate {
     HandoffGate::new(source(), "root".into())
 }
@@ -173,7 +248,16 @@ async fn committed(gate: &Gate) -> (crate::gate::PendingSeal<u32>, Arc<HandoffPa
 struct BrokenLog;
 
 impl HandoffLog<u32> for BrokenLog {
-    fn append(&self, _: &str, _: &Invocation, _: &HandoffPause<u32>) -> Result<Receipt, LogError> {
+    fn claim(&self, _: &str, _: &str) -> Result<Claim<u32>, LogError> {
+        Ok(Claim::Owner(Epoch::new(1)))
+    }
+    fn append(
+        &self,
+        _: &str,
+        _: &Invocation,
+        _: Epoch,
+        _: &HandoffPause<u32>,
+    ) -> Result<Receipt, LogError> {
         Err(LogError::Storage("disk full".into()))
     }
     fn facts(&self, root_run_id: &str, run_id: &str) -> Result<RunFacts<u32>, LogError> {
@@ -187,7 +271,7 @@ async fn append_then_seal_appends_before_it_seals_and_wait_sees_the_durable_paus
     let log = MemoryLog::new();
     let (pending, paused) = committed(&gate).await;
     assert_eq!(
-        append_then_seal(&gate, &log, &paused).unwrap(),
+        append_then_seal(&gate, &log, owner(&log), &paused).unwrap(),
         Receipt::Written
     );
     assert_eq!(gate.state().kind(), StateKind::Sealed);
@@ -220,7 +304,7 @@ async fn a_failed_append_closes_the_gate_without_a_seal_and_the_run_is_resumable
     let gate = gate();
     let (pending, paused) = committed(&gate).await;
     assert!(matches!(
-        append_then_seal(&gate, &BrokenLog, &paused),
+        append_then_seal(&gate, &BrokenLog, Epoch::new(1), &paused),
         Err(SealError::Append(LogError::Storage(_)))
     ));
     assert_eq!(gate.state().kind(), StateKind::Closed);
@@ -238,12 +322,12 @@ async fn append_then_seal_refuses_a_pause_the_gate_is_not_committed_to_and_appen
     let gate = gate();
     let log = MemoryLog::new();
     assert!(matches!(
-        append_then_seal(&gate, &log, &pause("h")),
+        append_then_seal(&gate, &log, owner(&log), &pause("h")),
         Err(SealError::NotCommitted)
     ));
     let (pending, _) = committed(&gate).await;
     assert!(matches!(
-        append_then_seal(&gate, &log, &pause("other")),
+        append_then_seal(&gate, &log, Epoch::new(1), &pause("other")),
         Err(SealError::NotCommitted)
     ));
     assert!(log.is_empty(), "nothing appended");
@@ -256,5 +340,45 @@ async fn append_then_seal_refuses_a_pause_the_gate_is_not_committed_to_and_appen
     assert_eq!(
         within("L1: closing the gate ends the pending seal", pending.wait()).await,
         None
+    );
+}
+
+/// R7 and the worker side of SPEC §6: the worker of epoch 1 is committed,
+/// then paused while its owner claims the Run again (epoch 2). When it
+/// wakes, its append is fenced: nothing is written, its gate closes without
+/// a seal (the requester's `wait()` resolves `None`), and the error tells
+/// it to stop. The Run stays open for epoch 2's worker.
+#[tokio::test]
+async fn a_zombie_worker_is_fenced_its_gate_closed_and_nothing_written() {
+    let gate = gate();
+    let log = MemoryLog::new();
+    let zombie = owner(&log);
+    let (pending, paused) = committed(&gate).await;
+    let takeover = owner(&log);
+    assert!(takeover > zombie, "the owner's claim fences the old epoch");
+    assert!(matches!(
+        append_then_seal(&gate, &log, zombie, &paused),
+        Err(SealError::Fenced { epoch, current }) if epoch == zombie && current == takeover
+    ));
+    assert_eq!(
+        gate.state().kind(),
+        StateKind::Closed,
+        "closed without a seal"
+    );
+    assert_eq!(
+        within("R7: a fenced worker's pending seal ends", pending.wait()).await,
+        None,
+        "R2: no Some without a durable pause"
+    );
+    let facts = log.facts("root", "run").unwrap();
+    assert!(
+        facts.pauses.is_empty(),
+        "R7: the fenced worker wrote nothing"
+    );
+    assert_eq!(facts.epoch, takeover);
+    assert_eq!(
+        log.claim("root", "run").unwrap(),
+        Claim::Owner(takeover.next().unwrap()),
+        "R1: the Run is still open: a later owner may take it again"
     );
 }

@@ -3,6 +3,7 @@
 
 use thiserror::Error;
 
+use super::fence::Epoch;
 use super::log::{HandoffLog, LogError, Receipt};
 use crate::facts::HandoffPause;
 use crate::gate::HandoffGate;
@@ -16,6 +17,17 @@ pub enum SealError {
     /// `boundary` returned). Nothing was appended; the gate is unchanged.
     #[error("the gate is not committed to this pause")]
     NotCommitted,
+    /// Fenced: a newer owner epoch (`current`) claimed the Run, so this
+    /// worker was taken for dead. Nothing was appended; the gate is **closed
+    /// without a seal** (every `wait()` returns `None`). Stop: the Run is
+    /// the newer epoch's.
+    #[error("fenced: epoch {epoch} was superseded by epoch {current}; the gate is closed, stop")]
+    Fenced {
+        /// The epoch this worker held.
+        epoch: Epoch,
+        /// The Run's current epoch.
+        current: Epoch,
+    },
     /// The append failed; the gate is **closed without a seal**, so the
     /// requester's `wait()` returns `None`. For [`LogError::Storage`] the
     /// append's outcome is unknown: the owner reconciles from the log.
@@ -28,11 +40,15 @@ pub enum SealError {
     ClosedBeforeSeal,
 }
 
-/// Makes a committed handoff final: appends `pause` to `log` durably, and
+/// Makes a committed handoff final: appends `pause` to `log` durably under
+/// the owner `epoch` this worker holds (from [`HandoffLog::claim`]), and
 /// only once that is acknowledged seals the gate (SPEC §1: the requester's
 /// `wait()` returns `Some` only for a durable pause). The pause is filed
 /// under the gate's own [`source`](HandoffGate::source), so it cannot land
 /// under another Run.
+///
+/// A worker that was paused while its owner took the Run over learns it
+/// here: [`SealError::Fenced`], nothing written, the gate closed (R7).
 ///
 /// On `Ok` the successor owns the Run and the worker must stop. On
 /// [`SealError::Append`] the gate is closed without a seal: the requester's
@@ -48,6 +64,7 @@ pub enum SealError {
 pub fn append_then_seal<P, L>(
     gate: &HandoffGate<P>,
     log: &L,
+    epoch: Epoch,
     pause: &HandoffPause<P>,
 ) -> Result<Receipt, SealError>
 where
@@ -67,13 +84,17 @@ where
     if !committed {
         return Err(SealError::NotCommitted);
     }
-    match log.append(gate.root_run_id(), gate.source(), pause) {
+    match log.append(gate.root_run_id(), gate.source(), epoch, pause) {
         Ok(receipt) => {
             if gate.sealed(pause) {
                 Ok(receipt)
             } else {
                 Err(SealError::ClosedBeforeSeal)
             }
+        }
+        Err(LogError::Fenced { epoch, current }) => {
+            gate.close();
+            Err(SealError::Fenced { epoch, current })
         }
         Err(error) => {
             gate.close();

@@ -227,6 +227,9 @@ impl Core {
         let facts = RunFacts {
             root_run_id: config.root_run_id().into(),
             run_id: config.source().run_id.clone(),
+            // This model has one owner epoch (crash-stop workers, an exact
+            // failure detector): `reconcile` does not read it.
+            epoch: durable::Epoch::new(1),
             pauses: log
                 .iter()
                 .map(|&p| Appended {
