@@ -9,7 +9,10 @@
 //! worker at every point and a restart around the real
 //! `baton::durable::reconcile` ([`gate::durable`]) — R1–R5; [`ledger`]
 //! builds the delegation ledger system of SPEC §2 around
-//! `baton::ledger::core::step` and checks D1–D6.
+//! `baton::ledger::core::step` and checks D1–D6; [`fence`] builds the
+//! fenced handoff of SPEC §6 (an owner, its workers — zombies, wrong
+//! suspicions, lost replies, crashes — and the log) around the real
+//! `baton::durable::claim_step` and `append_step` and checks R1–R7.
 //! [`trace`] prints counterexamples and writes and
 //! replays them as JSON; [`report`] is what `cargo run -p baton-model`
 //! prints, and [`diagram`] the Mermaid state diagram of what was explored.
@@ -21,6 +24,7 @@
 //! cargo run --release -p baton-model -- --requesters 2 --tries 1 --durable   # with the log, crashes, restart
 //! cargo run --release -p baton-model -- --variant d_failed_preflight_rerequests   # see a counterexample
 //! cargo run --release -p baton-model -- --variant i_seal_before_append            # the durable one
+//! cargo run --release -p baton-model -- --variant k_owner_decides_by_reading      # the fenced handoff's
 //! cargo run --release -p baton-model -- --largest 60 # what completes within 60 s
 //! cargo test -p baton-model                          # pinned counts, self-tests, regressions
 //! ```
@@ -30,6 +34,7 @@
 
 pub mod diagram;
 pub mod explore;
+pub mod fence;
 pub mod gate;
 pub mod lasso;
 pub mod ledger;

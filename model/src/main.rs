@@ -1,7 +1,8 @@
 //! `cargo run --release -p baton-model`: the model-checking report — the
 //! handoff gate's configurations, the durable handoff's (the gate with the
-//! log, crashes and the restart: R1–R5), the delegation ledger's, and the
-//! self-tests on broken variants of each.
+//! log, crashes and the restart: R1–R5), the delegation ledger's, the
+//! fenced handoff's (SPEC §6: zombies, wrong suspicions, lost replies:
+//! R1–R7), and the self-tests on broken variants of each.
 //!
 //! Flags: `--diagram` prints the Mermaid state diagram of the CI
 //! configuration; `--symmetry` reduces symmetry; `--requesters N --tries T`
@@ -26,7 +27,7 @@ use baton_model::gate::{
     CI, DURABLE_CI, DURABLE_REPORT, GateModel, Named, REPORT, durable, durable_full, full, props,
     variants,
 };
-use baton_model::{ledger, report};
+use baton_model::{fence, ledger, report};
 
 fn value(args: &[String], flag: &str) -> Option<u8> {
     let i = args.iter().position(|a| a == flag)?;
@@ -89,6 +90,18 @@ fn main() -> ExitCode {
         }
         return finish(ok, started);
     }
+    if let Some(broken) = fence::by_name(&label) {
+        for named in fence::REPORT {
+            let model = fence::FenceModel::with_rule(named.setup, broken.claim, broken.append);
+            let checked = fence::report::Checked {
+                named,
+                exploration: fence::report::explore_all(&model),
+            };
+            print!("{}", fence::report::format(&checked));
+            ok &= checked.exploration.all_passed();
+        }
+        return finish(ok, started);
+    }
     if let Some(broken) = durable::by_name(&label) {
         for named in &DURABLE_REPORT {
             let model = report::durable_model(&broken, named.setup);
@@ -130,6 +143,16 @@ fn main() -> ExitCode {
         }
         let caught = ledger::report::self_test(ledger::report::SELF_TEST);
         print!("{}", ledger::report::format_self_test(&caught));
+        ok &= caught.iter().all(|c| c.trace.is_some());
+        println!();
+        for named in fence::REPORT {
+            let checked = fence::report::check(named);
+            print!("{}", fence::report::format(&checked));
+            ok &= checked.exploration.all_passed();
+            println!();
+        }
+        let caught = fence::report::self_test(fence::SELF_TEST);
+        print!("{}", fence::report::format_self_test(&caught));
         ok &= caught.iter().all(|c| c.trace.is_some());
     }
     finish(ok, started)

@@ -67,16 +67,24 @@ pub enum Claim<P> {
 /// What a store does for a `claim`: the answer, and the epoch to write with
 /// it (`None`: write nothing).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct ClaimStep<P> {
-    pub(crate) answer: Claim<P>,
-    pub(crate) write: Option<Epoch>,
+pub struct ClaimStep<P> {
+    /// What the claim answers.
+    pub answer: Claim<P>,
+    /// The Run's new epoch, to write in the same transaction (`None`:
+    /// write nothing).
+    pub write: Option<Epoch>,
 }
 
 /// The rule of `claim`, from the facts read inside the claiming
 /// transaction: [`reconcile`] decides, and an open Run's epoch advances.
-pub(crate) fn claim_step<P: PartialEq + Clone>(
-    facts: &RunFacts<P>,
-) -> Result<ClaimStep<P>, LogError> {
+/// Every store calls it, and the model checker (`baton-model`) explores
+/// it with zombie workers and lost replies.
+///
+/// # Errors
+///
+/// [`LogError::Contradictory`] for facts [`reconcile`] refuses;
+/// [`LogError::EpochsExhausted`] past the last epoch.
+pub fn claim_step<P: PartialEq + Clone>(facts: &RunFacts<P>) -> Result<ClaimStep<P>, LogError> {
     match reconcile(facts).map_err(LogError::Contradictory)? {
         Decision::HandedOff(pause) => Ok(ClaimStep {
             answer: Claim::HandedOff(pause),
@@ -94,7 +102,7 @@ pub(crate) fn claim_step<P: PartialEq + Clone>(
 
 /// What an append does, when its epoch is the Run's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum AppendStep {
+pub enum AppendStep {
     /// No pause yet: write this one.
     Write,
     /// The identical row is durable: write nothing, `Ok(AlreadyDurable)`.
@@ -103,7 +111,7 @@ pub(crate) enum AppendStep {
 
 impl AppendStep {
     /// The receipt an append that carried out this step returns.
-    pub(crate) const fn receipt(self) -> Receipt {
+    pub const fn receipt(self) -> Receipt {
         match self {
             AppendStep::Write => Receipt::Written,
             AppendStep::Idempotent => Receipt::AlreadyDurable,
@@ -112,9 +120,14 @@ impl AppendStep {
 }
 
 /// The rule of `append`, from what the log holds for the Run (its epoch and
-/// its pause row, if any), read inside the appending transaction. The input
-/// itself is checked before ([`check_append`](super::log::check_append)).
-pub(crate) fn append_step<P: PartialEq>(
+/// its pause row, if any), read inside the appending transaction. The
+/// input's own validity (ids, intent) is checked before, by the store.
+///
+/// # Errors
+///
+/// [`LogError::EpochNotIssued`], [`LogError::Fenced`] and
+/// [`LogError::AlreadyHandedOff`], as the module's table says.
+pub fn append_step<P: PartialEq>(
     root_run_id: &str,
     current: Epoch,
     existing: Option<&Appended<P>>,

@@ -38,7 +38,7 @@ mod reconcile;
 mod sqlite;
 mod worker;
 
-pub use fence::{Claim, Epoch};
+pub use fence::{AppendStep, Claim, ClaimStep, Epoch, append_step, claim_step};
 pub use log::{HandoffLog, LogError, MemoryLog, Receipt};
 pub use reconcile::{Appended, Decision, ReconcileError, RunFacts, reconcile};
 #[cfg(feature = "sqlite")]

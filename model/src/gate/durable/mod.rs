@@ -30,8 +30,11 @@
 //!   fresh gate, which is this system again from its initial state.
 //!
 //! Modelling assumptions, stated: crash detection is exact (the restart
-//! runs only after the old worker is gone; fencing a live "zombie" worker
-//! is the runtime's job), and the restart is fair (it eventually runs, R5).
+//! runs only after the old worker is gone), and the restart is fair (it
+//! eventually runs, R5). Zombies — a worker that only paused, a wrong
+//! suspicion, a lost reply — are [`crate::fence`]'s model, around the log's
+//! real claim and append rules (SPEC §6, R1–R7); this one keeps the gate's
+//! whole protocol with crash-stop workers.
 //! Crashes, like the closer, are never forced.
 //!
 //! [`props`] holds R1–R5 and the durable coverage; [`VARIANTS`] the broken
