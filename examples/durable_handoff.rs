@@ -62,8 +62,11 @@ fn intent(run_id: &str) -> HandoffIntent {
 }
 
 /// Claims `run` (its own root Run here) for a worker: the epoch it holds.
-fn owner(log: &SqliteLog, run: &str) -> Result<Epoch, Box<dyn std::error::Error>> {
-    match HandoffLog::<HandoffExecution>::claim(log, run, run)? {
+fn owner(
+    log: &SqliteLog<HandoffExecution>,
+    run: &str,
+) -> Result<Epoch, Box<dyn std::error::Error>> {
+    match log.claim(run, run)? {
         Claim::Owner(epoch) => Ok(epoch),
         Claim::HandedOff(pause) => Err(format!("{run} is already handed off: {pause:?}").into()),
     }
@@ -79,7 +82,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .as_nanos()
     ));
     println!("log        {}", path.display());
-    let log = SqliteLog::open(&path)?;
+    let log: SqliteLog<HandoffExecution> = SqliteLog::open(&path)?;
 
     // Run A: a full handoff. The owner claims the Run for its worker; the
     // supervisor reserves and commits; the worker appends the committed
@@ -153,9 +156,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     drop(log);
 
     // A new owner, after a restart: claim each Run; the log decides.
-    let log = SqliteLog::open(&path)?;
+    let log: SqliteLog<HandoffExecution> = SqliteLog::open(&path)?;
     for run in ["run-a", "run-b"] {
-        match HandoffLog::<HandoffExecution>::claim(&log, run, run)? {
+        match log.claim(run, run)? {
             Claim::HandedOff(pause) => println!(
                 "owner      {run}: handed off to {}; never resumed",
                 pause.intent.successor_run_id

@@ -95,7 +95,7 @@ fn point(name: &str) {
 
 /// The log as the child's worker sees it: reports the points around the
 /// append, so the parent can aim its kill between them.
-struct Reporting<'a>(&'a SqliteLog);
+struct Reporting<'a>(&'a SqliteLog<baton::HandoffExecution>);
 
 impl HandoffLog<baton::HandoffExecution> for Reporting<'_> {
     fn claim(
@@ -256,9 +256,9 @@ fn check_after_kill(db: &Path, reached: &[String]) -> (Decision<baton::HandoffEx
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .expect("user_version");
 
-    let log = SqliteLog::open(db).expect("the log opens after any kill: no half-made schema");
-    let facts = HandoffLog::<baton::HandoffExecution>::facts(&log, "run", "run")
-        .expect("the facts read back");
+    let log: SqliteLog<baton::HandoffExecution> =
+        SqliteLog::open(db).expect("the log opens after any kill: no half-made schema");
+    let facts = log.facts("run", "run").expect("the facts read back");
     let decision = reconcile(&facts).expect("the facts are never contradictory");
 
     let rows: Vec<(String, String)> = {
@@ -305,7 +305,7 @@ fn check_after_kill(db: &Path, reached: &[String]) -> (Decision<baton::HandoffEx
 /// The owner acts on the decision: a `Resumable` Run is taken by a new
 /// worker, which hands it off; a handed-off Run refuses another pause
 /// (the old worker is never resumed).
-fn act_on(log: &SqliteLog, decision: &Decision<baton::HandoffExecution>) {
+fn act_on(log: &SqliteLog<baton::HandoffExecution>, decision: &Decision<baton::HandoffExecution>) {
     match decision {
         Decision::Resumable => {
             let received = hand_off(log).expect("the new worker hands off");
@@ -314,9 +314,7 @@ fn act_on(log: &SqliteLog, decision: &Decision<baton::HandoffExecution>) {
         Decision::HandedOff(_) => {
             let mut other: Pause = pause_for(intent_named("a-second-handoff"));
             other.execution.supports_vision = true;
-            let epoch = HandoffLog::<baton::HandoffExecution>::facts(log, "run", "run")
-                .expect("facts")
-                .epoch;
+            let epoch = log.facts("run", "run").expect("facts").epoch;
             let refused = log.append("run", &source(), epoch, &other);
             assert!(
                 matches!(refused, Err(LogError::AlreadyHandedOff { .. })),
@@ -324,7 +322,7 @@ fn act_on(log: &SqliteLog, decision: &Decision<baton::HandoffExecution>) {
             );
         }
     }
-    let facts = HandoffLog::<baton::HandoffExecution>::facts(log, "run", "run").expect("facts");
+    let facts = log.facts("run", "run").expect("facts");
     assert_eq!(
         reconcile(&facts),
         Ok(Decision::HandedOff(pause_for(intent()))),

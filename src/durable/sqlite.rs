@@ -2,6 +2,7 @@
 //! `sqlite`, SQLite bundled: no system library needed).
 #![cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 
+use std::marker::PhantomData;
 use std::path::Path;
 use std::time::Duration;
 
@@ -74,24 +75,31 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// in one transaction, when opened (its Runs have epoch 0: a handed-off
 /// one stays handed off, an open one is claimed from epoch 1).
 ///
+/// The log is typed by the payload `P` of the pauses it holds, so reading
+/// needs no annotation once the log's type is known.
+///
 /// ```
-/// use baton::durable::{HandoffLog, SqliteLog, reconcile, Decision};
+/// use baton::durable::{Claim, Decision, Epoch, HandoffLog, SqliteLog, reconcile};
 ///
 /// let path = std::env::temp_dir().join(format!("baton-doc-{}.sqlite", std::process::id()));
-/// let log = SqliteLog::open(&path)?;
-/// let facts = HandoffLog::<u32>::facts(&log, "root-run", "run")?;
-/// assert_eq!(reconcile(&facts), Ok(Decision::Resumable));
+/// let log: SqliteLog<u32> = SqliteLog::open(&path)?;
+/// assert_eq!(reconcile(&log.facts("root-run", "run")?), Ok(Decision::Resumable));
+/// assert_eq!(log.claim("root-run", "run")?, Claim::Owner(Epoch::new(1)));
+/// assert_eq!(log.facts("root-run", "run")?.epoch, Epoch::new(1));
 /// # drop(log);
 /// # for suffix in ["", "-wal", "-shm"] {
 /// #     let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
 /// # }
 /// # Ok::<_, Box<dyn std::error::Error>>(())
 /// ```
-pub struct SqliteLog {
+pub struct SqliteLog<P> {
     connection: Mutex<Connection>,
+    /// The payload type of the pauses the log holds (`fn() -> P`: the log
+    /// owns no `P`, so it is `Send` and `Sync` whatever `P` is).
+    payload: PhantomData<fn() -> P>,
 }
 
-impl std::fmt::Debug for SqliteLog {
+impl<P> std::fmt::Debug for SqliteLog<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let connection = lock(&self.connection);
         f.debug_struct("SqliteLog")
@@ -111,7 +119,7 @@ fn corrupt(run_id: &str, reason: impl std::fmt::Display) -> LogError {
     }
 }
 
-impl SqliteLog {
+impl<P> SqliteLog<P> {
     /// Opens (creating if needed) the log at `path`: sets the WAL journal
     /// and `synchronous = FULL`, and creates the schema in one transaction
     /// if the file has none.
@@ -138,6 +146,7 @@ impl SqliteLog {
         Self::migrate(&mut connection)?;
         Ok(Self {
             connection: Mutex::new(connection),
+            payload: PhantomData,
         })
     }
 
@@ -211,11 +220,14 @@ impl SqliteLog {
 
     /// Everything the log holds for a Run, read on `connection` (inside the
     /// caller's transaction, so the epoch and the pause agree).
-    fn facts_in<P: DeserializeOwned>(
+    fn facts_in(
         connection: &Connection,
         root_run_id: &str,
         run_id: &str,
-    ) -> Result<RunFacts<P>, LogError> {
+    ) -> Result<RunFacts<P>, LogError>
+    where
+        P: DeserializeOwned,
+    {
         let mut facts = RunFacts::empty(root_run_id, run_id);
         facts.epoch = Self::epoch(connection, root_run_id, run_id)?;
         facts
@@ -225,11 +237,14 @@ impl SqliteLog {
     }
 
     /// The row stored for a Run, decoded and checked against its columns.
-    fn read<P: DeserializeOwned>(
+    fn read(
         connection: &Connection,
         root_run_id: &str,
         run_id: &str,
-    ) -> Result<Option<Appended<P>>, LogError> {
+    ) -> Result<Option<Appended<P>>, LogError>
+    where
+        P: DeserializeOwned,
+    {
         let row = connection
             .query_row(
                 "SELECT session_id, turn_id, invocation_id, handoff_id, \
@@ -272,7 +287,7 @@ impl SqliteLog {
     }
 }
 
-impl<P> HandoffLog<P> for SqliteLog
+impl<P> HandoffLog<P> for SqliteLog<P>
 where
     P: PartialEq + Clone + Serialize + DeserializeOwned,
 {
@@ -284,7 +299,7 @@ where
         let transaction = connection
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(storage)?;
-        let facts = Self::facts_in::<P>(&transaction, root_run_id, run_id)?;
+        let facts = Self::facts_in(&transaction, root_run_id, run_id)?;
         let step = claim_step(&facts)?;
         if let Some(epoch) = step.write {
             let stored = i64::try_from(epoch.get()).map_err(|_| LogError::EpochsExhausted)?;
@@ -314,7 +329,7 @@ where
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(storage)?;
         let current = Self::epoch(&transaction, root_run_id, &source.run_id)?;
-        let existing = Self::read::<P>(&transaction, root_run_id, &source.run_id)?;
+        let existing = Self::read(&transaction, root_run_id, &source.run_id)?;
         let step = append_step(
             root_run_id,
             current,

@@ -9,8 +9,8 @@ use crate::durable::tests::{pause, source, the_log_rules_hold};
 use crate::durable::{Decision, reconcile};
 
 /// Claims `(root, run)` in `log`: the epoch its worker holds.
-fn owner(log: &SqliteLog) -> Epoch {
-    match HandoffLog::<u32>::claim(log, "root", "run").unwrap() {
+fn owner(log: &SqliteLog<u32>) -> Epoch {
+    match log.claim("root", "run").unwrap() {
         Claim::Owner(epoch) => epoch,
         Claim::HandedOff(pause) => panic!("already handed off: {pause:?}"),
     }
@@ -47,7 +47,7 @@ impl Drop for TempDb {
 #[test]
 fn the_sqlite_log_keeps_the_log_rules() {
     let db = TempDb::new();
-    let log = SqliteLog::open(&db.0).unwrap();
+    let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
     the_log_rules_hold(&log);
     // Debug names the file, so a log in an error message says which one
     // (SQLite may resolve symlinks in the directory: match the name only).
@@ -62,15 +62,15 @@ fn the_sqlite_log_keeps_the_log_rules() {
 #[test]
 fn an_acknowledged_append_is_read_back_whole_after_reopening() {
     let db = TempDb::new();
-    let log = SqliteLog::open(&db.0).unwrap();
+    let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
     let epoch = owner(&log);
     assert_eq!(
         log.append("root", &source(), epoch, &pause("h")).unwrap(),
         Receipt::Written
     );
     drop(log);
-    let log = SqliteLog::open(&db.0).unwrap();
-    let facts = HandoffLog::<u32>::facts(&log, "root", "run").unwrap();
+    let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    let facts = log.facts("root", "run").unwrap();
     assert_eq!(facts.pauses[0].source, source());
     assert_eq!(facts.epoch, epoch, "the epoch is durable too");
     assert_eq!(reconcile(&facts), Ok(Decision::HandedOff(pause("h"))));
@@ -79,7 +79,7 @@ fn an_acknowledged_append_is_read_back_whole_after_reopening() {
 #[test]
 fn the_log_is_wal_with_full_sync_and_records_its_schema_version() {
     let db = TempDb::new();
-    let log = SqliteLog::open(&db.0).unwrap();
+    let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
     let connection = lock(&log.connection);
     let mode: String = connection
         .pragma_query_value(None, "journal_mode", |row| row.get(0))
@@ -103,7 +103,7 @@ fn a_file_with_an_unknown_schema_version_is_a_typed_error() {
     connection.pragma_update(None, "user_version", 7).unwrap();
     drop(connection);
     assert!(matches!(
-        SqliteLog::open(&db.0),
+        SqliteLog::<u32>::open(&db.0),
         Err(LogError::UnknownSchema {
             found: 7,
             expected: SCHEMA_VERSION
@@ -120,7 +120,7 @@ fn a_foreign_handoff_pause_table_without_a_version_is_a_typed_error() {
         .unwrap();
     drop(connection);
     assert!(matches!(
-        SqliteLog::open(&db.0),
+        SqliteLog::<u32>::open(&db.0),
         Err(LogError::UnknownSchema { found: 0, .. })
     ));
 }
@@ -133,13 +133,16 @@ fn a_file_that_is_not_a_database_is_a_storage_error_not_a_panic() {
         b"this is not a SQLite database, just some bytes......",
     )
     .unwrap();
-    assert!(matches!(SqliteLog::open(&db.0), Err(LogError::Storage(_))));
+    assert!(matches!(
+        SqliteLog::<u32>::open(&db.0),
+        Err(LogError::Storage(_))
+    ));
 }
 
 #[test]
 fn the_schema_refuses_a_second_row_for_one_run_even_outside_baton() {
     let db = TempDb::new();
-    let log = SqliteLog::open(&db.0).unwrap();
+    let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
     let epoch = owner(&log);
     let _ = log.append("root", &source(), epoch, &pause("h")).unwrap();
     let connection = lock(&log.connection);
@@ -155,14 +158,14 @@ fn the_schema_refuses_a_second_row_for_one_run_even_outside_baton() {
 #[test]
 fn a_row_altered_outside_baton_is_reported_corrupt_not_guessed() {
     let db = TempDb::new();
-    let log = SqliteLog::open(&db.0).unwrap();
+    let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
     let epoch = owner(&log);
     let _ = log.append("root", &source(), epoch, &pause("h")).unwrap();
     lock(&log.connection)
         .execute("UPDATE handoff_pause SET handoff_id = 'forged'", [])
         .unwrap();
     assert!(matches!(
-        HandoffLog::<u32>::facts(&log, "root", "run"),
+        log.facts("root", "run"),
         Err(LogError::Corrupt { .. })
     ));
     lock(&log.connection)
@@ -172,7 +175,7 @@ fn a_row_altered_outside_baton_is_reported_corrupt_not_guessed() {
         )
         .unwrap();
     assert!(matches!(
-        HandoffLog::<u32>::facts(&log, "root", "run"),
+        log.facts("root", "run"),
         Err(LogError::Corrupt { .. })
     ));
 }
@@ -197,7 +200,7 @@ fn a_payload_that_fails_to_encode_is_a_typed_error_and_writes_nothing() {
         }
     }
     let db = TempDb::new();
-    let log = SqliteLog::open(&db.0).unwrap();
+    let log: SqliteLog<Unencodable> = SqliteLog::open(&db.0).unwrap();
     let bad = HandoffPause {
         intent: pause("h").intent,
         execution: Unencodable,
@@ -206,19 +209,14 @@ fn a_payload_that_fails_to_encode_is_a_typed_error_and_writes_nothing() {
         log.append("root", &source(), Epoch::new(1), &bad),
         Err(LogError::Encode(_))
     ));
-    assert!(
-        HandoffLog::<u32>::facts(&log, "root", "run")
-            .unwrap()
-            .pauses
-            .is_empty()
-    );
+    assert!(log.facts("root", "run").unwrap().pauses.is_empty());
 }
 
 #[test]
 fn two_processes_racing_to_hand_off_one_run_cannot_both_succeed() {
     let db = TempDb::new();
-    let first = SqliteLog::open(&db.0).unwrap();
-    let second = SqliteLog::open(&db.0).unwrap();
+    let first: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    let second: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
     let epoch = owner(&first);
     let results = std::thread::scope(|scope| {
         let a = scope.spawn(|| first.append("root", &source(), epoch, &pause("a")));
@@ -234,7 +232,7 @@ fn two_processes_racing_to_hand_off_one_run_cannot_both_succeed() {
         .filter(|r| matches!(r, Err(LogError::AlreadyHandedOff { .. })))
         .count();
     assert_eq!((written, refused), (1, 1), "{results:?}");
-    let facts = HandoffLog::<u32>::facts(&first, "root", "run").unwrap();
+    let facts = first.facts("root", "run").unwrap();
     assert!(matches!(reconcile(&facts), Ok(Decision::HandedOff(_))));
 }
 
@@ -243,8 +241,8 @@ fn two_processes_racing_to_hand_off_one_run_cannot_both_succeed() {
 #[test]
 fn claims_from_two_connections_issue_distinct_epochs() {
     let db = TempDb::new();
-    let first = SqliteLog::open(&db.0).unwrap();
-    let second = SqliteLog::open(&db.0).unwrap();
+    let first: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    let second: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
     let claims = std::thread::scope(|scope| {
         let a = scope.spawn(|| (0..20).map(|_| owner(&first)).collect::<Vec<_>>());
         let b = scope.spawn(|| (0..20).map(|_| owner(&second)).collect::<Vec<_>>());
@@ -278,15 +276,15 @@ fn a_version_1_file_opens_and_upgrades_in_place() {
             .unwrap()
     };
     assert_eq!(version(&db.0), 1, "the fixture is a version-1 file");
-    let log = SqliteLog::open(&db.0).unwrap();
+    let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
     drop(log);
     assert_eq!(version(&db.0), SCHEMA_VERSION, "upgraded in place");
-    let log = SqliteLog::open(&db.0).unwrap();
-    let facts = HandoffLog::<u32>::facts(&log, "root", "run").unwrap();
+    let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    let facts = log.facts("root", "run").unwrap();
     assert_eq!(facts.epoch, Epoch::NONE, "written before epochs");
     assert_eq!(reconcile(&facts), Ok(Decision::HandedOff(pause("h"))));
     assert_eq!(
-        HandoffLog::<u32>::claim(&log, "root", "run").unwrap(),
+        log.claim("root", "run").unwrap(),
         Claim::HandedOff(pause("h")),
         "R1: a Run handed off under version 1 is never resumed"
     );
@@ -295,7 +293,7 @@ fn a_version_1_file_opens_and_upgrades_in_place() {
         Err(LogError::EpochNotIssued { .. })
     ));
     assert_eq!(
-        HandoffLog::<u32>::claim(&log, "root", "other-run").unwrap(),
+        log.claim("root", "other-run").unwrap(),
         Claim::Owner(Epoch::new(1))
     );
 }
