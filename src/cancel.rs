@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::sync::{Arc, AtomicU8, Ordering};
 use crate::waiter::WatchCell;
 
-/// What a task was doing when it was cancelled; serialised with the original
+/// What a task was doing when it was canceled; serialised with the original
 /// runtime's wire words (`queued`, `turn`, …, `done_check`).
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
@@ -104,10 +104,16 @@ impl FromStr for Phase {
 /// handoff is held, so that `commit` reads the bit at the moment it commits
 /// (S3).
 pub trait Cancellation: Clone + Send + Sync + 'static {
-    /// Whether cancellation has fired. Must not block.
+    /// Whether cancellation has fired.
+    ///
+    /// Called **under the gate's lock** while a handoff is held (a commit
+    /// reads it in the same step it commits, S3): it must not block, and
+    /// must not call back into the gate.
+    #[doc(alias = "is_cancelled")]
     fn is_canceled(&self) -> bool;
 
     /// Resolves once cancellation has fired (at once if it already has).
+    #[doc(alias = "cancelled")]
     fn canceled(&self) -> impl Future<Output = ()> + Send + '_;
 }
 
@@ -126,7 +132,7 @@ const WAITED: u8 = 2;
 /// A one-way cancellation latch that remembers the phase it interrupted.
 ///
 /// Clones share the latch. Once [`cancel`](Self::cancel) is called it stays
-/// cancelled, and every [`canceled`](Self::canceled) future resolves.
+/// canceled, and every [`canceled`](Self::canceled) future resolves.
 ///
 /// ```
 /// use baton::{CancelSignal, Phase};

@@ -175,6 +175,11 @@ pub enum IdError {
 
 /// Checks an identifier: non-empty, at most [`MAX_ID_BYTES`] bytes, no
 /// control characters. Every identifier baton accepts passes this.
+///
+/// # Errors
+///
+/// [`IdError::Empty`], [`IdError::TooLong`] (with the length in bytes) or
+/// [`IdError::ControlCharacter`], checked in that order.
 pub fn check_id(id: &str) -> Result<(), IdError> {
     if id.is_empty() {
         return Err(IdError::Empty);
@@ -271,6 +276,13 @@ impl HandoffIntent {
     /// and the successor Run and invocation differ from the source's.
     ///
     /// Fields are checked in declaration order; the first fault is returned.
+    ///
+    /// # Errors
+    ///
+    /// [`IntentError::Empty`], [`IntentError::TooLong`] or
+    /// [`IntentError::ControlCharacter`] naming the first field at fault;
+    /// [`IntentError::SuccessorIsSource`] if the successor Run or invocation
+    /// is the source's.
     pub fn validate(&self, source: &Invocation) -> Result<(), IntentError> {
         // Nearly every intent is six plain ids; only one that is not pays
         // for finding which field is at fault and why.
@@ -290,6 +302,11 @@ impl HandoffIntent {
 
     /// [`validate`](Self::validate), then checks that the intent keeps the
     /// logical Run `root_run_id`. This is exactly what a gate accepts.
+    ///
+    /// # Errors
+    ///
+    /// What [`validate`](Self::validate) returns, then
+    /// [`IntentError::OtherRootRun`] if the intent names another root Run.
     pub fn validate_for(&self, source: &Invocation, root_run_id: &str) -> Result<(), IntentError> {
         self.validate(source)?;
         if self.root_run_id != root_run_id {
@@ -332,6 +349,12 @@ impl DecodeError {
 /// Decodes a fact from JSON bytes. Malformed input of any kind (bad UTF-8,
 /// syntax, types, missing or unknown fields, bad digests) is a
 /// [`DecodeError`] naming the path of the field at fault.
+///
+/// # Errors
+///
+/// A [`DecodeError`] for any malformed input; its
+/// [`path`](DecodeError::path) says where (`.` for the document itself,
+/// e.g. trailing bytes).
 ///
 /// ```
 /// use baton::facts::{from_json, HandoffIntent};

@@ -35,6 +35,11 @@ pub enum DigestError {
 
 impl Digest {
     /// Parses `sha256:<64 lowercase hex digits>`.
+    ///
+    /// # Errors
+    ///
+    /// [`DigestError::MissingPrefix`], [`DigestError::Length`] (the number
+    /// of hex digits found) or [`DigestError::NotLowercaseHex`].
     pub fn parse(text: impl Into<String>) -> Result<Self, DigestError> {
         let text = text.into();
         let hex = text
@@ -144,6 +149,12 @@ pub enum ExecutionError {
 
 impl HandoffExecution {
     /// Checks what the types cannot: the replay version and the tool names.
+    ///
+    /// # Errors
+    ///
+    /// [`ExecutionError::ReplayVersion`] for a version other than
+    /// [`REPLAY_VERSION`]; [`ExecutionError::ToolName`] with the index of
+    /// the first empty or control-character tool name.
     pub fn validate(&self) -> Result<(), ExecutionError> {
         if self.replay.version != REPLAY_VERSION {
             return Err(ExecutionError::ReplayVersion(self.replay.version));

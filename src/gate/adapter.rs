@@ -334,7 +334,7 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
         let pause = match decided {
             Some(decided) => decided,
             None => {
-                // Cancelled while held: release, unless a commit got there
+                // Canceled while held: release, unless a commit got there
                 // first, which is irreversible (S4).
                 let _ = shared.apply(Event::Cancel(ticket), None);
                 shared.cell.read(|slot| {
@@ -351,6 +351,10 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
 
     /// Reports that `pause` is durably appended to the canonical log. Seals
     /// the gate if `pause` is the committed one (S5); returns whether it did.
+    ///
+    /// `pause` is compared with the committed one under the gate's lock
+    /// (`P`'s `PartialEq`), and copied there (`P`'s `Clone`) unless it is
+    /// the gate's own: neither may call back into the gate.
     pub fn sealed(&self, pause: &HandoffPause<P>) -> bool {
         let shared = &self.shared;
         shared.cell.update(|slot| {
@@ -501,7 +505,7 @@ impl<P: PartialEq + Clone> HeldHandoff<P> {
         self.release.ticket
     }
 
-    /// Commits the handoff: irreversible. `None` if the Run was cancelled
+    /// Commits the handoff: irreversible. `None` if the Run was canceled
     /// (S3) or the worker let go meanwhile (closed, dropped); the Run is then
     /// released.
     pub fn commit(self) -> Option<PendingSeal<P>> {

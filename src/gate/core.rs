@@ -243,16 +243,16 @@ pub enum Event<P> {
         ticket: Ticket,
         /// The prepared pause, or `None` if preflight failed.
         pause: Option<HandoffPause<P>>,
-        /// Whether the Run was cancelled when preflight finished.
+        /// Whether the Run was canceled when preflight finished.
         canceled: bool,
     },
-    /// Release `ticket`: a handle was dropped or the Run was cancelled.
+    /// Release `ticket`: a handle was dropped or the Run was canceled.
     Cancel(Ticket),
     /// The requester holding `ticket` commits, with the cancellation bit.
     Commit {
         /// The requester's ticket.
         ticket: Ticket,
-        /// Whether the Run is cancelled now.
+        /// Whether the Run is canceled now.
         canceled: bool,
     },
     /// The worker reports `pause` durably appended to the canonical log.

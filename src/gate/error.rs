@@ -24,8 +24,8 @@ pub enum GateError {
     /// Commit refused: the ticket is not the held one (released, stale).
     #[error("the reservation is not held")]
     NotHeld,
-    /// Commit refused: the Run is cancelled (S3).
-    #[error("the Run is cancelled")]
+    /// Commit refused: the Run is canceled (S3).
+    #[error("the Run is canceled")]
     Canceled,
 }
 

@@ -48,6 +48,13 @@ pub trait Child {
     /// Begins ending the child. Must not block; called outside every lock.
     fn begin_ending(&self);
     /// Whether the child is being ended (by the ledger or anyone else).
+    ///
+    /// Called **under the ledger's lock** (an arrival asks it, so that an
+    /// outcome from a child being ended is refused in the same step): it
+    /// must not block, and must not call back into the [`Delegations`]
+    /// that holds the child, which would deadlock.
+    ///
+    /// [`Delegations`]: crate::ledger::Delegations
     fn is_being_ended(&self) -> bool;
 }
 
