@@ -297,3 +297,32 @@ fn a_version_1_file_opens_and_upgrades_in_place() {
         Claim::Owner(Epoch::new(1))
     );
 }
+
+/// An epoch altered outside baton to one no claim issues (0, or negative)
+/// is reported corrupt, never read as "never claimed" or wrapped around:
+/// the schema's CHECK refuses it, so the test switches the check off, as a
+/// careless tool could.
+#[test]
+fn a_stored_epoch_that_is_not_positive_is_reported_corrupt() {
+    let db = TempDb::new();
+    let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    assert_eq!(owner(&log), Epoch::new(1));
+    for forged in [0, -1] {
+        let connection = lock(&log.connection);
+        connection
+            .pragma_update(None, "ignore_check_constraints", true)
+            .unwrap();
+        connection
+            .execute("UPDATE run_epoch SET epoch = ?1", [forged])
+            .unwrap();
+        drop(connection);
+        assert!(
+            matches!(log.facts("root", "run"), Err(LogError::Corrupt { .. })),
+            "epoch {forged}"
+        );
+        assert!(
+            matches!(log.claim("root", "run"), Err(LogError::Corrupt { .. })),
+            "a claim refuses to decide on it too (epoch {forged})"
+        );
+    }
+}
