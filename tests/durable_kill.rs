@@ -30,25 +30,25 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use baton::durable::{
-    Claim, Decision, Epoch, HandoffLog, LogError, Receipt, SqliteLog, append_then_seal, reconcile,
-};
+use baton::HandoffPause;
+use baton::durable::{Claim, Decision, HandoffLog, LogError, Receipt, SqliteLog, reconcile};
 use baton::facts::from_json;
-use baton::{CancelSignal, HandoffPause, Invocation};
+use common::child::{
+    Reporting, Rng, Worker, integrity_ok, number_from, remove_db, report, report_distribution,
+    say_point, seed_from, tally,
+};
 use common::*;
 
 const DB_VAR: &str = "BATON_KILL_DB";
-const POINT: &str = "baton-point: ";
 /// The points the child reports, in order.
-const POINTS: [&str; 6] = [
+const POINTS: [&str; 7] = [
     "opening",
     "opened",
+    "committed",
     "before-append",
     "appended",
     "sealed",
@@ -71,89 +71,28 @@ const WORK: Duration = Duration::from_millis(1);
 /// log: WAL, schema, several syncs) on a loaded 2-core machine.
 const OPENING: Duration = Duration::from_millis(25);
 
-/// Writes a line to the process's real stderr, past libtest's output
-/// capture (which only takes `print!`/`eprint!`): the kill-point figures
-/// appear in CI logs with or without `--nocapture`.
-macro_rules! report {
-    ($($arg:tt)*) => {{
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
-    }};
-}
-
 /// In the child, reports `name` on stdout, then works for [`WORK`]; in the
 /// parent (whose owner also hands Runs off), does nothing.
 fn point(name: &str) {
     if std::env::var_os(DB_VAR).is_none() {
         return;
     }
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{POINT}{name}");
-    let _ = out.flush();
-    drop(out);
+    say_point(name);
     std::thread::sleep(WORK);
 }
 
-/// The log as the child's worker sees it: reports the points around the
-/// append, so the parent can aim its kill between them.
-struct Reporting<'a>(&'a SqliteLog);
-
-impl HandoffLog<baton::HandoffExecution> for Reporting<'_> {
-    fn claim(
-        &self,
-        root_run_id: &str,
-        run_id: &str,
-    ) -> Result<Claim<baton::HandoffExecution>, LogError> {
-        self.0.claim(root_run_id, run_id)
-    }
-
-    fn append(
-        &self,
-        root_run_id: &str,
-        source: &Invocation,
-        epoch: Epoch,
-        pause: &Pause,
-    ) -> Result<Receipt, LogError> {
-        point("before-append");
-        let receipt = self.0.append(root_run_id, source, epoch, pause)?;
-        point("appended");
-        Ok(receipt)
-    }
-
-    fn facts(
-        &self,
-        root_run_id: &str,
-        run_id: &str,
-    ) -> Result<baton::durable::RunFacts<baton::HandoffExecution>, LogError> {
-        self.0.facts(root_run_id, run_id)
-    }
-}
-
-/// A full handoff on `log`: reserve, boundary, commit, append then
-/// seal (the library's helper), wait. Returns what the requester received.
-/// Its awaits are bounded (the runtime has a timer for it): a hang in the
-/// child fails it, which ends the parent's wait for its points too.
+/// The owner's claim for a new worker, then the worker's full handoff
+/// under the epoch claimed (reporting its points in a child). Returns what
+/// the requester received.
 fn hand_off(log: &dyn HandoffLog<baton::HandoffExecution>) -> Option<std::sync::Arc<Pause>> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .expect("a runtime");
-    // The owner's claim, for the worker it starts: the epoch it appends under.
     let epoch = match log.claim("run", "run").expect("claim") {
         Claim::Owner(epoch) => epoch,
         Claim::HandedOff(pause) => panic!("the Run is already handed off: {pause:?}"),
     };
-    runtime.block_on(async {
-        let gate = gate();
-        let requester = gate.requester();
-        let cancel = CancelSignal::new();
-        let reservation = requester.reserve(intent()).expect("reserve");
-        let (paused, pending) = commit_at_boundary(&gate, &cancel, reservation).await;
-        let paused = paused.expect("committed");
-        let receipt = append_then_seal(&gate, log, epoch, &paused).expect("append then seal");
-        assert_eq!(receipt, Receipt::Written, "the Run had no pause yet");
-        point("sealed");
-        within(SEALED, pending.wait()).await
-    })
+    let handoff = common::child::hand_off(log, epoch, intent(), point);
+    let receipt = handoff.sealed.expect("append then seal");
+    assert_eq!(receipt, Receipt::Written, "the Run had no pause yet");
+    handoff.received
 }
 
 /// The child process's worker; a no-op unless `BATON_KILL_DB` is set.
@@ -165,7 +104,7 @@ fn kill_test_child_worker() {
     point("opening");
     let log = SqliteLog::open(PathBuf::from(db)).expect("open the log");
     point("opened");
-    let received = hand_off(&Reporting(&log));
+    let received = hand_off(&Reporting { log: &log, point });
     assert!(
         received.is_some(),
         "the requester receives the sealed pause"
@@ -173,69 +112,18 @@ fn kill_test_child_worker() {
     point("received");
 }
 
-/// xorshift64*: small, seeded, good enough to scatter kill points.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-fn remove_db(db: &Path) {
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
-    }
-}
-
-/// The point a line of the child's stdout reports, if any. Found anywhere in
-/// the line: libtest prints `test kill_test_child_worker ... ` without a
-/// newline before the test runs, so the first point shares its line.
-fn point_in(line: &str) -> Option<&str> {
-    line.split_once(POINT).map(|(_, name)| name.trim_end())
-}
-
 /// One run: spawn the child on `db`, wait for the point `target` (or not at
 /// all for `None`), sleep `delay`, SIGKILL. Returns the points the child
 /// reached and whether the kill found it still running.
 fn run_child(db: &Path, target: Option<&str>, delay: Duration) -> (Vec<String>, bool) {
-    let mut child = Command::new(std::env::current_exe().expect("the test binary"))
-        .args(["--exact", "kill_test_child_worker", "--nocapture"])
-        .args(["--test-threads", "1"])
-        .env(DB_VAR, db)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn the child");
-    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
-    let mut reached = Vec::new();
+    let mut child = Worker::spawn("kill_test_child_worker", &[(DB_VAR, db.as_os_str())], false);
     if let Some(target) = target {
-        for line in lines.by_ref() {
-            let Ok(line) = line else { break };
-            if let Some(name) = point_in(&line) {
-                reached.push(name.to_owned());
-                if name == target {
-                    break;
-                }
-            }
-        }
+        child.run_to(target);
     }
     std::thread::sleep(delay);
-    child.kill().expect("SIGKILL");
-    let status = child.wait().expect("reap the child");
+    child.kill();
     // What the child printed before it died is still in the pipe.
-    reached.extend(
-        lines
-            .map_while(Result::ok)
-            .filter_map(|line| point_in(&line).map(str::to_owned)),
-    );
+    let (reached, status) = child.finish();
     let killed = status.signal() == Some(SIGKILL);
     assert!(
         killed || status.success(),
@@ -247,11 +135,7 @@ fn run_child(db: &Path, target: Option<&str>, delay: Duration) -> (Vec<String>, 
 /// The checks after one run, from the database alone; returns the decision
 /// and whether the child had made the schema durable before it died.
 fn check_after_kill(db: &Path, reached: &[String]) -> (Decision<baton::HandoffExecution>, bool) {
-    let raw = rusqlite::Connection::open(db).expect("open the database raw");
-    let integrity: String = raw
-        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
-        .expect("integrity_check");
-    assert_eq!(integrity, "ok", "PRAGMA integrity_check");
+    let raw = integrity_ok(db);
     let version: i64 = raw
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .expect("user_version");
@@ -340,19 +224,8 @@ fn a_worker_killed_at_any_point_is_reconciled_from_the_log_never_resumed_after_h
     if std::env::var_os(DB_VAR).is_some() {
         return; // the child runs only its worker
     }
-    let seed = std::env::var("BATON_KILL_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64)
-                | 1
-        });
-    let runs: usize = std::env::var("BATON_KILL_RUNS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(300);
+    let seed = seed_from("BATON_KILL_SEED");
+    let runs = number_from("BATON_KILL_RUNS", 300);
     report!("durable_kill: seed {seed} (replay with BATON_KILL_SEED={seed}), {runs} runs");
     let mut rng = Rng(seed);
     let dir = std::env::temp_dir().join(format!("baton-kill-{}-{seed}", std::process::id()));
@@ -360,7 +233,7 @@ fn a_worker_killed_at_any_point_is_reconciled_from_the_log_never_resumed_after_h
 
     let started = Instant::now();
     let mut last_points: BTreeMap<String, usize> = BTreeMap::new();
-    let mut decisions: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut decisions: BTreeMap<String, usize> = BTreeMap::new();
     let mut done = 0;
     while done < runs && started.elapsed() < BUDGET {
         let db = dir.join(format!("run-{done}.sqlite"));
@@ -400,13 +273,14 @@ fn a_worker_killed_at_any_point_is_reconciled_from_the_log_never_resumed_after_h
                 (last, _) => format!("killed after {last}"),
             },
         };
-        *last_points.entry(last).or_default() += 1;
-        *decisions
-            .entry(match decision {
+        tally(&mut last_points, last);
+        tally(
+            &mut decisions,
+            match decision {
                 Decision::HandedOff(_) => "HandedOff",
                 Decision::Resumable => "Resumable",
-            })
-            .or_default() += 1;
+            },
+        );
         remove_db(&db);
         done += 1;
     }
@@ -414,10 +288,10 @@ fn a_worker_killed_at_any_point_is_reconciled_from_the_log_never_resumed_after_h
     let elapsed = started.elapsed();
 
     report!("durable_kill: {done} runs in {elapsed:.1?}; decisions {decisions:?}");
-    report!("durable_kill: distribution of the last point reached:");
-    for (point, count) in &last_points {
-        report!("  {count:>4}  {point}");
-    }
+    report_distribution(
+        "durable_kill: distribution of the last point reached:",
+        &last_points,
+    );
     assert!(
         done >= MIN_RUNS.min(runs),
         "only {done} runs within {BUDGET:?}"
