@@ -31,29 +31,19 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
 
 use baton::HandoffPause;
 use baton::durable::{Claim, Decision, HandoffLog, LogError, Receipt, SqliteLog, reconcile};
 use baton::facts::from_json;
 use common::child::{
-    Reporting, Rng, Worker, integrity_ok, number_from, remove_db, report, report_distribution,
-    say_point, seed_from, tally,
+    Campaign, POINTS, Reporting, Worker, integrity_ok, open_log, pause_rows, remove_db, report,
+    report_distribution, say_point, tally,
 };
 use common::*;
 
 const DB_VAR: &str = "BATON_KILL_DB";
-/// The points the child reports, in order.
-const POINTS: [&str; 7] = [
-    "opening",
-    "opened",
-    "committed",
-    "before-append",
-    "appended",
-    "sealed",
-    "received",
-];
 /// Stop starting runs after this long, whatever the count (2-core machine,
 /// shared): the test stays within ~2 minutes.
 const BUDGET: Duration = Duration::from_secs(100);
@@ -101,9 +91,7 @@ fn kill_test_child_worker() {
     let Some(db) = std::env::var_os(DB_VAR) else {
         return;
     };
-    point("opening");
-    let log = SqliteLog::open(PathBuf::from(db)).expect("open the log");
-    point("opened");
+    let log = open_log(&db, point);
     let received = hand_off(&Reporting { log: &log, point });
     assert!(
         received.is_some(),
@@ -145,16 +133,7 @@ fn check_after_kill(db: &Path, reached: &[String]) -> (Decision<baton::HandoffEx
         .expect("the facts read back");
     let decision = reconcile(&facts).expect("the facts are never contradictory");
 
-    let rows: Vec<(String, String)> = {
-        let mut statement = raw
-            .prepare("SELECT invocation_id, pause FROM handoff_pause")
-            .expect("the table exists once the log opened");
-        statement
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
-            .expect("query")
-            .collect::<Result<_, _>>()
-            .expect("rows")
-    };
+    let rows: Vec<(String, String)> = pause_rows(&raw, "invocation_id, pause");
     let expected = pause_for(intent());
     match (&decision, rows.as_slice()) {
         (Decision::HandedOff(pause), [(invocation, json)]) => {
@@ -224,20 +203,11 @@ fn a_worker_killed_at_any_point_is_reconciled_from_the_log_never_resumed_after_h
     if std::env::var_os(DB_VAR).is_some() {
         return; // the child runs only its worker
     }
-    let seed = seed_from("BATON_KILL_SEED");
-    let runs = number_from("BATON_KILL_RUNS", 300);
-    report!("durable_kill: seed {seed} (replay with BATON_KILL_SEED={seed}), {runs} runs");
-    let mut rng = Rng(seed);
-    let dir = std::env::temp_dir().join(format!("baton-kill-{}-{seed}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temp dir");
-
-    let started = Instant::now();
+    let mut campaign = Campaign::start("durable_kill", "KILL", 300, BUDGET);
     let mut last_points: BTreeMap<String, usize> = BTreeMap::new();
     let mut decisions: BTreeMap<String, usize> = BTreeMap::new();
-    let mut done = 0;
-    while done < runs && started.elapsed() < BUDGET {
-        let db = dir.join(format!("run-{done}.sqlite"));
-        remove_db(&db);
+    while let Some(db) = campaign.next_db() {
+        let rng = &mut campaign.rng;
         // None: kill right after spawn; else after the child reports it.
         let target = match rng.below(POINTS.len() as u64 + 1) {
             0 => None,
@@ -253,7 +223,8 @@ fn a_worker_killed_at_any_point_is_reconciled_from_the_log_never_resumed_after_h
         let delay = Duration::from_micros(rng.below(bound.as_micros() as u64));
         let (reached, killed) = run_child(&db, target, delay);
         let (decision, had_schema) = check_after_kill(&db, &reached);
-        if std::env::var_os("BATON_KILL_VERBOSE").is_some() {
+        if campaign.verbose {
+            let done = campaign.done;
             report!(
                 "run {done}: target {target:?} + {delay:?}: reached {reached:?}, killed {killed}"
             );
@@ -281,13 +252,9 @@ fn a_worker_killed_at_any_point_is_reconciled_from_the_log_never_resumed_after_h
                 Decision::Resumable => "Resumable",
             },
         );
-        remove_db(&db);
-        done += 1;
     }
-    let _ = std::fs::remove_dir(&dir);
-    let elapsed = started.elapsed();
-
-    report!("durable_kill: {done} runs in {elapsed:.1?}; decisions {decisions:?}");
+    let (done, runs) = campaign.finish();
+    report!("durable_kill: decisions {decisions:?}");
     report_distribution(
         "durable_kill: distribution of the last point reached:",
         &last_points,

@@ -56,31 +56,21 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
 
-use baton::durable::{Claim, Decision, Epoch, HandoffLog, Receipt, SealError, SqliteLog, reconcile};
+use baton::durable::{
+    Claim, Decision, Epoch, HandoffLog, Receipt, SealError, SqliteLog, reconcile,
+};
 use common::child::{
-    Reporting, Rng, Worker, hand_off, integrity_ok, number_from, remove_db, report,
-    report_distribution, say_point, seed_from, tally,
+    Campaign, POINTS, Reporting, Rng, Worker, hand_off, integrity_ok, open_log, pause_rows, report,
+    report_distribution, say_point, tally,
 };
 use common::*;
 
 const DB_VAR: &str = "BATON_ZOMBIE_DB";
 const EPOCH_VAR: &str = "BATON_ZOMBIE_EPOCH";
 const CHILD_TEST: &str = "zombie_test_child_worker";
-
-/// The points a worker reports, in order, when its handoff goes through.
-/// A fenced worker reports `fenced` then `closed` after `before-append`.
-const POINTS: [&str; 7] = [
-    "started",
-    "opened",
-    "committed",
-    "before-append",
-    "appended",
-    "sealed",
-    "received",
-];
 
 /// Stop starting runs after this long, whatever the count.
 const BUDGET: Duration = Duration::from_secs(150);
@@ -117,9 +107,7 @@ fn zombie_test_child_worker() {
             .and_then(|e| e.parse().ok())
             .expect("the owner gives the worker its epoch"),
     );
-    point("started");
-    let log = SqliteLog::open(PathBuf::from(db)).expect("open the log");
-    point("opened");
+    let log = open_log(&db, point);
     let handoff = hand_off(
         &Reporting { log: &log, point },
         epoch,
@@ -321,16 +309,7 @@ fn run_once(db: &Path, rng: &mut Rng) -> (Fate, Option<Fate>, Outcome) {
 
     // The file, and who continued the Run.
     let raw = integrity_ok(db);
-    let rows: Vec<(i64, String)> = {
-        let mut statement = raw
-            .prepare("SELECT epoch, handoff_id FROM handoff_pause")
-            .expect("the pause table");
-        statement
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
-            .expect("query")
-            .collect::<Result<_, _>>()
-            .expect("rows")
-    };
+    let rows: Vec<(i64, String)> = pause_rows(&raw, "epoch, handoff_id");
     drop(raw);
     let durable = match rows.as_slice() {
         [] => None,
@@ -419,23 +398,14 @@ fn a_zombie_worker_continued_after_a_takeover_is_fenced_and_the_run_is_continued
     if std::env::var_os(DB_VAR).is_some() {
         return; // the child runs only its worker
     }
-    let seed = seed_from("BATON_ZOMBIE_SEED");
-    let runs = number_from("BATON_ZOMBIE_RUNS", MIN_RUNS);
-    report!("durable_zombie: seed {seed} (replay with BATON_ZOMBIE_SEED={seed}), {runs} runs");
-    let mut rng = Rng(seed);
-    let dir = std::env::temp_dir().join(format!("baton-zombie-{}-{seed}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temp dir");
-
-    let started = Instant::now();
+    let mut campaign = Campaign::start("durable_zombie", "ZOMBIE", MIN_RUNS, BUDGET);
     let mut a_points: BTreeMap<String, usize> = BTreeMap::new();
     let mut b_points: BTreeMap<String, usize> = BTreeMap::new();
     let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
-    let mut done = 0;
-    while done < runs && started.elapsed() < BUDGET {
-        let db = dir.join(format!("run-{done}.sqlite"));
-        remove_db(&db);
-        let (a, b, outcome) = run_once(&db, &mut rng);
-        if std::env::var_os("BATON_ZOMBIE_VERBOSE").is_some() {
+    while let Some(db) = campaign.next_db() {
+        let (a, b, outcome) = run_once(&db, &mut campaign.rng);
+        if campaign.verbose {
+            let done = campaign.done;
             report!(
                 "run {done}: A {a:?}, claim {}, B {b:?}: {}; durable: {}",
                 outcome.claim,
@@ -444,7 +414,10 @@ fn a_zombie_worker_continued_after_a_takeover_is_fenced_and_the_run_is_continued
             );
         }
         tally(&mut a_points, a.describe());
-        tally(&mut b_points, b.map_or("not started".into(), Fate::describe));
+        tally(
+            &mut b_points,
+            b.map_or("not started".into(), Fate::describe),
+        );
         tally(
             &mut outcomes,
             format!(
@@ -452,15 +425,8 @@ fn a_zombie_worker_continued_after_a_takeover_is_fenced_and_the_run_is_continued
                 outcome.claim, outcome.a_after, outcome.durable
             ),
         );
-        remove_db(&db);
-        done += 1;
     }
-    let _ = std::fs::remove_dir(&dir);
-
-    report!(
-        "durable_zombie: {done} runs in {:.1?} (seed {seed})",
-        started.elapsed()
-    );
+    let (done, runs) = campaign.finish();
     report_distribution("durable_zombie: worker A (the zombie to be):", &a_points);
     report_distribution("durable_zombie: worker B (after a takeover):", &b_points);
     report_distribution("durable_zombie: outcomes:", &outcomes);

@@ -31,10 +31,25 @@ macro_rules! report {
         let _ = writeln!(std::io::stderr().lock(), $($arg)*);
     }};
 }
+#[allow(unused_imports)] // not every test that says `mod common;` reports
 pub(crate) use report;
 
 /// How a child's stdout line names a point.
 pub const POINT: &str = "baton-point: ";
+
+/// The points a worker child reports, in order, when its handoff goes
+/// through: `opening` and `opened` around [`open_log`], then those of
+/// [`hand_off`] on a [`Reporting`] log, then `received` from the child
+/// itself. (A fenced worker reports `fenced` after `before-append`.)
+pub const POINTS: [&str; 7] = [
+    "opening",
+    "opened",
+    "committed",
+    "before-append",
+    "appended",
+    "sealed",
+    "received",
+];
 
 /// How long the parent waits for a child's next point, or for its exit,
 /// before it calls the child hung: far above a debug build's start-up and
@@ -114,6 +129,23 @@ pub fn integrity_ok(db: &Path) -> rusqlite::Connection {
     raw
 }
 
+/// The pause rows of the database, two `columns` of each (`"epoch,
+/// handoff_id"`), read raw.
+pub fn pause_rows<A, B>(raw: &rusqlite::Connection, columns: &str) -> Vec<(A, B)>
+where
+    A: rusqlite::types::FromSql,
+    B: rusqlite::types::FromSql,
+{
+    let mut statement = raw
+        .prepare(&format!("SELECT {columns} FROM handoff_pause"))
+        .expect("the pause table exists once the log opened");
+    statement
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows")
+}
+
 /// Counts `key` in a distribution.
 pub fn tally(distribution: &mut BTreeMap<String, usize>, key: impl Into<String>) {
     *distribution.entry(key.into()).or_default() += 1;
@@ -125,6 +157,14 @@ pub fn report_distribution(title: &str, distribution: &BTreeMap<String, usize>) 
     for (key, count) in distribution {
         report!("  {count:>4}  {key}");
     }
+}
+
+/// In the child: opens the log at `db`, reporting `opening` and `opened`.
+pub fn open_log(db: &std::ffi::OsStr, point: fn(&str)) -> SqliteLog {
+    point("opening");
+    let log = SqliteLog::open(db).expect("open the log");
+    point("opened");
+    log
 }
 
 /// The log as a child's worker sees it: reports `before-append` and
@@ -329,11 +369,16 @@ impl Worker {
                 return;
             };
             // `pid (comm) state ...`: the state follows the last `)`.
-            let state = text.rsplit_once(')').and_then(|(_, rest)| rest.trim().chars().next());
+            let state = text
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.trim().chars().next());
             if state == Some('T') {
                 return;
             }
-            assert!(Instant::now() < deadline, "the child did not stop: {state:?}");
+            assert!(
+                Instant::now() < deadline,
+                "the child did not stop: {state:?}"
+            );
             std::thread::sleep(Duration::from_micros(100));
         }
     }
@@ -367,5 +412,77 @@ impl Drop for Worker {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+    }
+}
+
+/// A seeded series of runs, each on a fresh SQLite file, bounded by a count
+/// and a time budget. Reads `BATON_<TAG>_SEED` (replay),
+/// `BATON_<TAG>_RUNS` and `BATON_<TAG>_VERBOSE`, and reports the seed first.
+pub struct Campaign {
+    name: &'static str,
+    pub seed: u64,
+    pub rng: Rng,
+    /// The runs asked for.
+    pub runs: usize,
+    /// The runs done so far.
+    pub done: usize,
+    /// Whether to report every run.
+    pub verbose: bool,
+    budget: Duration,
+    dir: std::path::PathBuf,
+    db: Option<std::path::PathBuf>,
+    started: Instant,
+}
+
+impl Campaign {
+    /// Starts the campaign of the test `name` (`durable_kill`), its env
+    /// vars tagged `tag` (`KILL`).
+    pub fn start(name: &'static str, tag: &str, default_runs: usize, budget: Duration) -> Self {
+        let seed = seed_from(&format!("BATON_{tag}_SEED"));
+        let runs = number_from(&format!("BATON_{tag}_RUNS"), default_runs);
+        report!("{name}: seed {seed} (replay with BATON_{tag}_SEED={seed}), {runs} runs");
+        let dir = std::env::temp_dir().join(format!("baton-{name}-{}-{seed}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temp dir");
+        Self {
+            name,
+            seed,
+            rng: Rng(seed),
+            runs,
+            done: 0,
+            verbose: std::env::var_os(format!("BATON_{tag}_VERBOSE")).is_some(),
+            budget,
+            dir,
+            db: None,
+            started: Instant::now(),
+        }
+    }
+
+    /// The fresh file of the next run (the previous run's is removed and
+    /// counted as done), or `None` once the runs are done or the budget is
+    /// spent.
+    pub fn next_db(&mut self) -> Option<std::path::PathBuf> {
+        if let Some(db) = self.db.take() {
+            remove_db(&db);
+            self.done += 1;
+        }
+        if self.done >= self.runs || self.started.elapsed() >= self.budget {
+            return None;
+        }
+        let db = self.dir.join(format!("run-{}.sqlite", self.done));
+        remove_db(&db);
+        self.db = Some(db.clone());
+        Some(db)
+    }
+
+    /// Removes the temp dir and reports the count and the time; returns
+    /// the runs done and the runs asked for.
+    pub fn finish(self) -> (usize, usize) {
+        let _ = std::fs::remove_dir(&self.dir);
+        let (name, done, seed) = (self.name, self.done, self.seed);
+        report!(
+            "{name}: {done} runs in {:.1?} (seed {seed})",
+            self.started.elapsed()
+        );
+        (done, self.runs)
     }
 }
