@@ -211,7 +211,7 @@ pub struct Handoff {
 
 /// A full handoff of `intent` on `log` by a worker holding `epoch`: reserve, boundary,
 /// commit (reports `committed`), append then seal (the library's helper;
-/// reports `sealed` or `fenced`), wait. Its awaits are bounded (the runtime
+/// reports `sealed`, `fenced` or `append-failed`), wait. Its awaits are bounded (the runtime
 /// has a timer for it): a hang in a child fails it, which ends the parent's
 /// wait for its points too.
 pub fn hand_off(
@@ -236,7 +236,7 @@ pub fn hand_off(
         match &sealed {
             Ok(_) => point("sealed"),
             Err(SealError::Fenced { .. }) => point("fenced"),
-            Err(_) => {}
+            Err(_) => point("append-failed"),
         }
         let received = within(SEALED, pending.wait()).await;
         Handoff { sealed, received }
