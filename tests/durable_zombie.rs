@@ -14,8 +14,9 @@
 //! re-executed with `BATON_ZOMBIE_DB` set, filtered to
 //! [`zombie_test_child_worker`]) reports each point it reaches on stdout
 //! and then waits for the parent's `go` on stdin before its next step. The
-//! parent signals it while it waits, so a stop or kill lands exactly
-//! between two steps, never inside a SQLite transaction, and what was
+//! parent signals it while it waits (and after SIGSTOP waits until `/proc`
+//! shows the process stopped), so a stop or kill lands exactly between two
+//! steps, never inside a SQLite transaction, and what was
 //! durable at that moment is known: the pause is durable exactly when its
 //! worker reported `appended`. A defect in fencing therefore fails every run
 //! whose plan reaches it, not some runs depending on scheduling. (A stop
@@ -33,6 +34,11 @@
 //!    with `b` and finishes, or is killed at a random point, or is stopped
 //!    at a random point while A goes on and resumed afterwards;
 //! 4. A gets SIGCONT and goes on to its end.
+//!
+//! The points are those of `common::child::POINTS` (`opening` … `appended`,
+//! `sealed`, `received`); at its append a fenced worker reports `fenced`,
+//! any other refusal `append-failed`, and a worker whose `wait()` returned
+//! `None` reports `closed`.
 //!
 //! Then: `PRAGMA integrity_check` is `ok`; the claim answered `HandedOff`
 //! exactly when A had reported `appended`; a fenced A reports `fenced` and
