@@ -30,30 +30,20 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
 
-use baton::durable::{
-    Claim, Decision, Epoch, HandoffLog, LogError, Receipt, SqliteLog, append_then_seal, reconcile,
-};
+use baton::HandoffPause;
+use baton::durable::{Claim, Decision, HandoffLog, LogError, Receipt, SqliteLog, reconcile};
 use baton::facts::from_json;
-use baton::{CancelSignal, HandoffPause, Invocation};
+use common::child::{
+    Campaign, POINTS, Reporting, Worker, integrity_ok, open_log, pause_rows, remove_db, report,
+    report_distribution, say_point, tally,
+};
 use common::*;
 
 const DB_VAR: &str = "BATON_KILL_DB";
-const POINT: &str = "baton-point: ";
-/// The points the child reports, in order.
-const POINTS: [&str; 6] = [
-    "opening",
-    "opened",
-    "before-append",
-    "appended",
-    "sealed",
-    "received",
-];
 /// Stop starting runs after this long, whatever the count (2-core machine,
 /// shared): the test stays within ~2 minutes.
 const BUDGET: Duration = Duration::from_secs(100);
@@ -71,89 +61,28 @@ const WORK: Duration = Duration::from_millis(1);
 /// log: WAL, schema, several syncs) on a loaded 2-core machine.
 const OPENING: Duration = Duration::from_millis(25);
 
-/// Writes a line to the process's real stderr, past libtest's output
-/// capture (which only takes `print!`/`eprint!`): the kill-point figures
-/// appear in CI logs with or without `--nocapture`.
-macro_rules! report {
-    ($($arg:tt)*) => {{
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
-    }};
-}
-
 /// In the child, reports `name` on stdout, then works for [`WORK`]; in the
 /// parent (whose owner also hands Runs off), does nothing.
 fn point(name: &str) {
     if std::env::var_os(DB_VAR).is_none() {
         return;
     }
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{POINT}{name}");
-    let _ = out.flush();
-    drop(out);
+    say_point(name);
     std::thread::sleep(WORK);
 }
 
-/// The log as the child's worker sees it: reports the points around the
-/// append, so the parent can aim its kill between them.
-struct Reporting<'a>(&'a SqliteLog<baton::HandoffExecution>);
-
-impl HandoffLog<baton::HandoffExecution> for Reporting<'_> {
-    fn claim(
-        &self,
-        root_run_id: &str,
-        run_id: &str,
-    ) -> Result<Claim<baton::HandoffExecution>, LogError> {
-        self.0.claim(root_run_id, run_id)
-    }
-
-    fn append(
-        &self,
-        root_run_id: &str,
-        source: &Invocation,
-        epoch: Epoch,
-        pause: &Pause,
-    ) -> Result<Receipt, LogError> {
-        point("before-append");
-        let receipt = self.0.append(root_run_id, source, epoch, pause)?;
-        point("appended");
-        Ok(receipt)
-    }
-
-    fn facts(
-        &self,
-        root_run_id: &str,
-        run_id: &str,
-    ) -> Result<baton::durable::RunFacts<baton::HandoffExecution>, LogError> {
-        self.0.facts(root_run_id, run_id)
-    }
-}
-
-/// A full handoff on `log`: reserve, boundary, commit, append then
-/// seal (the library's helper), wait. Returns what the requester received.
-/// Its awaits are bounded (the runtime has a timer for it): a hang in the
-/// child fails it, which ends the parent's wait for its points too.
+/// The owner's claim for a new worker, then the worker's full handoff
+/// under the epoch claimed (reporting its points in a child). Returns what
+/// the requester received.
 fn hand_off(log: &dyn HandoffLog<baton::HandoffExecution>) -> Option<std::sync::Arc<Pause>> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .expect("a runtime");
-    // The owner's claim, for the worker it starts: the epoch it appends under.
     let epoch = match log.claim("run", "run").expect("claim") {
         Claim::Owner(epoch) => epoch,
         Claim::HandedOff(pause) => panic!("the Run is already handed off: {pause:?}"),
     };
-    runtime.block_on(async {
-        let gate = gate();
-        let requester = gate.requester();
-        let cancel = CancelSignal::new();
-        let reservation = requester.reserve(intent()).expect("reserve");
-        let (paused, pending) = commit_at_boundary(&gate, &cancel, reservation).await;
-        let paused = paused.expect("committed");
-        let receipt = append_then_seal(&gate, log, epoch, &paused).expect("append then seal");
-        assert_eq!(receipt, Receipt::Written, "the Run had no pause yet");
-        point("sealed");
-        within(SEALED, pending.wait()).await
-    })
+    let handoff = common::child::hand_off(log, epoch, intent(), point);
+    let receipt = handoff.sealed.expect("append then seal");
+    assert_eq!(receipt, Receipt::Written, "the Run had no pause yet");
+    handoff.received
 }
 
 /// The child process's worker; a no-op unless `BATON_KILL_DB` is set.
@@ -162,10 +91,8 @@ fn kill_test_child_worker() {
     let Some(db) = std::env::var_os(DB_VAR) else {
         return;
     };
-    point("opening");
-    let log = SqliteLog::open(PathBuf::from(db)).expect("open the log");
-    point("opened");
-    let received = hand_off(&Reporting(&log));
+    let log = open_log(&db, point);
+    let received = hand_off(&Reporting { log: &log, point });
     assert!(
         received.is_some(),
         "the requester receives the sealed pause"
@@ -173,69 +100,18 @@ fn kill_test_child_worker() {
     point("received");
 }
 
-/// xorshift64*: small, seeded, good enough to scatter kill points.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-fn remove_db(db: &Path) {
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
-    }
-}
-
-/// The point a line of the child's stdout reports, if any. Found anywhere in
-/// the line: libtest prints `test kill_test_child_worker ... ` without a
-/// newline before the test runs, so the first point shares its line.
-fn point_in(line: &str) -> Option<&str> {
-    line.split_once(POINT).map(|(_, name)| name.trim_end())
-}
-
 /// One run: spawn the child on `db`, wait for the point `target` (or not at
 /// all for `None`), sleep `delay`, SIGKILL. Returns the points the child
 /// reached and whether the kill found it still running.
 fn run_child(db: &Path, target: Option<&str>, delay: Duration) -> (Vec<String>, bool) {
-    let mut child = Command::new(std::env::current_exe().expect("the test binary"))
-        .args(["--exact", "kill_test_child_worker", "--nocapture"])
-        .args(["--test-threads", "1"])
-        .env(DB_VAR, db)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn the child");
-    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
-    let mut reached = Vec::new();
+    let mut child = Worker::spawn("kill_test_child_worker", &[(DB_VAR, db.as_os_str())], false);
     if let Some(target) = target {
-        for line in lines.by_ref() {
-            let Ok(line) = line else { break };
-            if let Some(name) = point_in(&line) {
-                reached.push(name.to_owned());
-                if name == target {
-                    break;
-                }
-            }
-        }
+        child.run_to(target);
     }
     std::thread::sleep(delay);
-    child.kill().expect("SIGKILL");
-    let status = child.wait().expect("reap the child");
+    child.kill();
     // What the child printed before it died is still in the pipe.
-    reached.extend(
-        lines
-            .map_while(Result::ok)
-            .filter_map(|line| point_in(&line).map(str::to_owned)),
-    );
+    let (reached, status) = child.finish();
     let killed = status.signal() == Some(SIGKILL);
     assert!(
         killed || status.success(),
@@ -247,11 +123,7 @@ fn run_child(db: &Path, target: Option<&str>, delay: Duration) -> (Vec<String>, 
 /// The checks after one run, from the database alone; returns the decision
 /// and whether the child had made the schema durable before it died.
 fn check_after_kill(db: &Path, reached: &[String]) -> (Decision<baton::HandoffExecution>, bool) {
-    let raw = rusqlite::Connection::open(db).expect("open the database raw");
-    let integrity: String = raw
-        .query_row("PRAGMA integrity_check", [], |row| row.get(0))
-        .expect("integrity_check");
-    assert_eq!(integrity, "ok", "PRAGMA integrity_check");
+    let raw = integrity_ok(db);
     let version: i64 = raw
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .expect("user_version");
@@ -261,16 +133,7 @@ fn check_after_kill(db: &Path, reached: &[String]) -> (Decision<baton::HandoffEx
     let facts = log.facts("run", "run").expect("the facts read back");
     let decision = reconcile(&facts).expect("the facts are never contradictory");
 
-    let rows: Vec<(String, String)> = {
-        let mut statement = raw
-            .prepare("SELECT invocation_id, pause FROM handoff_pause")
-            .expect("the table exists once the log opened");
-        statement
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
-            .expect("query")
-            .collect::<Result<_, _>>()
-            .expect("rows")
-    };
+    let rows: Vec<(String, String)> = pause_rows(&raw, "invocation_id, pause");
     let expected = pause_for(intent());
     match (&decision, rows.as_slice()) {
         (Decision::HandedOff(pause), [(invocation, json)]) => {
@@ -338,31 +201,11 @@ fn a_worker_killed_at_any_point_is_reconciled_from_the_log_never_resumed_after_h
     if std::env::var_os(DB_VAR).is_some() {
         return; // the child runs only its worker
     }
-    let seed = std::env::var("BATON_KILL_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64)
-                | 1
-        });
-    let runs: usize = std::env::var("BATON_KILL_RUNS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(300);
-    report!("durable_kill: seed {seed} (replay with BATON_KILL_SEED={seed}), {runs} runs");
-    let mut rng = Rng(seed);
-    let dir = std::env::temp_dir().join(format!("baton-kill-{}-{seed}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temp dir");
-
-    let started = Instant::now();
+    let mut campaign = Campaign::start("durable_kill", "KILL", 300, BUDGET);
     let mut last_points: BTreeMap<String, usize> = BTreeMap::new();
-    let mut decisions: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut done = 0;
-    while done < runs && started.elapsed() < BUDGET {
-        let db = dir.join(format!("run-{done}.sqlite"));
-        remove_db(&db);
+    let mut decisions: BTreeMap<String, usize> = BTreeMap::new();
+    while let Some(db) = campaign.next_db() {
+        let rng = &mut campaign.rng;
         // None: kill right after spawn; else after the child reports it.
         let target = match rng.below(POINTS.len() as u64 + 1) {
             0 => None,
@@ -378,7 +221,8 @@ fn a_worker_killed_at_any_point_is_reconciled_from_the_log_never_resumed_after_h
         let delay = Duration::from_micros(rng.below(bound.as_micros() as u64));
         let (reached, killed) = run_child(&db, target, delay);
         let (decision, had_schema) = check_after_kill(&db, &reached);
-        if std::env::var_os("BATON_KILL_VERBOSE").is_some() {
+        if campaign.verbose {
+            let done = campaign.done;
             report!(
                 "run {done}: target {target:?} + {delay:?}: reached {reached:?}, killed {killed}"
             );
@@ -398,24 +242,21 @@ fn a_worker_killed_at_any_point_is_reconciled_from_the_log_never_resumed_after_h
                 (last, _) => format!("killed after {last}"),
             },
         };
-        *last_points.entry(last).or_default() += 1;
-        *decisions
-            .entry(match decision {
+        tally(&mut last_points, last);
+        tally(
+            &mut decisions,
+            match decision {
                 Decision::HandedOff(_) => "HandedOff",
                 Decision::Resumable => "Resumable",
-            })
-            .or_default() += 1;
-        remove_db(&db);
-        done += 1;
+            },
+        );
     }
-    let _ = std::fs::remove_dir(&dir);
-    let elapsed = started.elapsed();
-
-    report!("durable_kill: {done} runs in {elapsed:.1?}; decisions {decisions:?}");
-    report!("durable_kill: distribution of the last point reached:");
-    for (point, count) in &last_points {
-        report!("  {count:>4}  {point}");
-    }
+    let (done, runs) = campaign.finish();
+    report!("durable_kill: decisions {decisions:?}");
+    report_distribution(
+        "durable_kill: distribution of the last point reached:",
+        &last_points,
+    );
     assert!(
         done >= MIN_RUNS.min(runs),
         "only {done} runs within {BUDGET:?}"

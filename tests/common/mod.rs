@@ -17,6 +17,9 @@ use baton::{
 mod within;
 pub use within::within;
 
+#[cfg(all(unix, feature = "sqlite"))]
+pub mod child;
+
 /// The promises the gate's tests await most, with their SPEC ids: the
 /// message a test fails with when one of them hangs.
 pub const COMMIT_AT_BOUNDARY: &str =
