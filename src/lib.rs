@@ -1,4 +1,176 @@
-#![doc = include_str!("../README.md")]
+//! Formally modelled state machines for agent runtimes.
+//!
+//! An agent runtime hands running work on, cancels it and winds it down.
+//! Each of these is a small state machine here, written as a pure
+//! transition table (a `core` module: no locks, no clock, no async) and
+//! wrapped by a thin async adapter that works on any executor (tokio in
+//! the examples):
+//!
+//! | machine | what it decides | start at |
+//! |---|---|---|
+//! | handoff gate | whether a running Run may be handed to a successor at a safe step boundary, and when that handoff is final (sealed) | [`HandoffGate`], [`gate`] |
+//! | durable handoff | who may continue a Run, decided once per owner epoch by the canonical log, so zombies and lost replies cannot make a Run both handed off and resumed | [`durable`] |
+//! | delegation ledger | the child delegations of a task: each outcome delivered once, overdue ones found, leftovers ended | [`ledger::Delegations`] |
+//! | cancel signal | a one-way cancellation latch that remembers the phase it interrupted | [`CancelSignal`] |
+//! | residue report | the work still running when a task ends, as an A2A `Artifact` | [`residue::Residue`] |
+//!
+//! Every rule these machines keep has an id (S1–S9 and L1–L3 for the gate,
+//! R1–R7 for the durable log, D1–D6 for the ledger), and each is checked
+//! over every reachable state of bounded systems by a model checker that
+//! drives the real tables, under every interleaving by loom, by property
+//! tests, fuzzing and mutation testing. The repository's `CONTRIBUTING.md`
+//! says how.
+//!
+//! # The handoff gate
+//!
+//! The worker owns the [`HandoffGate`] and calls
+//! [`boundary`](HandoffGate::boundary) between steps; a requester (a
+//! supervisor, another host) [`reserve`](HandoffRequester::reserve)s a
+//! handoff, waits until the worker has prepared its pause
+//! ([`ready`](HandoffReservation::ready)), [`commit`](HeldHandoff::commit)s
+//! it and waits for the seal ([`wait`](PendingSeal::wait)). The handoff is
+//! final only once the worker has appended the pause to the runtime's
+//! canonical log and [`sealed`](HandoffGate::sealed) it.
+//!
+//! ```
+//! use baton::{CancelSignal, HandoffGate, HandoffIntent, HandoffPause, Invocation};
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let source = Invocation {
+//!     session_id: "session".into(),
+//!     turn_id: "turn".into(),
+//!     run_id: "run".into(),
+//!     invocation_id: "invocation-1".into(),
+//! };
+//! let gate: HandoffGate<String> = HandoffGate::new(source, "run".into());
+//! let cancel = CancelSignal::new();
+//! let reservation = gate.requester().reserve(HandoffIntent {
+//!     handoff_id: "handoff-1".into(),
+//!     host_epoch: "epoch-7".into(),
+//!     root_run_id: "run".into(),
+//!     successor_run_id: "run-2".into(),
+//!     successor_invocation_id: "invocation-2".into(),
+//!     claim_id: "claim-1".into(),
+//! })?;
+//!
+//! // The worker reaches a boundary and prepares a pause; the requester commits it.
+//! let (paused, pending) = tokio::join!(
+//!     gate.boundary(&cancel, |intent| async move {
+//!         Some(HandoffPause::new(intent, "state for the successor".to_string()))
+//!     }),
+//!     async { reservation.ready().await?.commit() },
+//! );
+//! let (paused, pending) = (paused.expect("committed"), pending.expect("held"));
+//!
+//! // The worker appends the pause durably (see `durable`), then seals.
+//! assert!(gate.sealed(&paused));
+//! assert_eq!(pending.wait().await, Some(paused));
+//! # Ok::<(), baton::GateError>(())
+//! # }).unwrap();
+//! ```
+//!
+//! Every future and handle is safe to drop at any await point, and
+//! dropping the gate closes it, so no waiter can hang once the worker is
+//! gone. [`gate`] has the transition table, its invariants and the state
+//! diagram.
+//!
+//! # Durable handoff
+//!
+//! The canonical log ([`durable::HandoffLog`]: [`durable::MemoryLog`] for
+//! tests, `SqliteLog` with the `sqlite` feature) keeps an owner epoch per
+//! Run. The owner [`claim`](durable::HandoffLog::claim)s a Run before it
+//! starts or resumes a worker; the worker's last step,
+//! [`append_then_seal`](durable::append_then_seal), appends under its
+//! epoch and seals only once the append is durable. A worker that was
+//! taken for dead and comes back finds itself fenced:
+//!
+//! ```
+//! use baton::durable::{Claim, HandoffLog, MemoryLog};
+//!
+//! let log = MemoryLog::<String>::new();
+//! let Claim::Owner(first) = log.claim("run", "run")? else { unreachable!() };
+//! // The worker of `first` stalls; its owner takes the Run over.
+//! let Claim::Owner(second) = log.claim("run", "run")? else { unreachable!() };
+//! assert!(second > first); // every append under `first` is now refused
+//! # Ok::<(), baton::durable::LogError>(())
+//! ```
+//!
+//! # The delegation ledger
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//! use baton::ledger::{Arrival, Delegation, Delegations};
+//!
+//! let ledger = Delegations::new();
+//! let scope = ledger.scope_task("task-1");
+//! ledger.register("child-1", Delegation {
+//!     task_id: "task-1".into(),
+//!     capsule: "researcher".into(),
+//!     version: "1.0.0".into(),
+//!     child_session_id: "session-child".into(),
+//!     child_workdir: "/tmp/child".into(),
+//!     started: Instant::now(),
+//! })?;
+//! assert_eq!(ledger.arrive("child-1"), Arrival::Delivered); // D1: once
+//! assert_eq!(ledger.arrive("child-1"), Arrival::AlreadyDelivered);
+//! assert!(ledger.take_overdue(Duration::from_secs(60), Instant::now()).is_empty());
+//! assert_eq!(ledger.take_arrived().len(), 1);
+//! drop(scope); // D5: the scope's end empties the ledger and ends leftover children
+//! # Ok::<(), baton::ledger::RegisterError>(())
+//! ```
+//!
+//! # The cancel signal
+//!
+//! ```
+//! use baton::{CancelSignal, Phase};
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let cancel = CancelSignal::new();
+//! cancel.note_phase(Phase::Inference); // the first phase noted wins
+//! cancel.cancel();
+//! cancel.canceled().await; // resolves at once once canceled
+//! assert!(cancel.is_canceled());
+//! assert_eq!(cancel.phase(), Phase::Inference);
+//! # });
+//! ```
+//!
+//! # The residue report
+//!
+//! ```
+//! use baton::ledger::Delegations;
+//! use baton::residue::{DetachedWork, Residue};
+//!
+//! let ledger = Delegations::new();
+//! let shell = DetachedWork {
+//!     work_id: "work-1".into(),
+//!     binary: "sleep".into(),
+//!     command: "sleep 60".into(),
+//!     started_at_ms: 1_700_000_000_000,
+//! };
+//! let artifact = Residue::snapshot([shell], &ledger).into_artifact().expect("work is left");
+//! assert_eq!(artifact.artifact_id, "residue");
+//! assert_eq!(artifact.parts.len(), 1);
+//! assert!(Residue::snapshot([], &ledger).into_artifact().is_none());
+//! ```
+//!
+//! # Features
+//!
+//! None is on by default.
+//!
+//! - `sqlite`: `durable::SqliteLog`, the canonical log in one SQLite file
+//!   (bundled: no system library needed).
+//! - `tokio-util`: [`Cancellation`] for `tokio_util::sync::CancellationToken`,
+//!   so a token can stand where a [`CancelSignal`] does.
+//! - `fuzzing`: the bodies of the repository's cargo-fuzz targets, with
+//!   `arbitrary`; for baton's own verification, not part of the API.
+//!
+//! # Locks and your code
+//!
+//! Each adapter keeps one lock. A few calls into your code happen under
+//! it, and none of them may call back into the same baton object:
+//! [`Cancellation::is_canceled`] (read by a commit),
+//! [`ledger::Child::is_being_ended`] (read by an arrival), and the
+//! payload's `PartialEq` and `Clone` when a pause is sealed.
 #![forbid(unsafe_code)]
 // docs.rs (`--cfg docsrs`, Cargo.toml's [package.metadata.docs.rs]) marks
 // each feature-gated item with the feature it needs.
@@ -21,6 +193,11 @@ pub mod residue;
 #[cfg_attr(docsrs, doc(cfg(feature = "fuzzing")))]
 #[doc(hidden)]
 pub mod fuzzing;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 pub use cancel::{CancelSignal, Cancellation, Phase};
 pub use facts::{HandoffExecution, HandoffIntent, HandoffPause, IntentError, Invocation};
