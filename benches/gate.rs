@@ -52,7 +52,7 @@ fn full_cycle(c: &mut Criterion) {
                     let (paused, pending) = tokio::join!(gate.boundary(&cancel, prepared), async {
                         reservation.ready().await.unwrap().commit().unwrap()
                     });
-                    let paused = paused.unwrap();
+                    let paused = paused.unwrap().unwrap();
                     assert!(gate.sealed(&paused));
                     black_box(pending.wait().await.unwrap());
                 })
@@ -145,7 +145,7 @@ fn reserve_busy(c: &mut Criterion) {
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     assert!(boundary.as_mut().poll(&mut cx).is_pending(), "held");
     let _held = match ready.as_mut().poll(&mut cx) {
-        std::task::Poll::Ready(Some(held)) => held,
+        std::task::Poll::Ready(Ok(held)) => held,
         other => panic!("the pause is held: {other:?}"),
     };
     group.bench_function("baton_held", |b| {

@@ -102,13 +102,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }),
         async { reservation.ready().await?.commit() }
     );
-    let (paused, pending) = (
-        paused.ok_or("not committed")?,
-        pending.ok_or("not committed")?,
-    );
+    let (paused, pending) = (paused?.ok_or("not committed")?, pending?);
     let receipt = append_then_seal(&gate, &log, epoch, &paused)?;
     println!("worker     run-a: appended ({receipt:?}) then sealed; exiting");
-    let sealed = pending.wait().await.ok_or("the worker did not seal")?;
+    let sealed = pending.wait().await?;
     println!(
         "supervisor run-a: sealed; successor {} continues",
         sealed.intent.successor_run_id
@@ -130,10 +127,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }),
         async { reservation.ready().await?.commit() }
     );
-    let (paused, pending) = (
-        paused.ok_or("not committed")?,
-        pending.ok_or("not committed")?,
-    );
+    let (paused, pending) = (paused?.ok_or("not committed")?, pending?);
     println!("worker     run-b: epoch {zombie_epoch}, committed, then paused (a zombie to be)");
     let new_epoch = owner(&log, "run-b")?;
     println!(

@@ -61,7 +61,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     })
                 })
                 .await;
-            let Some(pause) = pause else { continue };
+            let pause = match pause {
+                Ok(Some(pause)) => pause,
+                // No handoff asked, or it was let go: keep running.
+                Ok(None) => continue,
+                Err(error) => {
+                    println!("worker     {error}; exiting");
+                    return step;
+                }
+            };
             println!("worker     committed at step {step}; appending the pause durably");
             tokio::time::sleep(Duration::from_millis(10)).await; // the durable append
             let sealed = gate.sealed(&pause);
@@ -87,21 +95,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             reservation.ticket(),
             requester.state().kind()
         );
-        let held = reservation
-            .ready()
-            .await
-            .ok_or("the worker released the Run")?;
+        let held = reservation.ready().await?;
         println!(
             "supervisor held: {:?}, replay {}",
             requester.state().kind(),
             held.preview().execution.replay.digest
         );
-        let pending = held.commit().ok_or("the Run was cancelled")?;
+        let pending = held.commit()?;
         println!("supervisor committed: {:?}", requester.state().kind());
-        let sealed = pending
-            .wait()
-            .await
-            .ok_or("the worker exited without sealing")?;
+        let sealed = pending.wait().await?;
         println!(
             "supervisor sealed: {:?}; successor {} continues",
             requester.state().kind(),

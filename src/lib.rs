@@ -60,12 +60,12 @@
 //!     }),
 //!     async { reservation.ready().await?.commit() },
 //! );
-//! let (paused, pending) = (paused.expect("committed"), pending.expect("held"));
+//! let (paused, pending) = (paused?.expect("committed"), pending?);
 //!
 //! // The worker appends the pause durably (see `durable`), then seals.
 //! assert!(gate.sealed(&paused));
-//! assert_eq!(pending.wait().await, Some(paused));
-//! # Ok::<(), baton::GateError>(())
+//! assert_eq!(pending.wait().await?, paused);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! # }).unwrap();
 //! ```
 //!
@@ -202,5 +202,6 @@ pub struct ReadmeDoctests;
 pub use cancel::{CancelSignal, Cancellation, Phase};
 pub use facts::{HandoffExecution, HandoffIntent, HandoffPause, IntentError, Invocation};
 pub use gate::{
-    GateError, HandoffGate, HandoffRequester, HandoffReservation, HeldHandoff, PendingSeal,
+    BoundaryError, CommitError, GateError, HandoffGate, HandoffRequester, HandoffReservation,
+    HeldHandoff, PendingSeal, ReadyError, WaitError,
 };

@@ -127,9 +127,12 @@ async fn a_cancellation_token_cancels_a_held_handoff() {
     assert!(poll_once(boundary.as_mut()).is_pending());
     let held = within(common::HELD, reservation.ready()).await.unwrap();
     token.cancel();
-    assert!(held.commit().is_none(), "S3: no commit once cancelled");
+    assert!(
+        matches!(held.commit(), Err(baton::CommitError::Canceled)),
+        "S3: no commit once canceled"
+    );
     let promise = "L1: the boundary resolves once the refused commit released the Run";
-    assert!(within(promise, boundary).await.is_none());
+    assert_eq!(within(promise, boundary).await, Ok(None));
     assert_eq!(gate.waiter_count(), 0);
 }
 

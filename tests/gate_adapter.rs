@@ -9,7 +9,10 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use baton::gate::core::{State, StateKind, Ticket};
-use baton::{CancelSignal, GateError, HandoffIntent, IntentError};
+use baton::{
+    BoundaryError, CancelSignal, CommitError, GateError, HandoffIntent, IntentError, ReadyError,
+    WaitError,
+};
 use common::*;
 
 fn kind(gate: &Gate) -> StateKind {
@@ -31,9 +34,10 @@ async fn the_seed_scenario_holds_with_tickets_instead_of_pointer_identity() {
         async { tokio::join!(gate.boundary(&cancel, failed), reservation.ready()) },
     )
     .await;
+    assert_eq!(result, Ok(None), "S8: failed preflight releases the Run");
     assert!(
-        result.is_none() && held.is_none(),
-        "S8: failed preflight releases the Run"
+        matches!(held, Err(ReadyError::Released)),
+        "S8: ready says the worker released the Run"
     );
     assert_eq!(kind(&gate), StateKind::Running);
 
@@ -43,11 +47,14 @@ async fn the_seed_scenario_holds_with_tickets_instead_of_pointer_identity() {
         tokio::join!(gate.boundary(&cancel, prepared), async {
             let held = reservation.ready().await.unwrap();
             cancel.cancel();
-            assert!(held.commit().is_none(), "S3: cancellation prevents commit");
+            assert!(
+                matches!(held.commit(), Err(CommitError::Canceled)),
+                "S3: cancellation prevents commit"
+            );
         })
     })
     .await;
-    assert!(result.is_none());
+    assert_eq!(result, Ok(None));
 
     let cancel = CancelSignal::new();
     let reservation = requester.reserve(intent()).unwrap();
@@ -60,7 +67,7 @@ async fn the_seed_scenario_holds_with_tickets_instead_of_pointer_identity() {
         })
     })
     .await;
-    assert!(result.is_none());
+    assert_eq!(result, Ok(None));
 
     let cancel = CancelSignal::new();
     let reservation = requester.reserve(intent()).unwrap();
@@ -75,7 +82,7 @@ async fn the_seed_scenario_holds_with_tickets_instead_of_pointer_identity() {
     let paused = result.expect("committed");
     gate.close();
     let sealed = within("L1: close ends the pending seal", pending.wait()).await;
-    assert!(sealed.is_none(), "S5: close is not a seal");
+    assert_eq!(sealed, Err(WaitError::Closed), "S5: close is not a seal");
     assert_eq!(
         requester.reserve(Arc::clone(&paused.intent)).map(|_| ()),
         Err(GateError::Closed)
@@ -95,11 +102,10 @@ async fn a_worker_that_drops_its_gate_resolves_ready_and_wait_with_none() {
     assert!(poll_once(ready.as_mut()).is_pending());
     assert_eq!(requester.waiter_count(), 1);
     drop(gate);
-    assert!(
-        within("L1: the worker's drop ends the pending ready", ready)
-            .await
-            .is_none()
-    );
+    assert!(matches!(
+        within("L1: the worker's drop ends the pending ready", ready).await,
+        Err(ReadyError::Closed)
+    ));
     assert_eq!(requester.state(), State::Closed);
 
     let gate = common::gate();
@@ -111,10 +117,9 @@ async fn a_worker_that_drops_its_gate_resolves_ready_and_wait_with_none() {
     let mut wait = pin!(pending.wait());
     assert!(poll_once(wait.as_mut()).is_pending());
     drop(gate);
-    assert!(
-        within("L1: the worker's exit ends the pending seal", wait)
-            .await
-            .is_none()
+    assert_eq!(
+        within("L1: the worker's exit ends the pending seal", wait).await,
+        Err(WaitError::Closed)
     );
     assert_eq!(requester.waiter_count(), 0);
 }
@@ -133,14 +138,14 @@ async fn a_full_handoff_seals_and_the_requester_receives_the_sealed_pause() {
         })
     })
     .await;
-    let paused = paused.unwrap();
+    let paused = paused.unwrap().expect("committed");
     assert!(
         !gate.sealed(&pause_for(intent_named("forged"))),
         "S5: no forged seal"
     );
     assert!(gate.sealed(&paused));
     assert!(!gate.sealed(&paused), "S6: sealing twice changes nothing");
-    assert_eq!(within(SEALED, pending.wait()).await, Some(paused));
+    assert_eq!(within(SEALED, pending.wait()).await, Ok(paused));
     gate.close();
     assert_eq!(
         kind(&gate),
@@ -298,7 +303,7 @@ async fn dropping_a_held_handoff_releases_the_run_and_the_boundary_returns_none(
         })
     })
     .await;
-    assert!(result.is_none());
+    assert_eq!(result, Ok(None));
     assert_eq!(kind(&gate), StateKind::Running);
     assert_eq!(gate.waiter_count(), 0);
 }
@@ -316,7 +321,10 @@ async fn dropping_the_boundary_during_preflight_releases_the_run() {
     }
     assert_eq!(kind(&gate), StateKind::Running);
     let promise = "L1: ready resolves once the dropped boundary released the Run";
-    assert!(within(promise, reservation.ready()).await.is_none());
+    assert!(matches!(
+        within(promise, reservation.ready()).await,
+        Err(ReadyError::Released)
+    ));
     assert_eq!(gate.waiter_count(), 0);
 }
 
@@ -334,7 +342,7 @@ async fn dropping_the_boundary_while_held_releases_the_run_and_commit_fails() {
         within(HELD, reservation.ready()).await.unwrap()
     };
     assert_eq!(kind(&gate), StateKind::Running);
-    assert!(held.commit().is_none());
+    assert!(matches!(held.commit(), Err(CommitError::Released)));
     assert_eq!(gate.waiter_count(), 0);
 }
 
@@ -356,7 +364,10 @@ async fn a_panicking_preflight_releases_the_run_while_the_panic_propagates() {
     assert!(panicked.is_panic());
     assert_eq!(kind(&gate), StateKind::Running);
     let promise = "L1: ready resolves once the panicking preflight released the Run";
-    assert!(within(promise, reservation.ready()).await.is_none());
+    assert!(matches!(
+        within(promise, reservation.ready()).await,
+        Err(ReadyError::Released)
+    ));
     assert_eq!(gate.waiter_count(), 0);
 }
 
@@ -383,7 +394,7 @@ async fn dropping_the_boundary_once_committed_changes_nothing() {
     );
     assert!(gate.sealed(&pause_for(intent())));
     let sealed = within(SEALED, pending.wait()).await;
-    assert_eq!(sealed.as_deref(), Some(&pause_for(intent())));
+    assert_eq!(sealed.as_deref(), Ok(&pause_for(intent())));
     assert_eq!(gate.waiter_count(), 0);
 }
 
@@ -412,7 +423,7 @@ async fn a_boundary_after_a_lost_committed_boundary_returns_the_committed_pause(
             panic!("preflight must not run once committed")
         })
     );
-    let Poll::Ready(Some(pause)) = poll_once(next.as_mut()) else {
+    let Poll::Ready(Ok(Some(pause))) = poll_once(next.as_mut()) else {
         panic!("the first poll returns the committed pause");
     };
     assert_eq!(*pause, pause_for(intent()));
@@ -423,7 +434,7 @@ async fn a_boundary_after_a_lost_committed_boundary_returns_the_committed_pause(
     );
     assert!(gate.sealed(&pause));
     let sealed = within(SEALED, pending.wait()).await;
-    assert_eq!(sealed.as_deref(), Some(&pause_for(intent())));
+    assert_eq!(sealed.as_deref(), Ok(&pause_for(intent())));
     assert_eq!(gate.waiter_count(), 0);
 }
 
@@ -474,14 +485,14 @@ async fn s3_commit_reads_the_cancel_bit_at_the_moment_it_commits() {
     let held = within(HELD, reservation.ready()).await.unwrap();
     cancel.cancel();
     assert_eq!(kind(&gate), StateKind::Held, "the boundary has not run yet");
-    assert!(held.commit().is_none());
+    assert!(matches!(held.commit(), Err(CommitError::Canceled)), "S3");
     assert_eq!(
         kind(&gate),
         StateKind::Running,
         "the refused held handle released the Run"
     );
     let promise = "L1: the boundary resolves once the refused commit released the Run";
-    assert!(within(promise, boundary).await.is_none());
+    assert_eq!(within(promise, boundary).await, Ok(None));
     assert_eq!(gate.waiter_count(), 0);
 }
 
@@ -495,9 +506,9 @@ async fn cancellation_while_held_releases_the_run_from_the_boundary() {
     let held = within(HELD, reservation.ready()).await.unwrap();
     cancel.cancel();
     let promise = "L1: cancellation while held resolves the boundary";
-    assert!(within(promise, boundary).await.is_none());
+    assert_eq!(within(promise, boundary).await, Ok(None));
     assert_eq!(kind(&gate), StateKind::Running);
-    assert!(held.commit().is_none());
+    assert!(matches!(held.commit(), Err(CommitError::Released)));
     assert_eq!(cancel.waiter_count() + gate.waiter_count(), 0);
 }
 
@@ -515,8 +526,8 @@ async fn a_commit_that_wins_the_race_with_cancellation_stands() {
         .unwrap();
     cancel.cancel();
     assert_eq!(
-        within(COMMITTED, boundary).await.as_deref(),
-        Some(&pause_for(intent())),
+        within(COMMITTED, boundary).await,
+        Ok(Some(Arc::new(pause_for(intent())))),
         "S4: no way back after commit"
     );
     drop(pending);
@@ -534,7 +545,8 @@ async fn cancellation_already_fired_at_preflight_releases_the_run() {
         async { tokio::join!(gate.boundary(&cancel, prepared), reservation.ready()) },
     )
     .await;
-    assert!(result.is_none() && held.is_none(), "S8");
+    assert_eq!(result, Ok(None), "S8");
+    assert!(matches!(held, Err(ReadyError::Released)), "S8");
     assert_eq!(kind(&gate), StateKind::Running);
 }
 
@@ -549,7 +561,8 @@ async fn a_pause_for_another_intent_releases_the_run() {
         async { tokio::join!(gate.boundary(&cancel, mismatched), reservation.ready()) },
     )
     .await;
-    assert!(result.is_none() && held.is_none(), "S8");
+    assert_eq!(result, Ok(None), "S8");
+    assert!(matches!(held, Err(ReadyError::Released)), "S8");
     assert_eq!(kind(&gate), StateKind::Running);
 }
 
@@ -561,7 +574,7 @@ async fn a_boundary_with_no_request_returns_at_once_without_running_preflight() 
         panic!("preflight must not run")
     });
     let result = within("a boundary with no request returns at once", boundary).await;
-    assert!(result.is_none());
+    assert_eq!(result, Ok(None));
     assert_eq!(gate.requester().version(), 0);
 }
 
@@ -592,8 +605,8 @@ async fn many_requesters_on_a_multi_thread_runtime_hand_off_exactly_once() {
             loop {
                 match requester.reserve(intent_named(&format!("h{n}"))) {
                     Ok(reservation) => match within(HELD, reservation.ready()).await {
-                        Some(held) => return held.commit().map(|pending| (n, pending)),
-                        None => continue,
+                        Ok(held) => return held.commit().ok().map(|pending| (n, pending)),
+                        Err(_) => continue,
                     },
                     Err(GateError::Busy) => tokio::task::yield_now().await,
                     Err(_) => return None,
@@ -604,7 +617,7 @@ async fn many_requesters_on_a_multi_thread_runtime_hand_off_exactly_once() {
     let promise = "L2: one requester's reservation reaches the boundary and commits";
     let paused = within(promise, async {
         loop {
-            if let Some(paused) = gate.boundary(&cancel, prepared).await {
+            if let Some(paused) = gate.boundary(&cancel, prepared).await.expect("open") {
                 break paused;
             }
             tokio::task::yield_now().await;
@@ -620,7 +633,7 @@ async fn many_requesters_on_a_multi_thread_runtime_hand_off_exactly_once() {
         )
         .await;
         if let Some((n, pending)) = outcome.unwrap() {
-            assert_eq!(within(SEALED, pending.wait()).await.as_ref(), Some(&paused));
+            assert_eq!(within(SEALED, pending.wait()).await.as_ref(), Ok(&paused));
             winners.push(n);
         }
     }
@@ -668,9 +681,12 @@ async fn every_handle_debugs_with_its_root_run_or_ticket() {
         format!("{pending:?}"),
         format!("PendingSeal {{ ticket: {ticket:?}, .. }}")
     );
-    let pause = within(COMMITTED, boundary).await.unwrap();
+    let pause = within(COMMITTED, boundary)
+        .await
+        .unwrap()
+        .expect("committed");
     assert!(gate.sealed(&pause));
-    assert_eq!(within(SEALED, pending.wait()).await, Some(pause));
+    assert_eq!(within(SEALED, pending.wait()).await, Ok(pause));
 }
 
 /// A payload that counts its clones on the current thread.
@@ -715,7 +731,7 @@ async fn a_handoff_shares_one_intent_and_one_pause_from_reserve_to_seal() {
         )
     })
     .await;
-    let paused = paused.expect("committed");
+    let paused = paused.expect("open").expect("committed");
     assert!(
         Arc::ptr_eq(&paused.intent, &reserved),
         "the pause's intent was copied"
@@ -728,4 +744,87 @@ async fn a_handoff_shares_one_intent_and_one_pause_from_reserve_to_seal() {
     let sealed = within(SEALED, pending.wait()).await.expect("S5: sealed");
     assert!(Arc::ptr_eq(&sealed, &paused), "wait returned a copy");
     assert_eq!(clones(), before, "the payload was cloned");
+}
+
+// ---- Typed answers: each handle says why it got no handoff. ----
+
+/// S7 / L1: a `ready()` first polled after its request was let go and
+/// another reservation handed the Run off says `HandedOff`, not merely
+/// "released".
+#[tokio::test]
+async fn ready_says_handed_off_when_another_reservation_handed_the_run_off() {
+    let gate = gate();
+    let requester = gate.requester();
+    let cancel = CancelSignal::new();
+    let first = requester.reserve(intent_named("first")).unwrap();
+    let mut late = pin!(first.ready());
+    // The worker's preflight fails for the first request: released.
+    assert_eq!(
+        within(
+            "a failed preflight resolves the boundary",
+            gate.boundary(&cancel, failed)
+        )
+        .await,
+        Ok(None)
+    );
+    let second = requester.reserve(intent()).unwrap();
+    let (paused, pending) = commit_at_boundary(&gate, &cancel, second).await;
+    assert!(gate.sealed(&paused.expect("committed")));
+    assert!(matches!(
+        poll_once(late.as_mut()),
+        Poll::Ready(Err(ReadyError::HandedOff))
+    ));
+    assert!(within(SEALED, pending.wait()).await.is_ok());
+    assert_eq!(gate.waiter_count(), 0);
+}
+
+/// S6 / L1: once the gate is sealed or closed, `boundary` says so instead
+/// of "no handoff asked", so the worker knows to stop using it.
+#[tokio::test]
+async fn a_boundary_on_a_sealed_or_closed_gate_says_which() {
+    let gate = gate();
+    let requester = gate.requester();
+    let cancel = CancelSignal::new();
+    let reservation = requester.reserve(intent()).unwrap();
+    let (paused, _pending) = commit_at_boundary(&gate, &cancel, reservation).await;
+    assert!(gate.sealed(&paused.expect("committed")));
+    assert_eq!(
+        gate.boundary(&cancel, prepared).await,
+        Err(BoundaryError::HandedOff)
+    );
+
+    let gate = common::gate();
+    gate.close();
+    assert_eq!(
+        gate.boundary(&cancel, prepared).await,
+        Err(BoundaryError::Closed)
+    );
+}
+
+/// S3 / L1: a held handoff whose gate the worker closed fails its commit
+/// with `Closed`; a requester's whole path (`ready()?.commit()`) carries
+/// the reason through `?`.
+#[tokio::test]
+async fn a_commit_after_the_worker_closed_the_gate_says_closed() {
+    let gate = gate();
+    let cancel = CancelSignal::new();
+    let reservation = gate.requester().reserve(intent()).unwrap();
+    let mut boundary = pin!(gate.boundary(&cancel, prepared));
+    assert!(poll_once(boundary.as_mut()).is_pending());
+    let held = within(HELD, reservation.ready()).await.unwrap();
+    gate.close();
+    assert!(matches!(held.commit(), Err(CommitError::Closed)));
+    assert_eq!(
+        within("L1: close resolves the held boundary", boundary).await,
+        Err(BoundaryError::Closed)
+    );
+
+    let gate = common::gate();
+    let reservation = gate.requester().reserve(intent()).unwrap();
+    drop(gate);
+    let path = async { reservation.ready().await?.commit() };
+    assert!(matches!(
+        within("L1: the dropped gate ends the requester's path", path).await,
+        Err(CommitError::Closed)
+    ));
 }

@@ -147,7 +147,9 @@ impl Scene {
         let ticket = reservation.ticket();
         async move {
             let invoked = scene.tick();
-            let held = reservation.ready().await;
+            // The checker's operations carry `Option`s: the errors' reasons
+            // are checked against the core by the `gate_adapter` fuzz target.
+            let held = reservation.ready().await.ok();
             let pause = held.as_ref().map(|held| held.preview().clone());
             scene.record(
                 invoked,
@@ -172,7 +174,7 @@ impl Scene {
     pub fn commit(&self, held: Held) -> Option<Pending> {
         let invoked = self.tick();
         let ticket = held.ticket();
-        let pending = held.commit();
+        let pending = held.commit().ok();
         let committed = pending.is_some();
         self.record(invoked, GateOp::Commit { ticket, committed });
         pending
@@ -188,7 +190,7 @@ impl Scene {
         async move {
             let invoked = scene.tick();
             // Recorded and returned by value: the checker compares pauses.
-            let sealed = pending.wait().await.map(|p| Pause::clone(&p));
+            let sealed = pending.wait().await.ok().map(|p| Pause::clone(&p));
             let op = GateOp::Wait {
                 ticket,
                 sealed: sealed.clone(),
@@ -217,6 +219,8 @@ impl Scene {
                     std::future::ready(pause)
                 })
                 .await
+                .ok()
+                .flatten()
                 .map(|p| Pause::clone(&p));
             let (begun, held) = {
                 let log = scene.log();

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use super::*;
 use crate::cancel::CancelSignal;
 use crate::facts::{Field, HandoffIntent, HandoffPause, IntentError, Invocation};
-use crate::gate::HandoffGate;
 use crate::gate::core::StateKind;
+use crate::gate::{HandoffGate, WaitError};
 use crate::within::within;
 
 pub(super) fn source() -> Invocation {
@@ -241,7 +241,10 @@ async fn committed(gate: &Gate) -> (crate::gate::PendingSeal<u32>, Arc<HandoffPa
         },
     )
     .await;
-    (pending, paused.expect("committed"))
+    (
+        pending,
+        paused.expect("the gate is open").expect("committed"),
+    )
 }
 
 /// A log whose every operation fails, like a full disk.
@@ -310,7 +313,7 @@ async fn a_failed_append_closes_the_gate_without_a_seal_and_the_run_is_resumable
     assert_eq!(gate.state().kind(), StateKind::Closed);
     assert_eq!(
         within("L1: closing the gate ends the pending seal", pending.wait()).await,
-        None,
+        Err(WaitError::Closed),
         "S5: no seal without the append"
     );
     let facts = BrokenLog.facts("root", "run").unwrap();
@@ -339,7 +342,7 @@ async fn append_then_seal_refuses_a_pause_the_gate_is_not_committed_to_and_appen
     gate.close();
     assert_eq!(
         within("L1: closing the gate ends the pending seal", pending.wait()).await,
-        None
+        Err(WaitError::Closed)
     );
 }
 
@@ -367,7 +370,7 @@ async fn a_zombie_worker_is_fenced_its_gate_closed_and_nothing_written() {
     );
     assert_eq!(
         within("R7: a fenced worker's pending seal ends", pending.wait()).await,
-        None,
+        Err(WaitError::Closed),
         "R2: no Some without a durable pause"
     );
     let facts = log.facts("root", "run").unwrap();

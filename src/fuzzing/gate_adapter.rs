@@ -40,6 +40,7 @@ use arbitrary::{Arbitrary, Unstructured};
 use super::{Rejected, intent_named, source};
 use crate::facts::{HandoffIntent, HandoffPause};
 use crate::gate::core::{self, Config, Event, Outcome, State, StateKind, Ticket, Wait, step};
+use crate::gate::{BoundaryError, ReadyError, WaitError};
 use crate::{CancelSignal, HandoffGate, HandoffReservation, HeldHandoff, PendingSeal};
 
 mod driven;
@@ -191,10 +192,10 @@ fn prepare(preflight: Preflight, intent: std::sync::Arc<HandoffIntent>) -> Optio
 enum Handle {
     Empty,
     Reserved(HandoffReservation<u8>),
-    Readying(Ticket, Flagged<Option<HeldHandoff<u8>>>),
+    Readying(Ticket, Flagged<Result<HeldHandoff<u8>, ReadyError>>),
     Held(HeldHandoff<u8>),
     Pending(PendingSeal<u8>),
-    Waiting(Ticket, Flagged<Option<std::sync::Arc<Pause>>>),
+    Waiting(Ticket, Flagged<Result<std::sync::Arc<Pause>, WaitError>>),
 }
 
 /// Where the worker's boundary future is, in the reference's terms.
@@ -278,22 +279,35 @@ pub fn run(ops: &[Op], reached: &mut dyn FnMut(StateKind)) -> Result<(), Mismatc
     Ok(())
 }
 
+/// What a boundary future resolves with.
+type Boundary = Result<Option<std::sync::Arc<Pause>>, BoundaryError>;
+
+/// A boundary's answer with no pause, in the reference's state: keep
+/// running (`Ok(None)`) unless the gate is sealed or closed.
+fn nothing(reference: &Reference) -> Boundary {
+    match reference.state.kind().gone() {
+        core::Gone::Released => Ok(None),
+        core::Gone::HandedOff => Err(BoundaryError::HandedOff),
+        core::Gone::Closed => Err(BoundaryError::Closed),
+    }
+}
+
 /// The reference's answer for a boundary future in `phase` being polled:
 /// feeds what the poll feeds and returns the expected poll and next phase.
 fn boundary_poll(
     reference: &mut Reference,
     cancel: &CancelSignal,
     mut phase: Phase,
-) -> (Poll<Option<std::sync::Arc<Pause>>>, Phase) {
+) -> (Poll<Boundary>, Phase) {
     loop {
         match phase {
             Phase::Fresh(preflight) => {
                 let (ticket, intent) = match core::begin(&reference.state) {
                     core::Begin::Requested(ticket, intent) => (ticket, intent),
                     core::Begin::Committed(p) => {
-                        return (Poll::Ready(Some(std::sync::Arc::clone(p))), phase);
+                        return (Poll::Ready(Ok(Some(std::sync::Arc::clone(p)))), phase);
                     }
-                    core::Begin::Nothing => return (Poll::Ready(None), phase),
+                    core::Begin::Nothing => return (Poll::Ready(nothing(reference)), phase),
                 };
                 let Some(pause) = prepare(preflight, std::sync::Arc::clone(intent)) else {
                     return (Poll::Pending, Phase::Preflight(ticket));
@@ -305,19 +319,21 @@ fn boundary_poll(
                     canceled,
                 });
                 if !matches!(reference.state, State::Held { ticket: t, .. } if t == ticket) {
-                    return (Poll::Ready(None), phase);
+                    return (Poll::Ready(nothing(reference)), phase);
                 }
                 phase = Phase::Waiting(ticket);
             }
             Phase::Preflight(_) => return (Poll::Pending, phase),
             Phase::Waiting(ticket) => {
                 let answer = match core::boundary(&reference.state, ticket) {
-                    Wait::Resolved(p) => Poll::Ready(Some(std::sync::Arc::clone(p))),
-                    Wait::Gone => Poll::Ready(None),
+                    Wait::Resolved(p) => Poll::Ready(Ok(Some(std::sync::Arc::clone(p)))),
+                    Wait::Gone => Poll::Ready(nothing(reference)),
                     Wait::Pending if cancel.is_canceled() => {
                         let _ = reference.feed(Event::Cancel(ticket));
-                        let after = core::boundary(&reference.state, ticket).decided();
-                        Poll::Ready(after.flatten().cloned())
+                        Poll::Ready(match core::boundary(&reference.state, ticket) {
+                            Wait::Resolved(p) => Ok(Some(std::sync::Arc::clone(p))),
+                            Wait::Pending | Wait::Gone => nothing(reference),
+                        })
                     }
                     Wait::Pending => Poll::Pending,
                 };

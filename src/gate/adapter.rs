@@ -12,7 +12,8 @@ use std::pin::pin;
 use std::task::Poll;
 
 use super::GateError;
-use super::core::{self, Begin, Config, Event, Outcome, State, StateKind, Ticket};
+use super::core::{self, Begin, Config, Event, Gone, Outcome, State, StateKind, Ticket, Wait};
+use super::ended::{BoundaryError, CommitError, ReadyError, WaitError};
 use crate::cancel::Cancellation;
 use crate::facts::{HandoffIntent, HandoffPause, Invocation};
 use crate::sync::{Arc, Mirror};
@@ -105,14 +106,19 @@ impl<P: PartialEq> Shared<P> {
         StateKind::from_index(self.kind.load()).unwrap_or(StateKind::Running)
     }
 
-    /// A future resolving with what `query` decides for `ticket`.
+    /// A future resolving with what `query` decides for `ticket`: the
+    /// pause, or why it is gone, read under the same lock as the decision.
     async fn settle(
         &self,
         ticket: Ticket,
         query: core::Query<P>,
-    ) -> Option<std::sync::Arc<HandoffPause<P>>> {
+    ) -> Result<std::sync::Arc<HandoffPause<P>>, Gone> {
         self.cell
-            .wait_until(|slot| query(&slot.state, ticket).decided().map(|p| p.cloned()))
+            .wait_until(|slot| match query(&slot.state, ticket) {
+                Wait::Pending => None,
+                Wait::Resolved(pause) => Some(Ok(std::sync::Arc::clone(pause))),
+                Wait::Gone => Some(Err(slot.state.kind().gone())),
+            })
             .await
     }
 }
@@ -120,8 +126,20 @@ impl<P: PartialEq> Shared<P> {
 /// What `boundary` found when it began, shared out of the lock (preflight
 /// receives the very intent the gate holds).
 enum Begun<P> {
+    /// No handoff to act on, and why.
+    Nothing(Gone),
     Requested(Ticket, std::sync::Arc<HandoffIntent>),
     Committed(std::sync::Arc<HandoffPause<P>>),
+}
+
+/// What `boundary` returns when it has no pause to hand over: `Ok(None)`
+/// (keep running) if no handoff is asked or it was let go, else the
+/// gate's end.
+fn nothing<T>(gone: Gone) -> Result<Option<T>, BoundaryError> {
+    match BoundaryError::from_gone(gone) {
+        None => Ok(None),
+        Some(error) => Err(error),
+    }
 }
 
 /// Releases a ticket when dropped (`Cancel(T)`), unless disarmed. The one
@@ -245,12 +263,17 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
 
     /// Called by the worker at a step boundary.
     ///
-    /// If no handoff is requested, returns `None` at once. Otherwise runs
-    /// `preflight(intent)`, feeds its pause (with `cancel`'s bit) to the gate,
-    /// and if the pause is held, waits until the requester commits (returns
-    /// the pause: stop the Run, append the pause durably, then
-    /// [`sealed`](Self::sealed)) or lets go (`None`: keep running).
-    /// Cancellation while held releases the Run.
+    /// - `Ok(None)`: keep running. No handoff is requested (answered at
+    ///   once), or one was and it was let go here: `preflight` returned no
+    ///   pause (or one for another intent), `cancel` fired while it was
+    ///   held, or the requester dropped it.
+    /// - `Ok(Some(pause))`: the requester committed the handoff. Stop the
+    ///   Run, append the pause durably, then [`sealed`](Self::sealed) it
+    ///   (`durable::append_then_seal` does both).
+    ///
+    /// Otherwise it runs `preflight(intent)`, feeds its pause (with
+    /// `cancel`'s bit) to the gate, and if the pause is held, waits until
+    /// the requester commits or lets go.
     ///
     /// `preflight` receives the reserved intent as the `Arc` the gate holds;
     /// a pause built around that same `Arc` ([`HandoffPause::new`]) is
@@ -266,15 +289,23 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
     /// worker that merely keeps reaching boundaries always ends a committed
     /// handoff (L3).
     ///
-    /// Cancel-safe: dropping the future during preflight or while held
-    /// releases the Run (`Cancel(T)`); so does a panicking preflight. Once
-    /// committed, nothing is undone: dropping the future then changes
-    /// nothing, and the next `boundary` returns the committed pause.
+    /// # Errors
+    ///
+    /// The gate has no more handoffs to offer, and the worker should stop
+    /// using it: [`BoundaryError::HandedOff`] once it is sealed,
+    /// [`BoundaryError::Closed`] once it is closed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future during preflight or while held releases the Run
+    /// (`Cancel(T)`); so does a panicking preflight. Once committed,
+    /// nothing is undone: dropping the future then changes nothing, and the
+    /// next `boundary` returns the committed pause.
     pub async fn boundary<C, F, Fut>(
         &self,
         cancel: &C,
         preflight: F,
-    ) -> Option<std::sync::Arc<HandoffPause<P>>>
+    ) -> Result<Option<std::sync::Arc<HandoffPause<P>>>, BoundaryError>
     where
         C: Cancellation,
         F: FnOnce(std::sync::Arc<HandoffIntent>) -> Fut,
@@ -285,18 +316,19 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
         // without the lock, where the copy may answer.
         let kind = shared.kind();
         if kind.copy_may_answer() && !kind.boundary_may_act() {
-            return None;
+            return nothing(kind.gone());
         }
         let begun = shared.cell.read(|slot| match core::begin(&slot.state) {
-            Begin::Nothing => None,
+            Begin::Nothing => Begun::Nothing(slot.state.kind().gone()),
             Begin::Requested(ticket, intent) => {
-                Some(Begun::Requested(ticket, std::sync::Arc::clone(intent)))
+                Begun::Requested(ticket, std::sync::Arc::clone(intent))
             }
-            Begin::Committed(pause) => Some(Begun::Committed(std::sync::Arc::clone(pause))),
-        })?;
+            Begin::Committed(pause) => Begun::Committed(std::sync::Arc::clone(pause)),
+        });
         let (ticket, intent) = match begun {
+            Begun::Nothing(gone) => return nothing(gone),
             Begun::Requested(ticket, intent) => (ticket, intent),
-            Begun::Committed(pause) => return Some(pause),
+            Begun::Committed(pause) => return Ok(Some(pause)),
         };
         let release = Release {
             shared: Arc::clone(shared),
@@ -313,14 +345,15 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
             };
             let bit: CancelBit = Box::new(move || bit.is_canceled());
             let (changed, _) = shared.apply_locked(slot, event, Some(bit));
-            (
-                changed,
-                matches!(slot.state, State::Held { ticket: t, .. } if t == ticket),
-            )
+            let held = match slot.state {
+                State::Held { ticket: t, .. } if t == ticket => Ok(()),
+                _ => Err(slot.state.kind().gone()),
+            };
+            (changed, held)
         });
-        if !held {
+        if let Err(gone) = held {
             release.disarm();
-            return None;
+            return nothing(gone);
         }
         let decided = {
             let mut settled = pin!(shared.settle(ticket, core::boundary));
@@ -337,16 +370,19 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
                 // Canceled while held: release, unless a commit got there
                 // first, which is irreversible (S4).
                 let _ = shared.apply(Event::Cancel(ticket), None);
-                shared.cell.read(|slot| {
-                    core::boundary(&slot.state, ticket)
-                        .decided()
-                        .flatten()
-                        .cloned()
-                })
+                shared
+                    .cell
+                    .read(|slot| match core::boundary(&slot.state, ticket) {
+                        Wait::Resolved(pause) => Ok(std::sync::Arc::clone(pause)),
+                        Wait::Pending | Wait::Gone => Err(slot.state.kind().gone()),
+                    })
             }
         };
         release.disarm();
-        pause
+        match pause {
+            Ok(pause) => Ok(Some(pause)),
+            Err(gone) => nothing(gone),
+        }
     }
 
     /// Reports that `pause` is durably appended to the canonical log. Seals
@@ -472,23 +508,32 @@ impl<P: PartialEq + Clone> HandoffReservation<P> {
         self.release.ticket
     }
 
-    /// Waits for the worker's boundary: `Some` once it holds a pause for
-    /// this reservation (S7), `None` if it released the Run (failed
-    /// preflight, cancellation) or closed the gate.
+    /// Waits for the worker's boundary: the [`HeldHandoff`] once it holds
+    /// a pause for this reservation (S7).
     ///
-    /// Cancel-safe: dropping the future releases the reservation.
-    pub async fn ready(self) -> Option<HeldHandoff<P>> {
+    /// # Errors
+    ///
+    /// [`ReadyError::Released`] if the worker let the request go (failed or
+    /// mismatched preflight, cancellation), [`ReadyError::HandedOff`] if
+    /// another reservation handed the Run off meanwhile,
+    /// [`ReadyError::Closed`] if the worker closed the gate.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future releases the reservation (`Cancel(T)`), as
+    /// dropping the reservation does.
+    pub async fn ready(self) -> Result<HeldHandoff<P>, ReadyError> {
         let ticket = self.release.ticket;
         let pause = self.release.shared.settle(ticket, core::ready).await;
         match pause {
-            Some(pause) => Some(HeldHandoff {
+            Ok(pause) => Ok(HeldHandoff {
                 release: self.release,
                 pause,
             }),
-            None => {
+            Err(gone) => {
                 // Not live any more: a `Cancel(T)` would be ignored.
                 self.release.disarm();
-                None
+                Err(gone.into())
             }
         }
     }
@@ -505,23 +550,35 @@ impl<P: PartialEq + Clone> HeldHandoff<P> {
         self.release.ticket
     }
 
-    /// Commits the handoff: irreversible. `None` if the Run was canceled
-    /// (S3) or the worker let go meanwhile (closed, dropped); the Run is then
-    /// released.
-    pub fn commit(self) -> Option<PendingSeal<P>> {
+    /// Commits the handoff: irreversible. The worker's `boundary` then
+    /// returns the pause, and [`PendingSeal::wait`] waits for its seal.
+    ///
+    /// # Errors
+    ///
+    /// Nothing is committed, and the Run is released if it was still held:
+    /// [`CommitError::Canceled`] if the worker's cancellation fired (S3),
+    /// [`CommitError::Released`] if the worker let the handoff go
+    /// meanwhile, [`CommitError::HandedOff`] or [`CommitError::Closed`] if
+    /// the gate moved on.
+    pub fn commit(self) -> Result<PendingSeal<P>, CommitError> {
         let shared = &self.release.shared;
         let ticket = self.release.ticket;
         let committed = shared.cell.update(|slot| {
             let canceled = slot.cancel.as_ref().is_some_and(|bit| bit());
             let event = Event::Commit { ticket, canceled };
-            shared.apply_locked(slot, event, None)
+            let (changed, result) = shared.apply_locked(slot, event, None);
+            let committed = match result {
+                Ok(true) => Ok(()),
+                Err(GateError::Canceled) => Err(CommitError::Canceled),
+                Ok(false) | Err(_) => Err(slot.state.kind().gone().into()),
+            };
+            (changed, committed)
         });
-        if committed != Ok(true) {
-            // `self` drops here: `Cancel(T)` releases the Run if still held.
-            return None;
-        }
+        // On an error `self` drops here: `Cancel(T)` releases the Run if
+        // still held.
+        committed?;
         let (shared, ticket) = self.release.disarm();
-        Some(PendingSeal { shared, ticket })
+        Ok(PendingSeal { shared, ticket })
     }
 }
 
@@ -531,14 +588,26 @@ impl<P: PartialEq + Clone> PendingSeal<P> {
         self.ticket
     }
 
-    /// Waits for the worker's seal: `Some(pause)` only once the pause is
-    /// durably sealed (S5); `None` if the worker closed or dropped the gate
-    /// without sealing. Then the owner must reconcile the canonical log,
-    /// never resume the old worker.
+    /// Waits for the worker's seal: the pause, only once it is durably
+    /// sealed (S5).
     ///
-    /// Cancel-safe: dropping the future changes nothing.
-    pub async fn wait(self) -> Option<std::sync::Arc<HandoffPause<P>>> {
-        self.shared.settle(self.ticket, core::seal).await
+    /// # Errors
+    ///
+    /// [`WaitError::Closed`] if the worker closed or dropped the gate
+    /// without sealing. The owner must then decide from the canonical log
+    /// (`durable`), never resume the old worker.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future changes nothing: the commit stands, and the
+    /// handoff is still sealed or closed by the worker.
+    pub async fn wait(self) -> Result<std::sync::Arc<HandoffPause<P>>, WaitError> {
+        // A committed handoff leaves `Committed{T}` only for `Sealed{T}`
+        // (resolved) or `Closed` (S4): every `Gone` here is a close.
+        self.shared
+            .settle(self.ticket, core::seal)
+            .await
+            .map_err(|_closed| WaitError::Closed)
     }
 }
 

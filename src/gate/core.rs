@@ -188,6 +188,18 @@ impl StateKind {
     pub const fn copy_may_answer(self) -> bool {
         !matches!(self, Self::Held)
     }
+
+    /// Why a waiter whose query says [`Wait::Gone`] in a state of this kind
+    /// will not get its handoff: the worker let the request go (the Run
+    /// keeps running, or serves another ticket), the Run was handed off,
+    /// or the gate is closed. The handles' errors are made from it.
+    pub const fn gone(self) -> Gone {
+        match self {
+            Self::Running | Self::Requested | Self::Held => Gone::Released,
+            Self::Committed | Self::Sealed => Gone::HandedOff,
+            Self::Closed => Gone::Closed,
+        }
+    }
 }
 
 impl<P> State<P> {
@@ -419,6 +431,20 @@ impl<T> Wait<T> {
             Wait::Gone => Some(None),
         }
     }
+}
+
+/// Why a handoff a waiter or a commit was after can no longer happen, by
+/// the state it was decided in ([`StateKind::gone`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Gone {
+    /// The request was let go (`Running`, or another ticket's
+    /// `Requested`/`Held`): a failed or mismatched preflight, a
+    /// cancellation, a dropped handle.
+    Released,
+    /// The Run was handed off (`Committed` or `Sealed`).
+    HandedOff,
+    /// The gate is closed.
+    Closed,
 }
 
 /// The shape of the waiter queries [`ready`], [`boundary`] and [`seal`].

@@ -25,12 +25,14 @@
 
 mod adapter;
 pub mod core;
+mod ended;
 mod error;
 #[doc(hidden)]
 pub mod linearize;
 mod table;
 
 pub use adapter::{HandoffGate, HandoffRequester, HandoffReservation, HeldHandoff, PendingSeal};
+pub use ended::{BoundaryError, CommitError, ReadyError, WaitError};
 pub use error::GateError;
 pub use table::render_table;
 

@@ -497,3 +497,23 @@ fn a_ticket_prints_as_its_number_and_a_config_names_its_run() {
     assert_eq!(sample.config.root_run_id(), "run");
     assert_eq!(sample.config.source().run_id, "run");
 }
+
+/// L1 with its reason: a waiter whose query says `Gone` learns from the
+/// kind of state it was decided in whether its request was let go, the Run
+/// handed off, or the gate closed — one assertion per kind.
+#[test]
+fn a_gone_waiter_is_told_released_handed_off_or_closed_by_the_state_kind() {
+    use core::Gone;
+    let expected = [
+        (StateKind::Running, Gone::Released),
+        (StateKind::Requested, Gone::Released),
+        (StateKind::Held, Gone::Released),
+        (StateKind::Committed, Gone::HandedOff),
+        (StateKind::Sealed, Gone::HandedOff),
+        (StateKind::Closed, Gone::Closed),
+    ];
+    assert_eq!(expected.map(|(kind, _)| kind), StateKind::ALL);
+    for (kind, gone) in expected {
+        assert_eq!(kind.gone(), gone, "{kind:?}");
+    }
+}

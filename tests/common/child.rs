@@ -238,7 +238,7 @@ pub fn hand_off(
             Err(SealError::Fenced { .. }) => point("fenced"),
             Err(_) => point("append-failed"),
         }
-        let received = within(SEALED, pending.wait()).await;
+        let received = within(SEALED, pending.wait()).await.ok();
         Handoff { sealed, received }
     })
 }

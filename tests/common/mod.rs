@@ -106,13 +106,14 @@ pub async fn commit_at_boundary(
     cancel: &CancelSignal,
     reservation: HandoffReservation<HandoffExecution>,
 ) -> (Option<Arc<Pause>>, PendingSeal<HandoffExecution>) {
-    within(COMMIT_AT_BOUNDARY, async {
+    let (paused, pending) = within(COMMIT_AT_BOUNDARY, async {
         tokio::join!(gate.boundary(cancel, prepared), async {
             let held = reservation.ready().await.expect("held");
             held.commit().expect("committed")
         })
     })
-    .await
+    .await;
+    (paused.expect("the gate is open"), pending)
 }
 
 /// Polls once with a waker that does nothing.

@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 
 use super::{
-    Handle, IntentChoice, Mismatch, Op, Pause, Phase, Reference, boundary_poll, intent_for, pause,
-    prepare,
+    Handle, IntentChoice, Mismatch, Op, Phase, Reference, boundary_poll, intent_for, pause, prepare,
 };
 use crate::facts::HandoffPause;
 use crate::gate::core::{self, Event, Outcome, State, Wait};
+use crate::gate::{CommitError, GateError, ReadyError, WaitError};
 use crate::{CancelSignal, HandoffGate, HandoffRequester};
 
 /// A waker that remembers it was woken.
@@ -61,7 +61,7 @@ pub(super) struct Driven {
     pub(super) reference: Reference,
     pub(super) handles: [Handle; 3],
     pub(super) cancel: CancelSignal,
-    pub(super) boundary: Option<(Phase, Flagged<Option<std::sync::Arc<Pause>>>)>,
+    pub(super) boundary: Option<(Phase, Flagged<super::Boundary>)>,
 }
 
 fn differ<T>(
@@ -99,10 +99,11 @@ impl Driven {
                     expected,
                 ) {
                     (Poll::Pending, Wait::Pending) => *handle = Handle::Readying(ticket, future),
-                    (Poll::Ready(Some(held)), Wait::Resolved(p)) if held.preview() == &**p => {
+                    (Poll::Ready(Ok(held)), Wait::Resolved(p)) if held.preview() == &**p => {
                         *handle = Handle::Held(held);
                     }
-                    (Poll::Ready(None), Wait::Gone) => {}
+                    (Poll::Ready(Err(error)), Wait::Gone)
+                        if error == ReadyError::from(reference.state.kind().gone()) => {}
                     (actual, expected) => {
                         let actual = actual.map(|h| h.map(|h| h.preview().clone()));
                         return differ("ready (S7)", actual, expected);
@@ -120,10 +121,16 @@ impl Driven {
                 let ticket = held.ticket();
                 let canceled = self.cancel.is_canceled();
                 let expected = reference.feed(Event::Commit { ticket, canceled });
+                let refusal = |refused: &GateError| match refused {
+                    GateError::Canceled => CommitError::Canceled,
+                    _ => CommitError::from(reference.state.kind().gone()),
+                };
                 match (held.commit(), expected) {
-                    (Some(pending), Outcome::Moved(_)) => *handle = Handle::Pending(pending),
+                    (Ok(pending), Outcome::Moved(_)) => *handle = Handle::Pending(pending),
                     // The refused held handle drops: `Cancel(T)`.
-                    (None, Outcome::Refused(_)) => drop(reference.feed(Event::Cancel(ticket))),
+                    (Err(error), Outcome::Refused(refused)) if error == refusal(&refused) => {
+                        drop(reference.feed(Event::Cancel(ticket)));
+                    }
                     (actual, expected) => return differ("commit (S3)", actual, expected),
                 }
             }
@@ -143,8 +150,8 @@ impl Driven {
                     expected,
                 ) {
                     (Poll::Pending, Wait::Pending) => *handle = Handle::Waiting(ticket, future),
-                    (Poll::Ready(Some(sealed)), Wait::Resolved(p)) if *sealed == **p => {}
-                    (Poll::Ready(None), Wait::Gone) => {}
+                    (Poll::Ready(Ok(sealed)), Wait::Resolved(p)) if *sealed == **p => {}
+                    (Poll::Ready(Err(WaitError::Closed)), Wait::Gone) => {}
                     (actual, expected) => return differ("wait (S5)", actual, expected),
                 }
             }
