@@ -6,15 +6,18 @@
 //! [`HandoffIntent::validate`], and decoding malformed JSON with [`from_json`]
 //! yields a [`DecodeError`] naming the path of the field at fault (never a
 //! panic). Unknown fields are rejected: a fact that says more than this
-//! version understands is not silently truncated.
+//! version understands is not silently truncated. A fact decodes only from
+//! a JSON object: the array of its fields by position, which serde's derive
+//! would accept, is refused like any other malformed fact.
 
 use std::sync::Arc;
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 mod execution;
+mod object;
 
 pub use execution::{
     CompactionBudget, Digest, DigestError, ExecutionError, HandoffExecution, HandoffTools,
@@ -29,8 +32,9 @@ pub use execution::{
 pub const MAX_ID_BYTES: usize = 256;
 
 /// Where a Run is: the session, turn, Run and invocation it executes in.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+///
+/// Decodes only from a JSON object with exactly these fields (SPEC §1).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Invocation {
     /// The conversation session.
     pub session_id: String,
@@ -43,8 +47,9 @@ pub struct Invocation {
 }
 
 /// What a requester asks for: continue the Run under a successor.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+///
+/// Decodes only from a JSON object with exactly these fields (SPEC §1).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct HandoffIntent {
     /// Identifies this handoff.
     pub handoff_id: String,
@@ -68,8 +73,9 @@ pub struct HandoffIntent {
 /// reserved intent as an `Arc` and puts that same `Arc` in its pause, so
 /// preparing, holding, committing and sealing a pause never copies its ids.
 /// On the wire it is the plain intent object.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+///
+/// Decodes only from a JSON object with exactly these fields (SPEC §1).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct HandoffPause<P> {
     /// The intent this pause answers; must equal the requested one.
     pub intent: Arc<HandoffIntent>,
