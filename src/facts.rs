@@ -337,11 +337,16 @@ impl HandoffIntent {
 }
 
 /// A fact could not be decoded from JSON.
+///
+/// The message is the path and what is wrong there, e.g. ``handoff_id:
+/// invalid type: integer `3`, expected a string at line 1 column 15``; it
+/// says everything, so [`source`](std::error::Error::source) is `None` (a
+/// reporter that walks the chain prints the cause once).
 #[derive(Debug, Error)]
-#[error("{path}: {source}")]
+#[error("{path}: {error}")]
 pub struct DecodeError {
     path: String,
-    source: serde_json::Error,
+    error: serde_json::Error,
 }
 
 impl DecodeError {
@@ -372,11 +377,11 @@ pub fn from_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
     let mut decoder = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut decoder).map_err(|error| DecodeError {
         path: error.path().to_string(),
-        source: error.into_inner(),
+        error: error.into_inner(),
     })?;
-    decoder.end().map_err(|source| DecodeError {
+    decoder.end().map_err(|error| DecodeError {
         path: ".".into(),
-        source,
+        error,
     })?;
     Ok(value)
 }
