@@ -159,6 +159,25 @@ fn errors_print_the_wire_name_of_the_field() {
     );
 }
 
+/// A `Field` is named as its member on the wire, in declaration order,
+/// and prints that name.
+#[test]
+fn every_field_is_named_as_its_member_on_the_wire() {
+    let json = serde_json::to_string(&intent()).unwrap();
+    let members: Vec<String> = serde_json::from_str::<serde_json::Map<_, _>>(&json)
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    let mut names: Vec<&str> = FIELDS.iter().map(|field| field.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(members, names);
+    for field in FIELDS {
+        assert_eq!(field.to_string(), field.as_str());
+        assert!(json.contains(&format!("\"{field}\":")), "{field} in {json}");
+    }
+}
+
 #[test]
 fn malformed_json_is_an_error_naming_the_field_never_a_panic() {
     let full = r#"{"handoff_id":"h","host_epoch":"e","root_run_id":"r","successor_run_id":"s","successor_invocation_id":"i","claim_id":"c""#;
