@@ -11,10 +11,14 @@ use crate::waiter::WatchCell;
 
 /// What a task was doing when it was canceled; serialised with the original
 /// runtime's wire words (`queued`, `turn`, …, `done_check`).
+///
+/// `#[non_exhaustive]`: a runtime may come to note more phases.
+/// [`Phase::ALL`] lists the phases of this version.
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Phase {
     /// Waiting to start.
     Queued,

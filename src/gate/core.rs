@@ -8,6 +8,12 @@
 //! events that need it. Every `(state, event)` cell is decided by an
 //! exhaustive match, so adding a state or an event does not compile until
 //! each new cell is decided.
+//!
+//! The state, event and outcome enums here are exhaustive (not
+//! `#[non_exhaustive]`) on purpose: they *are* the table, and code that
+//! matches on them (the model checker, the fuzzers, a runtime's own
+//! diagnostics) must also fail to compile when a state or event is added,
+//! until it decides the new cells. A new variant is a breaking change.
 
 // The core shares pauses immutably; `Arc` here is a plain reference count,
 // not a synchronisation point, so it is `std`'s even under loom.

@@ -7,6 +7,13 @@
 //! some origin in the model), and children are only *returned* to be ended —
 //! the core never ends anything itself.
 //!
+//! [`Event`] and [`Outcome`] are exhaustive (not `#[non_exhaustive]`) on
+//! purpose: they are the ledger's table, and every match on them, here and
+//! in the model checker and fuzzers, must fail to compile when an event is
+//! added until its cells are decided. A new variant is a breaking change.
+//! The answers a caller only reads ([`Arrival`], [`RegisterError`]) may
+//! grow and are `#[non_exhaustive]`.
+//!
 //! Scale **[beyond seed]**: entries are kept ordered by id, with two indexes
 //! — not-arrived entries by start time, arrived entries by id — so
 //! `take_overdue` costs O(k log n) for k taken, `next_overdue` O(log n),

@@ -98,7 +98,10 @@ impl<D, C, T> Taken<D, C, T> {
 }
 
 /// What `arrive` decided (SPEC §2).
+///
+/// `#[non_exhaustive]`: a later version may tell more cases apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Arrival {
     /// The outcome is delivered now, the first and only time (D1).
     Delivered,
