@@ -86,9 +86,19 @@ impl std::fmt::Display for Phase {
 }
 
 /// The text is not one of [`Phase`]'s wire words.
+///
+/// Made by [`Phase::from_str`](std::str::FromStr::from_str) only; the text
+/// is read with [`text`](Self::text).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("unknown phase {0:?}")]
-pub struct UnknownPhase(pub String);
+pub struct UnknownPhase(String);
+
+impl UnknownPhase {
+    /// The text that is not a phase's wire word.
+    pub fn text(&self) -> &str {
+        &self.0
+    }
+}
 
 impl FromStr for Phase {
     type Err = UnknownPhase;

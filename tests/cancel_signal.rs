@@ -54,7 +54,9 @@ fn every_phase_round_trips_through_its_wire_word() {
             phase
         );
     }
-    assert_eq!(Phase::from_str("Turn"), Err(UnknownPhase("Turn".into())));
+    let unknown: UnknownPhase = Phase::from_str("Turn").unwrap_err();
+    assert_eq!(unknown.text(), "Turn");
+    assert_eq!(unknown.to_string(), r#"unknown phase "Turn""#);
     assert!(serde_json::from_str::<Phase>("\"nap\"").is_err());
 }
 

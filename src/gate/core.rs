@@ -25,10 +25,24 @@ use crate::gate::GateError;
 /// Identifies one reservation. Issued by the core on each successful
 /// `Reserve`, in increasing order, and never reused by a gate: a stale ticket
 /// can never touch a newer reservation (S2), even one with an equal intent.
+///
+/// Its number is private so that its representation may change; read it
+/// with [`get`](Self::get).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Ticket(pub u64);
+pub struct Ticket(u64);
 
 impl Ticket {
+    /// The ticket numbered `number`. A gate issues its own tickets; this
+    /// names one for a table, a model or a test (a state built by hand).
+    pub const fn new(number: u64) -> Ticket {
+        Ticket(number)
+    }
+
+    /// The ticket's number: the first is 0, each next one 1 more.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+
     /// The ticket issued after this one.
     ///
     /// Saturates at `u64::MAX`, which the core never issues (a gate refuses

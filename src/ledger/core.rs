@@ -94,7 +94,7 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     /// children not arrived must be ended: [`Taken::child_to_end`]), forgets
     /// its delivered memory, and returns the new scope's token.
     pub fn scope_task(&mut self, task: String) -> (ScopeToken, Vec<Taken<D, C, T>>) {
-        let token = ScopeToken(self.scopes_issued);
+        let token = ScopeToken::new(self.scopes_issued);
         self.scopes_issued = self.scopes_issued.saturating_add(1);
         let left = self.clear();
         self.scope = Some(Scope { task, token });
