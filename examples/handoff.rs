@@ -96,7 +96,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             requester.state().kind(),
             held.preview().execution.replay.digest
         );
-        let pending = held.commit().ok_or("the Run was cancelled")?;
+        let pending = held.commit().ok_or("the Run was canceled")?;
         println!("supervisor committed: {:?}", requester.state().kind());
         let sealed = pending
             .wait()

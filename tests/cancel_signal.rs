@@ -113,7 +113,7 @@ async fn a_cancel_from_another_task_wakes_the_waiter() {
     let canceled = Cancellation::canceled(&signal);
     within("the cancel from another task wakes the waiter", canceled).await;
     assert!(Cancellation::is_canceled(&signal));
-    within("the cancelling task ends", task).await.unwrap();
+    within("the canceling task ends", task).await.unwrap();
 }
 
 /// The gate accepts tokio-util's token as its cancellation (S3 with a
@@ -129,7 +129,7 @@ async fn a_cancellation_token_cancels_a_held_handoff() {
     assert!(poll_once(boundary.as_mut()).is_pending());
     let held = within(common::HELD, reservation.ready()).await.unwrap();
     token.cancel();
-    assert!(held.commit().is_none(), "S3: no commit once cancelled");
+    assert!(held.commit().is_none(), "S3: no commit once canceled");
     let promise = "L1: the boundary resolves once the refused commit released the Run";
     assert!(within(promise, boundary).await.is_none());
     assert_eq!(gate.waiter_count(), 0);

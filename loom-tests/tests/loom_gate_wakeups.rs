@@ -105,9 +105,9 @@ fn a_waiting_boundary_wakes_when_the_held_handoff_is_dropped() {
     });
 }
 
-/// S8: the waiting worker wakes when the Run is cancelled, and releases it.
+/// S8: the waiting worker wakes when the Run is canceled, and releases it.
 #[test]
-fn a_waiting_boundary_wakes_when_the_run_is_cancelled() {
+fn a_waiting_boundary_wakes_when_the_run_is_canceled() {
     model("boundary ∥ fire", Coverage::Exhaustive, || {
         let (scene, _gate, held, boundary) = held();
         scene.begin();

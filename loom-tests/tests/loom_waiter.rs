@@ -54,7 +54,7 @@ fn a_held_boundary_is_woken_once_committed_never_before_never_missed() {
         let handed = race_wake(
             &probe,
             boundary.as_mut(),
-            move || assert!(held.commit().is_some(), "nothing cancelled"),
+            move || assert!(held.commit().is_some(), "nothing canceled"),
             "S7: the held boundary returns the committed pause",
         );
         assert!(handed.is_some(), "S7");

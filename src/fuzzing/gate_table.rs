@@ -67,7 +67,7 @@ pub enum Op {
         /// The cancellation bit when it finished.
         canceled: bool,
     },
-    /// `Cancel(ticket)`: a handle dropped, or the Run cancelled.
+    /// `Cancel(ticket)`: a handle dropped, or the Run canceled.
     Cancel(TicketPick),
     /// `Commit{ticket, canceled}`.
     Commit {
