@@ -1,13 +1,14 @@
 //! `facts_json`: arbitrary bytes decoded as each JSON fact.
 //!
-//! Decoding never panics (SPEC §1 "Facts"). Whatever decodes and validates
-//! must round-trip: its encoding decodes back equal and encodes again to the
-//! same bytes, and it says what the input said — the input's JSON value,
-//! with `null` for optional fields it left out, is the encoding's value. So
-//! every fact in an accepted input was a JSON object where the encoding has
-//! one: facts decode only from JSON objects (SPEC §1). And directly: the
-//! encoding with any one of its objects given as the array of its members
-//! by position (serde's derive would accept that for a struct) is refused.
+//! Decoding never panics (SPEC §1 "Facts"). Facts decode only from JSON
+//! objects (SPEC §1): whatever decodes, valid or not, had a JSON object
+//! wherever its encoding has one, and its encoding with any one of its
+//! objects given as the array of its members by position (serde's derive
+//! would accept that for a struct) is refused. Whatever decodes and
+//! validates must round-trip: its encoding decodes back equal and encodes
+//! again to the same bytes, and it says what the input said — the input's
+//! JSON value, with `null` for optional fields it left out, is the
+//! encoding's value.
 
 use std::fmt;
 
@@ -44,8 +45,8 @@ pub fn round_trips(data: &[u8]) -> [bool; 3] {
     ]
 }
 
-/// Decodes `data` as `T`; if it decodes and is `valid`, checks the round
-/// trip and returns `true`.
+/// Decodes `data` as `T`; if it decodes, checks that it came from objects
+/// only; if it is also `valid`, checks the round trip and returns `true`.
 fn round_trip<T>(data: &[u8], valid: impl Fn(&T) -> bool) -> bool
 where
     T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug,
@@ -53,11 +54,25 @@ where
     let Ok(fact) = from_json::<T>(data) else {
         return false;
     };
+    let type_name = std::any::type_name::<T>();
+    let encoded = serde_json::to_vec(&fact).expect("a fact always encodes");
+    let said: Value = serde_json::from_slice(data).expect("the input decoded, so it is JSON");
+    let ordered: Ordered = serde_json::from_slice(&encoded).expect("an encoding is JSON");
+    assert!(
+        objects_where_objects(&said, &ordered),
+        "{type_name}: decodes from something else than an object where its encoding has one:\n  \
+         input    {said}\n  encoding {ordered:?}"
+    );
+    for at in 0..ordered.objects() {
+        let positional = ordered.positional(at).to_string();
+        assert!(
+            from_json::<T>(positional.as_bytes()).is_err(),
+            "{type_name}: decodes from an array where an object belongs: {positional}"
+        );
+    }
     if !valid(&fact) {
         return false;
     }
-    let type_name = std::any::type_name::<T>();
-    let encoded = serde_json::to_vec(&fact).expect("a fact always encodes");
     let again: T = from_json(&encoded)
         .unwrap_or_else(|error| panic!("{type_name}: its own encoding fails to decode: {error}"));
     assert_eq!(again, fact, "{type_name}: decodes back different");
@@ -66,21 +81,32 @@ where
         twice, encoded,
         "{type_name}: encodes differently the second time"
     );
-    let said: Value = serde_json::from_slice(data).expect("the input decoded, so it is JSON");
-    let encoded: Ordered = serde_json::from_slice(&encoded).expect("an encoding is JSON");
     assert!(
-        says(&said, &encoded),
+        says(&said, &ordered),
         "{type_name}: the encoding says something else than the input:\n  \
-         input    {said}\n  encoding {encoded:?}"
+         input    {said}\n  encoding {ordered:?}"
     );
-    for at in 0..encoded.objects() {
-        let positional = encoded.positional(at).to_string();
-        assert!(
-            from_json::<T>(positional.as_bytes()).is_err(),
-            "{type_name}: decodes from an array where an object belongs: {positional}"
-        );
-    }
     true
+}
+
+/// Whether the input's JSON value `said` has an object wherever the
+/// encoding `encoded` has one (members the input leaves out aside).
+fn objects_where_objects(said: &Value, encoded: &Ordered) -> bool {
+    match (said, encoded) {
+        (Value::Object(said), Ordered::Object(members)) => members.iter().all(|(name, value)| {
+            said.get(name)
+                .is_none_or(|inner| objects_where_objects(inner, value))
+        }),
+        (_, Ordered::Object(_)) => false,
+        (Value::Array(said), Ordered::Array(items)) => {
+            said.len() == items.len()
+                && said
+                    .iter()
+                    .zip(items)
+                    .all(|(a, b)| objects_where_objects(a, b))
+        }
+        _ => true,
+    }
 }
 
 /// A JSON value with its object members in document order (`Value` sorts
@@ -236,9 +262,10 @@ mod tests {
         );
     }
 
-    /// SPEC §1: an intent, a pause whose intent or replay evidence is given
-    /// by position, and an invocation by position (all in the corpus) are
-    /// refused as every fact; the same facts as objects are accepted.
+    /// SPEC §1: an intent (valid or not), a pause whose intent or replay
+    /// evidence is given by position, and an invocation by position (the
+    /// valid ones are in the corpus) are refused as every fact; the same
+    /// facts as objects are accepted.
     #[test]
     fn an_array_where_an_object_belongs_decodes_as_no_fact() {
         let intent = r#"["h","e","run","run-2","inv-2","c"]"#;
@@ -255,6 +282,8 @@ mod tests {
         };
         let by_position = [
             intent.to_owned(),
+            // Would not validate (an empty handoff_id): refused all the same.
+            r#"["","e","run","run-2","inv-2","c"]"#.to_owned(),
             r#"["session","turn","run","invocation"]"#.to_owned(),
             pause(intent, &replay),
             pause(object, &format!("[1,{digest},{digest}]")),
