@@ -11,10 +11,14 @@ use crate::waiter::WatchCell;
 
 /// What a task was doing when it was canceled; serialised with the original
 /// runtime's wire words (`queued`, `turn`, …, `done_check`).
+///
+/// `#[non_exhaustive]`: a runtime may come to note more phases.
+/// [`Phase::ALL`] lists the phases of this version.
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Phase {
     /// Waiting to start.
     Queued,
@@ -82,9 +86,19 @@ impl std::fmt::Display for Phase {
 }
 
 /// The text is not one of [`Phase`]'s wire words.
+///
+/// Made by [`Phase::from_str`](std::str::FromStr::from_str) only; the text
+/// is read with [`text`](Self::text).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("unknown phase {0:?}")]
-pub struct UnknownPhase(pub String);
+pub struct UnknownPhase(String);
+
+impl UnknownPhase {
+    /// The text that is not a phase's wire word.
+    pub fn text(&self) -> &str {
+        &self.0
+    }
+}
 
 impl FromStr for Phase {
     type Err = UnknownPhase;

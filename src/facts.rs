@@ -6,15 +6,18 @@
 //! [`HandoffIntent::validate`], and decoding malformed JSON with [`from_json`]
 //! yields a [`DecodeError`] naming the path of the field at fault (never a
 //! panic). Unknown fields are rejected: a fact that says more than this
-//! version understands is not silently truncated.
+//! version understands is not silently truncated. A fact decodes only from
+//! a JSON object: the array of its fields by position, which serde's derive
+//! would accept, is refused like any other malformed fact.
 
 use std::sync::Arc;
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 mod execution;
+mod object;
 
 pub use execution::{
     CompactionBudget, Digest, DigestError, ExecutionError, HandoffExecution, HandoffTools,
@@ -29,8 +32,9 @@ pub use execution::{
 pub const MAX_ID_BYTES: usize = 256;
 
 /// Where a Run is: the session, turn, Run and invocation it executes in.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+///
+/// Decodes only from a JSON object with exactly these fields (SPEC §1).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Invocation {
     /// The conversation session.
     pub session_id: String,
@@ -43,8 +47,9 @@ pub struct Invocation {
 }
 
 /// What a requester asks for: continue the Run under a successor.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+///
+/// Decodes only from a JSON object with exactly these fields (SPEC §1).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct HandoffIntent {
     /// Identifies this handoff.
     pub handoff_id: String,
@@ -68,8 +73,9 @@ pub struct HandoffIntent {
 /// reserved intent as an `Arc` and puts that same `Arc` in its pause, so
 /// preparing, holding, committing and sealing a pause never copies its ids.
 /// On the wire it is the plain intent object.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+///
+/// Decodes only from a JSON object with exactly these fields (SPEC §1).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct HandoffPause<P> {
     /// The intent this pause answers; must equal the requested one.
     pub intent: Arc<HandoffIntent>,
@@ -331,11 +337,16 @@ impl HandoffIntent {
 }
 
 /// A fact could not be decoded from JSON.
+///
+/// The message is the path and what is wrong there, e.g. ``handoff_id:
+/// invalid type: integer `3`, expected a string at line 1 column 15``; it
+/// says everything, so [`source`](std::error::Error::source) is `None` (a
+/// reporter that walks the chain prints the cause once).
 #[derive(Debug, Error)]
-#[error("{path}: {source}")]
+#[error("{path}: {error}")]
 pub struct DecodeError {
     path: String,
-    source: serde_json::Error,
+    error: serde_json::Error,
 }
 
 impl DecodeError {
@@ -366,11 +377,11 @@ pub fn from_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
     let mut decoder = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut decoder).map_err(|error| DecodeError {
         path: error.path().to_string(),
-        source: error.into_inner(),
+        error: error.into_inner(),
     })?;
-    decoder.end().map_err(|source| DecodeError {
+    decoder.end().map_err(|error| DecodeError {
         path: ".".into(),
-        source,
+        error,
     })?;
     Ok(value)
 }

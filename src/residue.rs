@@ -25,8 +25,11 @@ pub struct DetachedWork {
 
 /// One piece of work still running. Serialised with the original runtime's
 /// field names and a `kind` of `detached_shell` or `delegation`.
+///
+/// `#[non_exhaustive]`: a later version may report other kinds of work.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ResidueItem {
     /// Detached shell work.
     DetachedShell {

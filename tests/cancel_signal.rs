@@ -54,7 +54,9 @@ fn every_phase_round_trips_through_its_wire_word() {
             phase
         );
     }
-    assert_eq!(Phase::from_str("Turn"), Err(UnknownPhase("Turn".into())));
+    let unknown: UnknownPhase = Phase::from_str("Turn").unwrap_err();
+    assert_eq!(unknown.text(), "Turn");
+    assert_eq!(unknown.to_string(), r#"unknown phase "Turn""#);
     assert!(serde_json::from_str::<Phase>("\"nap\"").is_err());
 }
 
@@ -111,7 +113,7 @@ async fn a_cancel_from_another_task_wakes_the_waiter() {
     let canceled = Cancellation::canceled(&signal);
     within("the cancel from another task wakes the waiter", canceled).await;
     assert!(Cancellation::is_canceled(&signal));
-    within("the cancelling task ends", task).await.unwrap();
+    within("the canceling task ends", task).await.unwrap();
 }
 
 /// The gate accepts tokio-util's token as its cancellation (S3 with a

@@ -279,13 +279,14 @@ fn gate_adapter_commit_of_a_slot_without_a_held_handoff_keeps_its_reservation() 
     );
 }
 
-/// `["host_epoch","]",",\\\\\\\\\\\\",""]` decodes as an `Invocation`. Root
+/// `["host_epoch","]",",\\\\\\\\\\\\",""]` decoded as an `Invocation`. Root
 /// cause: serde's derived `Deserialize` also accepts a struct as a JSON
-/// array of its fields in declaration order, and the harness compared that
-/// array with the re-encoding's object (the harness now lines positional
-/// structs up with the members; baton accepting the positional form is
-/// reported as an open question for `facts`).
+/// array of its fields in declaration order. Facts now decode only from
+/// JSON objects (SPEC §1), so it is refused as every fact.
 #[test]
-fn facts_json_a_fact_given_as_a_json_array_says_what_its_encoding_says() {
+fn facts_json_a_fact_given_as_a_json_array_is_refused() {
     regression(Target::FactsJson, "a-fact-given-as-a-json-array");
+    let path = "fuzz/regressions/facts_json/a-fact-given-as-a-json-array";
+    let bytes = fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).expect("readable");
+    assert_eq!(facts_json::round_trips(&bytes), [false; 3]);
 }

@@ -473,7 +473,7 @@ fn dropping_the_gate_closes_it() {
 
 // ---- Cancellation. ----
 
-/// S3: once the Run is cancelled, commit is refused even before the worker's
+/// S3: once the Run is canceled, commit is refused even before the worker's
 /// boundary has noticed (the gate reads the bit at commit time).
 #[tokio::test]
 async fn s3_commit_reads_the_cancel_bit_at_the_moment_it_commits() {

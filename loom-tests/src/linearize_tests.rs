@@ -27,14 +27,14 @@ fn explained(initial: World<u8>, history: &[Call<Op>]) -> bool {
 fn reserve(name: &str, result: Result<u64, GateError>) -> Op {
     GateOp::Reserve {
         intent: intent(name),
-        result: result.map(Ticket),
+        result: result.map(Ticket::new),
     }
 }
 
 fn held(ticket: u64) -> World<u8> {
     World {
         gate: State::Held {
-            ticket: Ticket(ticket),
+            ticket: Ticket::new(ticket),
             pause: Arc::new(pause_for(intent("a"))),
         },
         canceled: false,
@@ -83,7 +83,7 @@ fn a_boundary_is_explained_in_several_steps_and_must_return_its_commit() {
             4,
             5,
             GateOp::Ready {
-                ticket: Ticket(0),
+                ticket: Ticket::new(0),
                 held: Some(pause.clone()),
             },
         ),
@@ -91,7 +91,7 @@ fn a_boundary_is_explained_in_several_steps_and_must_return_its_commit() {
             6,
             7,
             GateOp::Commit {
-                ticket: Ticket(0),
+                ticket: Ticket::new(0),
                 committed: true,
             },
         ),
@@ -114,7 +114,7 @@ fn a_commit_is_explained_only_before_the_cancellation() {
             invoked,
             10,
             GateOp::Commit {
-                ticket: Ticket(0),
+                ticket: Ticket::new(0),
                 committed: true,
             },
         )
@@ -128,13 +128,13 @@ fn a_commit_is_explained_only_before_the_cancellation() {
 fn a_wait_resolving_without_a_seal_is_unexplained() {
     let committed = World {
         gate: State::Committed {
-            ticket: Ticket(0),
+            ticket: Ticket::new(0),
             pause: Arc::new(pause_for(intent("a"))),
         },
         canceled: false,
     };
     let wait = GateOp::Wait {
-        ticket: Ticket(0),
+        ticket: Ticket::new(0),
         sealed: Some(pause_for(intent("a"))),
     };
     assert!(!explained(
@@ -154,7 +154,7 @@ fn a_wait_resolving_without_a_seal_is_unexplained() {
 fn a_snapshot_the_operations_cannot_produce_is_unexplained() {
     let requested = World {
         gate: State::Requested {
-            ticket: Ticket(0),
+            ticket: Ticket::new(0),
             intent: intent("a").into(),
         },
         canceled: false,
@@ -165,7 +165,13 @@ fn a_snapshot_the_operations_cannot_produce_is_unexplained() {
     };
     let history = |last: State<u8>| {
         [
-            call(1, 10, GateOp::Release { ticket: Ticket(0) }),
+            call(
+                1,
+                10,
+                GateOp::Release {
+                    ticket: Ticket::new(0),
+                },
+            ),
             call(2, 3, boundary.clone()),
             call(4, 5, reserve("b", Ok(1))),
             call(
@@ -179,10 +185,12 @@ fn a_snapshot_the_operations_cannot_produce_is_unexplained() {
         ]
     };
     let live = State::Requested {
-        ticket: Ticket(1),
+        ticket: Ticket::new(1),
         intent: intent("b").into(),
     };
     assert!(explained(requested.clone(), &history(live)));
-    let released = State::Running { next: Ticket(2) };
+    let released = State::Running {
+        next: Ticket::new(2),
+    };
     assert!(!explained(requested, &history(released)));
 }

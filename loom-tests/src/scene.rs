@@ -332,7 +332,7 @@ pub fn held() -> (Arc<Scene>, Arc<Gate>, Held, Waiting<Option<Pause>>) {
 /// and the worker's `boundary` returned the pause to seal.
 pub fn committed() -> (Arc<Scene>, Arc<Gate>, Pending, Pause) {
     let (scene, gate, held, boundary) = held();
-    let pending = scene.commit(held).expect("nothing cancelled");
+    let pending = scene.commit(held).expect("nothing canceled");
     let pause = loom::future::block_on(boundary).expect("the worker sees the commit");
     (scene, gate, pending, pause)
 }

@@ -94,7 +94,7 @@ fn a_reservation_dropped_during_the_boundary_leaves_the_run_running() {
             scene.begin();
             let requester = {
                 let scene = Arc::clone(&scene);
-                thread::spawn(move || scene.release(Ticket(0), reservation))
+                thread::spawn(move || scene.release(Ticket::new(0), reservation))
             };
             let handed = block_on(scene.boundary(Arc::clone(&gate), Preflight::Prepare));
             requester.join().unwrap();
@@ -257,7 +257,7 @@ fn the_cancellation_racing_ready_releases_the_run() {
             let scene = Arc::clone(&scene);
             thread::spawn(move || {
                 if let Some(held) = block_on(scene.ready(reservation)) {
-                    scene.release(Ticket(0), held);
+                    scene.release(Ticket::new(0), held);
                 }
             })
         };
@@ -289,7 +289,7 @@ fn a_stale_release_never_releases_a_newer_reservation() {
             scene.begin();
             let requester = {
                 let scene = Arc::clone(&scene);
-                thread::spawn(move || scene.release(Ticket(0), stale))
+                thread::spawn(move || scene.release(Ticket::new(0), stale))
             };
             assert!(block_on(scene.boundary(Arc::clone(&gate), Preflight::Fail)).is_none());
             let newer = scene.reserve("b").expect("ticket 0 is released by now");
@@ -313,7 +313,7 @@ fn a_ready_future_dropped_racing_the_boundary_releases_and_leaves_no_waker() {
         scene.begin();
         let requester = {
             let scene = Arc::clone(&scene);
-            thread::spawn(move || scene.release(Ticket(0), waiting))
+            thread::spawn(move || scene.release(Ticket::new(0), waiting))
         };
         let handed = block_on(scene.boundary(Arc::clone(&gate), Preflight::Prepare));
         requester.join().unwrap();
@@ -335,7 +335,7 @@ fn a_held_boundary_dropped_racing_commit_never_undoes_the_commit() {
         scene.begin();
         let worker = {
             let scene = Arc::clone(&scene);
-            thread::spawn(move || scene.release(Ticket(0), boundary))
+            thread::spawn(move || scene.release(Ticket::new(0), boundary))
         };
         let committed = scene.commit(held).is_some();
         worker.join().unwrap();

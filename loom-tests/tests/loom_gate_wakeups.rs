@@ -99,15 +99,15 @@ fn a_waiting_boundary_wakes_when_the_held_handoff_is_dropped() {
         let (scene, _gate, held, boundary) = held();
         scene.begin();
         let worker = thread::spawn(move || block_on(boundary));
-        scene.release(Ticket(0), held);
+        scene.release(Ticket::new(0), held);
         assert!(worker.join().unwrap().is_none(), "S8: released");
         scene.finish();
     });
 }
 
-/// S8: the waiting worker wakes when the Run is cancelled, and releases it.
+/// S8: the waiting worker wakes when the Run is canceled, and releases it.
 #[test]
-fn a_waiting_boundary_wakes_when_the_run_is_cancelled() {
+fn a_waiting_boundary_wakes_when_the_run_is_canceled() {
     model("boundary ∥ fire", Coverage::Exhaustive, || {
         let (scene, _gate, held, boundary) = held();
         scene.begin();

@@ -19,7 +19,7 @@ fn label(from: Gate, ev: Ev) -> &'static str {
     match ev {
         Ev::Reserve { .. } => "Reserve",
         Ev::Preflight { pause: None, .. } => "Preflight failed",
-        Ev::Preflight { canceled: true, .. } => "Preflight cancelled",
+        Ev::Preflight { canceled: true, .. } => "Preflight canceled",
         Ev::Preflight { pause: Some(p), .. } => match from {
             Gate::Requested { intent, .. } if pause::intent(p) == intent => "Preflight ok",
             Gate::Requested { .. } => "Preflight mismatched",
@@ -74,7 +74,7 @@ const EVENT_ORDER: [&str; 10] = [
     "Preflight ok",
     "Preflight failed",
     "Preflight mismatched",
-    "Preflight cancelled",
+    "Preflight canceled",
     "Preflight",
     "Cancel",
     "Commit",

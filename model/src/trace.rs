@@ -32,7 +32,7 @@ impl Display for Gate {
 
 impl Display for Ev {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let bit = |c: bool| if c { ", cancelled" } else { "" };
+        let bit = |c: bool| if c { ", canceled" } else { "" };
         match *self {
             Ev::Reserve { intent } => write!(f, "Reserve(i{intent})"),
             Ev::Preflight {
@@ -102,7 +102,7 @@ pub fn show(k: u8, s: &Sys) -> String {
         let _ = write!(out, " r{r}={phase}/{}", me.tries);
     }
     if s.canceled {
-        out.push_str(" cancelled");
+        out.push_str(" canceled");
     }
     if s.closer {
         out.push_str(" closer");

@@ -81,8 +81,9 @@ impl std::fmt::Display for Digest {
 }
 
 /// Evidence that lets a successor replay the Run's history deterministically.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+///
+/// Decodes only from a JSON object with exactly these fields (SPEC §1).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct ReplayEvidence {
     /// Format version; this crate writes [`REPLAY_VERSION`].
     pub version: u32,
@@ -93,8 +94,9 @@ pub struct ReplayEvidence {
 }
 
 /// The tools the Run had available and loaded.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+///
+/// Decodes only from a JSON object with exactly these fields (SPEC §1).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct HandoffTools {
     /// Digest of the tool catalog.
     pub catalog_digest: Digest,
@@ -116,9 +118,10 @@ pub enum CompactionBudget {
 /// runtime's pause payload, used as `P` in [`HandoffPause<P>`] by examples
 /// and tests.
 ///
+/// Decodes only from a JSON object with exactly these fields (SPEC §1).
+///
 /// [`HandoffPause<P>`]: crate::HandoffPause
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct HandoffExecution {
     /// Replay evidence for the history so far.
     pub replay: ReplayEvidence,

@@ -159,6 +159,25 @@ fn errors_print_the_wire_name_of_the_field() {
     );
 }
 
+/// A `Field` is named as its member on the wire, in declaration order,
+/// and prints that name.
+#[test]
+fn every_field_is_named_as_its_member_on_the_wire() {
+    let json = serde_json::to_string(&intent()).unwrap();
+    let members: Vec<String> = serde_json::from_str::<serde_json::Map<_, _>>(&json)
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    let mut names: Vec<&str> = FIELDS.iter().map(|field| field.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(members, names);
+    for field in FIELDS {
+        assert_eq!(field.to_string(), field.as_str());
+        assert!(json.contains(&format!("\"{field}\":")), "{field} in {json}");
+    }
+}
+
 #[test]
 fn malformed_json_is_an_error_naming_the_field_never_a_panic() {
     let full = r#"{"handoff_id":"h","host_epoch":"e","root_run_id":"r","successor_run_id":"s","successor_invocation_id":"i","claim_id":"c""#;
@@ -289,4 +308,143 @@ fn a_pause_round_trips_through_json_unchanged() {
     assert_eq!(serde_json::to_string(&back).unwrap(), json);
     let compaction = serde_json::to_value(CompactionBudget::Exhausted).unwrap();
     assert_eq!(compaction, "exhausted");
+}
+
+/// Each fact of a pause as the array of its fields by position (what
+/// serde's derive would accept for a struct), in declaration order.
+fn positional_intent() -> serde_json::Value {
+    let i = intent();
+    serde_json::json!([
+        i.handoff_id,
+        i.host_epoch,
+        i.root_run_id,
+        i.successor_run_id,
+        i.successor_invocation_id,
+        i.claim_id
+    ])
+}
+
+fn positional_replay() -> serde_json::Value {
+    let r = execution().replay;
+    serde_json::json!([r.version, r.digest, r.route_identity])
+}
+
+fn positional_tools() -> serde_json::Value {
+    let t = execution().tools;
+    serde_json::json!([t.catalog_digest, t.loaded])
+}
+
+fn positional_execution() -> serde_json::Value {
+    let e = execution();
+    serde_json::json!([
+        e.replay,
+        e.tools,
+        e.compaction,
+        e.main_output_limit,
+        e.supports_vision,
+        e.replay_base
+    ])
+}
+
+/// `error` is the refusal of an array where the object `name` belongs, at
+/// `path`.
+fn assert_names_the_object(error: &DecodeError, path: &str, name: &str) {
+    assert_eq!(error.path(), path, "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("invalid type: sequence")
+            && message.contains(&format!("expected {name} as a JSON object")),
+        "{message}"
+    );
+}
+
+/// SPEC §1: a fact decodes only from a JSON object. The array of its
+/// fields by position, which serde's derive accepts for a struct, is a
+/// typed error naming the expected object, for every fact type.
+#[test]
+fn an_array_where_an_object_belongs_is_a_typed_error_naming_the_object() {
+    let error = from_json::<HandoffIntent>(br#"["h","e","run","run-2","inv-2","c"]"#).unwrap_err();
+    assert_names_the_object(&error, ".", "HandoffIntent");
+    let bytes = serde_json::to_vec(&positional_intent()).unwrap();
+    let error = from_json::<HandoffIntent>(&bytes).unwrap_err();
+    assert_names_the_object(&error, ".", "HandoffIntent");
+    let error = from_json::<HandoffIntent>(b"[]").unwrap_err();
+    assert_names_the_object(&error, ".", "HandoffIntent");
+
+    let error = from_json::<Invocation>(br#"["session","turn","run","invocation"]"#).unwrap_err();
+    assert_names_the_object(&error, ".", "Invocation");
+
+    let bytes = serde_json::to_vec(&positional_replay()).unwrap();
+    let error = from_json::<ReplayEvidence>(&bytes).unwrap_err();
+    assert_names_the_object(&error, ".", "ReplayEvidence");
+    let bytes = serde_json::to_vec(&positional_tools()).unwrap();
+    let error = from_json::<HandoffTools>(&bytes).unwrap_err();
+    assert_names_the_object(&error, ".", "HandoffTools");
+    let bytes = serde_json::to_vec(&positional_execution()).unwrap();
+    let error = from_json::<HandoffExecution>(&bytes).unwrap_err();
+    assert_names_the_object(&error, ".", "HandoffExecution");
+
+    let pause = serde_json::json!([intent(), execution()]).to_string();
+    let error = from_json::<HandoffPause<HandoffExecution>>(pause.as_bytes()).unwrap_err();
+    assert_names_the_object(&error, ".", "HandoffPause");
+    // Whatever the payload type: the pause itself is refused.
+    let pause = serde_json::json!([intent(), 7]).to_string();
+    let error = from_json::<HandoffPause<u32>>(pause.as_bytes()).unwrap_err();
+    assert_names_the_object(&error, ".", "HandoffPause");
+}
+
+/// SPEC §1: a nested fact decodes only from a JSON object too; the error
+/// names the nested object and its path.
+#[test]
+fn an_array_where_a_nested_object_belongs_is_a_typed_error_at_its_path() {
+    let pause = serde_json::to_value(HandoffPause::new(intent(), execution())).unwrap();
+    let cases = [
+        ("/intent", positional_intent(), "intent", "HandoffIntent"),
+        (
+            "/execution",
+            positional_execution(),
+            "execution",
+            "HandoffExecution",
+        ),
+        (
+            "/execution/replay",
+            positional_replay(),
+            "execution.replay",
+            "ReplayEvidence",
+        ),
+        (
+            "/execution/tools",
+            positional_tools(),
+            "execution.tools",
+            "HandoffTools",
+        ),
+    ];
+    for (pointer, array, path, name) in cases {
+        let mut json = pause.clone();
+        *json.pointer_mut(pointer).expect("the member exists") = array;
+        let bytes = serde_json::to_vec(&json).unwrap();
+        let error = from_json::<HandoffPause<HandoffExecution>>(&bytes).unwrap_err();
+        assert_names_the_object(&error, path, name);
+    }
+    // The same facts as objects decode: only the shape was at fault.
+    let bytes = serde_json::to_vec(&pause).unwrap();
+    assert!(from_json::<HandoffPause<HandoffExecution>>(&bytes).is_ok());
+    // A payload that is an array of its own stays the runtime's business.
+    let with_list = serde_json::json!({ "intent": intent(), "execution": [1, 2] });
+    let bytes = serde_json::to_vec(&with_list).unwrap();
+    let pause: HandoffPause<Vec<u32>> = from_json(&bytes).unwrap();
+    assert_eq!(pause.execution, [1, 2]);
+}
+
+/// A scalar where an object belongs names the object as well.
+#[test]
+fn a_scalar_where_an_object_belongs_names_the_object() {
+    let error = from_json::<HandoffIntent>(b"true").unwrap_err();
+    assert_eq!(error.path(), ".");
+    assert!(
+        error
+            .to_string()
+            .contains("invalid type: boolean `true`, expected HandoffIntent as a JSON object"),
+        "{error}"
+    );
 }

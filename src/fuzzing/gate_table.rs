@@ -67,7 +67,7 @@ pub enum Op {
         /// The cancellation bit when it finished.
         canceled: bool,
     },
-    /// `Cancel(ticket)`: a handle dropped, or the Run cancelled.
+    /// `Cancel(ticket)`: a handle dropped, or the Run canceled.
     Cancel(TicketPick),
     /// `Commit{ticket, canceled}`.
     Commit {
@@ -196,11 +196,11 @@ impl Defect {
 impl TicketPick {
     fn ticket(self, state: &State<u8>) -> Ticket {
         let live = match state {
-            State::Running { next } => next.0,
+            State::Running { next } => next.get(),
             State::Closed => 0,
-            _ => state.ticket().map_or(0, |t| t.0),
+            _ => state.ticket().map_or(0, |t| t.get()),
         };
-        Ticket(match self {
+        Ticket::new(match self {
             TicketPick::Live => live,
             TicketPick::Stale(n) => live.wrapping_sub(u64::from(n) + 1),
             TicketPick::Ahead(n) => live.wrapping_add(u64::from(n) + 1),
@@ -261,7 +261,7 @@ impl Start {
         match self {
             Start::Fresh => State::initial(),
             Start::NearExhaustion(n) => State::Running {
-                next: Ticket(u64::MAX - u64::from(n % 3)),
+                next: Ticket::new(u64::MAX - u64::from(n % 3)),
             },
         }
     }

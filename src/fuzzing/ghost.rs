@@ -95,7 +95,7 @@ impl Ghost {
         };
         Ghost {
             live: None,
-            next: next.0,
+            next: next.get(),
             intent: None,
             pause: None,
             committed: false,
@@ -128,7 +128,7 @@ impl Ghost {
             valid: false,
             fits: false,
         };
-        let own = |ticket: Ticket| self.live == Some(ticket.0) && !self.terminal();
+        let own = |ticket: Ticket| self.live == Some(ticket.get()) && !self.terminal();
         let expect = match event {
             Event::Reserve(intent) => {
                 fed.kind = "Reserve";
@@ -170,14 +170,14 @@ impl Ghost {
                         next.pause = Some(print(pause));
                         Expect::Move(next)
                     }
-                    _ => Expect::Move(self.released(ticket.0)),
+                    _ => Expect::Move(self.released(ticket.get())),
                 }
             }
             Event::Cancel(ticket) => {
                 fed.kind = "Cancel";
                 fed.ticket = Some(*ticket);
                 if own(*ticket) && !self.committed {
-                    Expect::Move(self.released(ticket.0))
+                    Expect::Move(self.released(ticket.get()))
                 } else {
                     Expect::Ignore
                 }
@@ -226,23 +226,23 @@ impl Ghost {
     fn agrees(&self, state: &State<u8>) -> bool {
         match state {
             State::Running { next } => {
-                !self.terminal() && self.live.is_none() && next.0 == self.next
+                !self.terminal() && self.live.is_none() && next.get() == self.next
             }
             State::Requested { ticket, intent } => {
-                self.live == Some(ticket.0)
+                self.live == Some(ticket.get())
                     && self.intent == Some(print(intent))
                     && self.pause.is_none()
                     && !self.committed
                     && !self.terminal()
             }
             State::Held { ticket, pause } | State::Committed { ticket, pause } => {
-                self.live == Some(ticket.0)
+                self.live == Some(ticket.get())
                     && self.pause == Some(print(&**pause))
                     && self.committed == (state.kind() == StateKind::Committed)
                     && !self.terminal()
             }
             State::Sealed { ticket, pause } => {
-                self.live == Some(ticket.0)
+                self.live == Some(ticket.get())
                     && self.pause == Some(print(&**pause))
                     && self.sealed
                     && !self.closed
@@ -292,10 +292,10 @@ impl Ghost {
             fed.ticket,
             before.ticket(),
             after.ticket(),
-            self.recent[0].map(Ticket),
-            self.recent[1].map(Ticket),
-            Some(Ticket(0)),
-            Some(Ticket(u64::MAX)),
+            self.recent[0].map(Ticket::new),
+            self.recent[1].map(Ticket::new),
+            Some(Ticket::new(0)),
+            Some(Ticket::new(u64::MAX)),
         ];
         queries(after, probes.into_iter().flatten())
     }

@@ -220,7 +220,7 @@ impl Harness {
                     TokenPick::After(n) => last.saturating_add(u64::from(n) + 1),
                 };
                 let expected = self.ghost.end_scope(token);
-                (Event::EndScope(ScopeToken(token)), expected)
+                (Event::EndScope(ScopeToken::new(token)), expected)
             }
             Op::Register { id, task } => {
                 let id = id.id();
@@ -297,7 +297,7 @@ impl Harness {
     /// arrived entry, finishes on its own).
     fn seen(&mut self, outcome: Outcome<u32, Kid, Duration>) -> Seen {
         match outcome {
-            Outcome::Scoped(token, left) => Seen::Scoped(token.0, self.rows(left)),
+            Outcome::Scoped(token, left) => Seen::Scoped(token.get(), self.rows(left)),
             Outcome::ScopeEnded(left) => Seen::ScopeEnded(left.map(|left| self.rows(left))),
             Outcome::Registered(result) => Seen::Registered(result),
             Outcome::Adopted(adoption) => Seen::Adopted(match adoption {
@@ -411,7 +411,7 @@ impl Harness {
         let scope = self
             .ledger
             .scope()
-            .map(|(task, token)| (task.to_owned(), token.0));
+            .map(|(task, token)| (task.to_owned(), token.get()));
         ensure!(
             scope == self.ghost.scope,
             "D2",

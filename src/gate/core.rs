@@ -8,6 +8,12 @@
 //! events that need it. Every `(state, event)` cell is decided by an
 //! exhaustive match, so adding a state or an event does not compile until
 //! each new cell is decided.
+//!
+//! The state, event and outcome enums here are exhaustive (not
+//! `#[non_exhaustive]`) on purpose: they *are* the table, and code that
+//! matches on them (the model checker, the fuzzers, a runtime's own
+//! diagnostics) must also fail to compile when a state or event is added,
+//! until it decides the new cells. A new variant is a breaking change.
 
 // The core shares pauses immutably; `Arc` here is a plain reference count,
 // not a synchronisation point, so it is `std`'s even under loom.
@@ -19,10 +25,24 @@ use crate::gate::GateError;
 /// Identifies one reservation. Issued by the core on each successful
 /// `Reserve`, in increasing order, and never reused by a gate: a stale ticket
 /// can never touch a newer reservation (S2), even one with an equal intent.
+///
+/// Its number is private so that its representation may change; read it
+/// with [`get`](Self::get).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Ticket(pub u64);
+pub struct Ticket(u64);
 
 impl Ticket {
+    /// The ticket numbered `number`. A gate issues its own tickets; this
+    /// names one for a table, a model or a test (a state built by hand).
+    pub const fn new(number: u64) -> Ticket {
+        Ticket(number)
+    }
+
+    /// The ticket's number: the first is 0, each next one 1 more.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+
     /// The ticket issued after this one.
     ///
     /// Saturates at `u64::MAX`, which the core never issues (a gate refuses

@@ -3,12 +3,18 @@ use thiserror::Error;
 use crate::facts::IntentError;
 
 /// Why the gate refused an operation, sorted by who must act.
+///
+/// Each message says everything, its cause included, so
+/// [`source`](std::error::Error::source) is `None`: a reporter that walks
+/// the chain prints each cause once. The cause is in the variant
+/// ([`InvalidInput`](Self::InvalidInput)'s [`IntentError`]) for code that
+/// matches on it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Error)]
 #[non_exhaustive]
 pub enum GateError {
     /// Caller fault: the intent is malformed or names another Run (S9).
     #[error("invalid handoff intent: {0}")]
-    InvalidInput(#[from] IntentError),
+    InvalidInput(IntentError),
     /// Retryable: another reservation is live; try again later (S1).
     #[error("another handoff is in progress")]
     Busy,
@@ -27,6 +33,13 @@ pub enum GateError {
     /// Commit refused: the Run is canceled (S3).
     #[error("the Run is canceled")]
     Canceled,
+}
+
+impl From<IntentError> for GateError {
+    /// [`GateError::InvalidInput`].
+    fn from(error: IntentError) -> Self {
+        Self::InvalidInput(error)
+    }
 }
 
 impl GateError {

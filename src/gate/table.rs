@@ -9,9 +9,9 @@ use super::core::{Config, Event, Outcome, State, StateKind, Ticket, step};
 use crate::facts::{HandoffIntent, HandoffPause, Invocation};
 
 /// The live ticket T* of every representative state.
-pub(super) const LIVE: Ticket = Ticket(1);
+pub(super) const LIVE: Ticket = Ticket::new(1);
 /// A ticket that is not the live one.
-pub(super) const STALE: Ticket = Ticket(0);
+pub(super) const STALE: Ticket = Ticket::new(0);
 
 pub(super) struct Sample {
     pub(super) config: Config,

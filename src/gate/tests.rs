@@ -218,16 +218,16 @@ fn s2_tickets_increase_and_never_repeat_across_releases() {
 fn the_last_ticket_is_never_issued_so_none_can_repeat() {
     let sample = Sample::new();
     let last = State::<u8>::Running {
-        next: Ticket(u64::MAX),
+        next: Ticket::new(u64::MAX),
     };
     let outcome = step(&sample.config, &last, Event::Reserve(sample.intent.clone()));
     assert_eq!(outcome, Outcome::Refused(GateError::TicketsExhausted));
     let almost = State::<u8>::Running {
-        next: Ticket(u64::MAX - 1),
+        next: Ticket::new(u64::MAX - 1),
     };
     assert!(matches!(
         step(&sample.config, &almost, Event::Reserve(sample.intent.clone())),
-        Outcome::Moved(State::Requested { ticket: Ticket(t), .. }) if t == u64::MAX - 1
+        Outcome::Moved(State::Requested { ticket, .. }) if ticket.get() == u64::MAX - 1
     ));
 }
 
@@ -492,7 +492,9 @@ fn the_checked_in_table_is_the_one_the_core_renders() {
 
 #[test]
 fn a_ticket_prints_as_its_number_and_a_config_names_its_run() {
-    assert_eq!(Ticket(7).to_string(), "#7");
+    assert_eq!(Ticket::new(7).to_string(), "#7");
+    assert_eq!(Ticket::new(7).get(), 7);
+    assert_eq!(Ticket::new(7).successor(), Ticket::new(8));
     let sample = Sample::new();
     assert_eq!(sample.config.root_run_id(), "run");
     assert_eq!(sample.config.source().run_id, "run");

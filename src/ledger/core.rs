@@ -7,6 +7,13 @@
 //! some origin in the model), and children are only *returned* to be ended —
 //! the core never ends anything itself.
 //!
+//! [`Event`] and [`Outcome`] are exhaustive (not `#[non_exhaustive]`) on
+//! purpose: they are the ledger's table, and every match on them, here and
+//! in the model checker and fuzzers, must fail to compile when an event is
+//! added until its cells are decided. A new variant is a breaking change.
+//! The answers a caller only reads ([`Arrival`], [`RegisterError`]) may
+//! grow and are `#[non_exhaustive]`.
+//!
 //! Scale **[beyond seed]**: entries are kept ordered by id, with two indexes
 //! — not-arrived entries by start time, arrived entries by id — so
 //! `take_overdue` costs O(k log n) for k taken, `next_overdue` O(log n),
@@ -87,7 +94,7 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     /// children not arrived must be ended: [`Taken::child_to_end`]), forgets
     /// its delivered memory, and returns the new scope's token.
     pub fn scope_task(&mut self, task: String) -> (ScopeToken, Vec<Taken<D, C, T>>) {
-        let token = ScopeToken(self.scopes_issued);
+        let token = ScopeToken::new(self.scopes_issued);
         self.scopes_issued = self.scopes_issued.saturating_add(1);
         let left = self.clear();
         self.scope = Some(Scope { task, token });

@@ -381,6 +381,8 @@ fn d3_d5_a_scope_change_takes_everything_and_ends_only_children_not_arrived() {
     assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
     let (second, left) = ledger.scope_task("tsk_b".into());
     assert!(second > first);
+    assert_eq!(second.get(), first.get() + 1);
+    assert_eq!(ScopeToken::new(second.get()), second);
     assert_eq!(
         ids(&left),
         ["dlg_a", "dlg_b", "dlg_c"],

@@ -97,7 +97,7 @@ impl Facts {
 
     /// The real state a compact one stands for.
     pub fn decode(&self, gate: Gate) -> State<u8> {
-        let t = |t: u8| Ticket(u64::from(t));
+        let t = |t: u8| Ticket::new(u64::from(t));
         let p = |p: u8| Arc::clone(&self.pauses[p as usize]);
         match gate {
             Gate::Running { next } => State::Running { next: t(next) },
@@ -123,7 +123,8 @@ impl Facts {
 
     /// The compact form of a real state.
     pub fn encode(&self, state: &State<u8>) -> Gate {
-        let t = |t: &Ticket| u8::try_from(t.0).expect("the model issues fewer than 256 tickets");
+        let t =
+            |t: &Ticket| u8::try_from(t.get()).expect("the model issues fewer than 256 tickets");
         match state {
             State::Running { next } => Gate::Running { next: t(next) },
             State::Requested { ticket, intent } => Gate::Requested {
@@ -156,13 +157,13 @@ impl Facts {
                 pause: p,
                 canceled,
             } => Event::Preflight {
-                ticket: Ticket(u64::from(ticket)),
+                ticket: Ticket::new(u64::from(ticket)),
                 pause: p.map(pause),
                 canceled,
             },
-            Ev::Cancel { ticket } => Event::Cancel(Ticket(u64::from(ticket))),
+            Ev::Cancel { ticket } => Event::Cancel(Ticket::new(u64::from(ticket))),
             Ev::Commit { ticket, canceled } => Event::Commit {
-                ticket: Ticket(u64::from(ticket)),
+                ticket: Ticket::new(u64::from(ticket)),
                 canceled,
             },
             Ev::Seal { pause: p } => Event::Seal(Arc::clone(&self.pauses[p as usize])),
@@ -276,7 +277,7 @@ impl Core {
             return *answer;
         }
         let state = self.facts.decode(gate);
-        let t = Ticket(u64::from(ticket));
+        let t = Ticket::new(u64::from(ticket));
         let wait = match query {
             Query::Ready => core::ready(&state, t),
             Query::Boundary => core::boundary(&state, t),
@@ -302,7 +303,7 @@ impl Core {
         let begun = match (self.begin)(&state) {
             core::Begin::Nothing => Begun::Nothing,
             core::Begin::Requested(t, intent) => Begun::Requested {
-                ticket: u8::try_from(t.0).expect("few tickets"),
+                ticket: u8::try_from(t.get()).expect("few tickets"),
                 intent: self.facts.intent_index(intent),
             },
             core::Begin::Committed(pause) => Begun::Committed {

@@ -41,7 +41,7 @@ pub fn coverage() -> Vec<Property<GateModel>> {
             |_, _, t, _| t.act == Act::PreflightMismatched && moved_to(t, "Running"),
         ),
         sometimes(
-            "released: cancelled before preflight finished",
+            "released: canceled before preflight finished",
             |_, _, t, _| t.act == Act::PreflightOk && moved_to(t, "Running"),
         ),
         sometimes("released: reservation dropped", |_, _, t, _| {
@@ -68,7 +68,7 @@ pub fn coverage() -> Vec<Property<GateModel>> {
             refused(t, Refusal::HandedOff)
         }),
         sometimes("refused: Closed", |_, _, t, _| refused(t, Refusal::Closed)),
-        sometimes("refused: commit while cancelled", |_, _, t, _| {
+        sometimes("refused: commit while canceled", |_, _, t, _| {
             refused(t, Refusal::Canceled)
         }),
         sometimes("refused: commit after release", |_, _, t, _| {

@@ -1,6 +1,6 @@
 //! Packs a [`Sys`] into 128 bits for the visited set, losslessly.
 //!
-//! Layout (low to high): gate (13 bits), cancelled and closer (2), worker
+//! Layout (low to high): gate (13 bits), canceled and closer (2), worker
 //! (13), then each of the [`MAX_REQUESTERS`] requesters (15), then the
 //! durable log (5: none, or its pause + 1) and the owner (2) — 125 bits. A
 //! kind takes 3 bits, a ticket 5, an intent or pause 5, a requester's

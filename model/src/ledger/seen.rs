@@ -70,7 +70,7 @@ impl Seen {
                     .strip_prefix("task-")
                     .and_then(|t| t.parse().ok())
                     .expect("the model scopes only task-0, task-1");
-                (t, u8::try_from(token.0).expect("few scopes"))
+                (t, u8::try_from(token.get()).expect("few scopes"))
             }),
             entries: std::array::from_fn(|d| {
                 let d = d as u8;

@@ -16,7 +16,7 @@ fn outcome(o: &Outcome) -> String {
         format!("[{}]", ids.join(" "))
     };
     match o {
-        Outcome::Scoped(token, left) => format!("scope #{} {}", token.0, ids(left)),
+        Outcome::Scoped(token, left) => format!("scope #{} {}", token.get(), ids(left)),
         Outcome::ScopeEnded(Some(left)) => format!("ended {}", ids(left)),
         Outcome::ScopeEnded(None) => "stale: ignored".into(),
         Outcome::Registered(Ok(())) => "Ok".into(),

@@ -72,7 +72,7 @@ fn account(s: &mut LSys, setup: &Setup, act: Act, outcome: Option<&Outcome>) {
     match act {
         Act::ScopeTask => {
             if let Some(Outcome::Scoped(token, left)) = outcome {
-                s.scopes |= 1 << token.0;
+                s.scopes |= 1 << token.get();
                 s.issued += 1;
                 scope_ended(s, left);
             }
@@ -148,7 +148,7 @@ pub fn successors(m: &LedgerModel, s: &LSys, out: &mut Vec<Successor<LStep, LSys
         fire(Act::ScopeTask, Some((0, &scope)), optional);
     }
     for token in (0..MAX_SCOPES).filter(|t| s.scopes & (1 << t) != 0) {
-        let drop = || Event::EndScope(baton::ledger::ScopeToken(token.into()));
+        let drop = || Event::EndScope(baton::ledger::ScopeToken::new(token.into()));
         fire(Act::DropScope(token), Some((0, &drop)), optional);
     }
     for d in 0..setup.ids {

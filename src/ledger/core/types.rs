@@ -13,8 +13,25 @@ pub type DelegationId = Arc<str>;
 
 /// Identifies one `scope_task`: a scope's end takes effect only with the
 /// token of the scope that is current (SPEC §2: a scope has identity).
+///
+/// Its number is private so that its representation may change; read it
+/// with [`get`](Self::get).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ScopeToken(pub u64);
+pub struct ScopeToken(u64);
+
+impl ScopeToken {
+    /// The token numbered `number`. A ledger issues its own tokens; this
+    /// names one for a model or a test (a stale or a made-up scope end).
+    pub const fn new(number: u64) -> ScopeToken {
+        ScopeToken(number)
+    }
+
+    /// The token's number: a ledger's first scope is 0, each next one 1
+    /// more.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
 
 /// A point on a monotonic clock: `std::time::Instant`, or a `Duration`
 /// since an origin of the caller's choosing.
@@ -98,7 +115,10 @@ impl<D, C, T> Taken<D, C, T> {
 }
 
 /// What `arrive` decided (SPEC §2).
+///
+/// `#[non_exhaustive]`: a later version may tell more cases apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Arrival {
     /// The outcome is delivered now, the first and only time (D1).
     Delivered,
