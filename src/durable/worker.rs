@@ -30,8 +30,10 @@ pub enum SealError {
     },
     /// The append failed; the gate is **closed without a seal**, so the
     /// requester's `wait()` returns `None`. For [`LogError::Storage`] the
-    /// append's outcome is unknown: the owner reconciles from the log.
-    #[error("the durable append failed; the gate is closed without a seal: {0}")]
+    /// append's outcome is unknown: the owner reconciles from the log. The
+    /// log's error is this error's [`source`](std::error::Error::source)
+    /// (the message does not repeat it).
+    #[error("the durable append failed; the gate is closed without a seal")]
     Append(#[source] LogError),
     /// The pause is durable (the handoff is final), but the gate was closed
     /// between the append and the seal, so the requester's `wait()` returned
@@ -102,3 +104,7 @@ where
         }
     }
 }
+
+#[cfg(test)]
+#[path = "worker_tests.rs"]
+mod tests;
