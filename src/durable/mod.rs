@@ -21,7 +21,9 @@
 //!   [`ReconcileError`] for contradictory facts.
 //! - [`append_then_seal`] is the worker's last step: append under its
 //!   epoch, and only then seal; if the append fails, close without sealing
-//!   ([`SealError::Fenced`]: a newer epoch owns the Run, stop).
+//!   ([`SealError::Fenced`]: a newer epoch owns the Run, stop). The rule
+//!   it applies to the append's answer is the pure [`seal_step`], which
+//!   the model checker calls too.
 //!
 //! ```text
 //!  owner:   claim(run) ─▶ Owner(epoch) ─▶ start a worker with epoch   | HandedOff(pause): never resume
@@ -44,7 +46,7 @@ pub use reconcile::{Appended, Decision, ReconcileError, RunFacts, reconcile};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::{SCHEMA_VERSION, SqliteLog};
-pub use worker::{SealError, append_then_seal};
+pub use worker::{SealError, SealStep, append_then_seal, seal_step};
 
 #[cfg(test)]
 mod tests;

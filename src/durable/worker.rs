@@ -1,5 +1,7 @@
 //! The worker's last step of a handoff: append the committed pause durably,
-//! then seal — in that order, never the other.
+//! then seal — in that order, never the other. [`seal_step`] is the pure
+//! rule (what the append's answer means for the gate); [`append_then_seal`]
+//! is its adapter.
 
 use thiserror::Error;
 
@@ -42,12 +44,75 @@ pub enum SealError {
     ClosedBeforeSeal,
 }
 
+/// What the worker does with its gate once the log has answered its
+/// append: the rule of [`append_then_seal`]'s last step, from
+/// [`seal_step`].
+#[derive(Debug)]
+#[must_use = "the step says whether to seal or to close the gate"]
+pub enum SealStep {
+    /// The pause is durable: seal the gate (the requester's `wait()` then
+    /// returns `Some`), and answer this receipt.
+    Seal(Receipt),
+    /// The append did not succeed, or its outcome is unknown: close the
+    /// gate without a seal (every `wait()` returns `None`) and answer this
+    /// error. [`SealError::Fenced`] also tells the worker to stop.
+    Close(SealError),
+}
+
+/// The rule of the worker's last step (SPEC §6, R2 and R7): what the
+/// answer of its append, under the epoch it holds, means for its gate.
+///
+/// | the append answered | step |
+/// |---|---|
+/// | `Ok(receipt)` (`Written`, or `AlreadyDurable` for a retry) | [`SealStep::Seal`]`(receipt)` |
+/// | [`LogError::Fenced`] | [`SealStep::Close`]`(`[`SealError::Fenced`]`)`: a newer epoch owns the Run, stop |
+/// | any other `Err` (a refusal, or [`LogError::Storage`]: a lost reply) | [`SealStep::Close`]`(`[`SealError::Append`]`)` |
+///
+/// Only an acknowledged append seals, so a `Some` from `wait()` implies a
+/// durable pause (R2), and a fenced worker never seals (R7). A lost reply
+/// closes without a seal although the append may have committed: the owner's
+/// next [`claim`](HandoffLog::claim) then answers `HandedOff`, never a new
+/// epoch (R1). [`append_then_seal`] applies it, and the model checker (`baton-model`) explores it with zombie
+/// workers and lost replies.
+///
+/// ```
+/// use baton::durable::{Epoch, LogError, Receipt, SealError, SealStep, seal_step};
+///
+/// assert!(matches!(seal_step(Ok(Receipt::Written)), SealStep::Seal(Receipt::Written)));
+/// let fenced = LogError::Fenced { epoch: Epoch::new(1), current: Epoch::new(2) };
+/// assert!(matches!(seal_step(Err(fenced)), SealStep::Close(SealError::Fenced { .. })));
+/// let lost = LogError::Storage("the reply was lost".into());
+/// assert!(matches!(seal_step(Err(lost)), SealStep::Close(SealError::Append(_))));
+/// ```
+pub fn seal_step(appended: Result<Receipt, LogError>) -> SealStep {
+    match appended {
+        Ok(receipt) => SealStep::Seal(receipt),
+        Err(LogError::Fenced { epoch, current }) => {
+            SealStep::Close(SealError::Fenced { epoch, current })
+        }
+        // Every other answer listed, so a new `LogError` must be decided
+        // here before it compiles.
+        Err(
+            error @ (LogError::InvalidPause(_)
+            | LogError::InvalidRun { .. }
+            | LogError::AlreadyHandedOff { .. }
+            | LogError::EpochNotIssued { .. }
+            | LogError::EpochsExhausted
+            | LogError::Contradictory(_)
+            | LogError::UnknownSchema { .. }
+            | LogError::Corrupt { .. }
+            | LogError::Encode(_)
+            | LogError::Storage(_)),
+        ) => SealStep::Close(SealError::Append(error)),
+    }
+}
+
 /// Makes a committed handoff final: appends `pause` to `log` durably under
 /// the owner `epoch` this worker holds (from [`HandoffLog::claim`]), and
 /// only once that is acknowledged seals the gate (SPEC §1: the requester's
 /// `wait()` returns `Some` only for a durable pause). The pause is filed
 /// under the gate's own [`source`](HandoffGate::source), so it cannot land
-/// under another Run.
+/// under another Run. What the append's answer means is [`seal_step`].
 ///
 /// A worker that was paused while its owner took the Run over learns it
 /// here: [`SealError::Fenced`], nothing written, the gate closed (R7).
@@ -73,6 +138,16 @@ where
     P: PartialEq + Clone,
     L: HandoffLog<P> + ?Sized,
 {
+    committed_to(gate, pause)?;
+    let step = seal_step(log.append(gate.root_run_id(), gate.source(), epoch, pause));
+    apply(gate, pause, step)
+}
+
+/// `Ok` if `gate` is committed to `pause`, else [`SealError::NotCommitted`].
+fn committed_to<P: PartialEq + Clone>(
+    gate: &HandoffGate<P>,
+    pause: &HandoffPause<P>,
+) -> Result<(), SealError> {
     let committed = match gate.state() {
         State::Committed {
             pause: committed, ..
@@ -83,24 +158,30 @@ where
         | State::Sealed { .. }
         | State::Closed => false,
     };
-    if !committed {
-        return Err(SealError::NotCommitted);
+    if committed {
+        Ok(())
+    } else {
+        Err(SealError::NotCommitted)
     }
-    match log.append(gate.root_run_id(), gate.source(), epoch, pause) {
-        Ok(receipt) => {
+}
+
+/// Carries out `step` on the gate.
+fn apply<P: PartialEq + Clone>(
+    gate: &HandoffGate<P>,
+    pause: &HandoffPause<P>,
+    step: SealStep,
+) -> Result<Receipt, SealError> {
+    match step {
+        SealStep::Seal(receipt) => {
             if gate.sealed(pause) {
                 Ok(receipt)
             } else {
                 Err(SealError::ClosedBeforeSeal)
             }
         }
-        Err(LogError::Fenced { epoch, current }) => {
+        SealStep::Close(error) => {
             gate.close();
-            Err(SealError::Fenced { epoch, current })
-        }
-        Err(error) => {
-            gate.close();
-            Err(SealError::Append(error))
+            Err(error)
         }
     }
 }
