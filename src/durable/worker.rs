@@ -1,17 +1,18 @@
 //! The worker's last step of a handoff: append the committed pause durably,
 //! then seal — in that order, never the other. [`seal_step`] is the pure
 //! rule (what the append's answer means for the gate); [`append_then_seal`]
-//! is its adapter.
+//! and [`append_then_seal_async`] are its blocking and async adapters.
 
 use thiserror::Error;
 
+use super::async_log::AsyncHandoffLog;
 use super::fence::Epoch;
 use super::log::{HandoffLog, LogError, Receipt};
 use crate::facts::HandoffPause;
 use crate::gate::HandoffGate;
 use crate::gate::core::State;
 
-/// Why [`append_then_seal`] did not seal.
+/// Why [`append_then_seal`] (or [`append_then_seal_async`]) did not seal.
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum SealError {
@@ -72,7 +73,8 @@ pub enum SealStep {
 /// durable pause (R2), and a fenced worker never seals (R7). A lost reply
 /// closes without a seal although the append may have committed: the owner's
 /// next [`claim`](HandoffLog::claim) then answers `HandedOff`, never a new
-/// epoch (R1). [`append_then_seal`] applies it, and the model checker (`baton-model`) explores it with zombie
+/// epoch (R1). Both [`append_then_seal`] and [`append_then_seal_async`]
+/// apply it, and the model checker (`baton-model`) explores it with zombie
 /// workers and lost replies.
 ///
 /// ```
@@ -114,6 +116,10 @@ pub fn seal_step(appended: Result<Receipt, LogError>) -> SealStep {
 /// under the gate's own [`source`](HandoffGate::source), so it cannot land
 /// under another Run. What the append's answer means is [`seal_step`].
 ///
+/// This is the blocking form: it waits for the log on the calling thread
+/// (for `SqliteLog`, a transaction and an fsync). Inside an async runtime
+/// use [`append_then_seal_async`], which leaves the executor free.
+///
 /// A worker that was paused while its owner took the Run over learns it
 /// here: [`SealError::Fenced`], nothing written, the gate closed (R7).
 ///
@@ -141,6 +147,83 @@ where
     committed_to(gate, pause)?;
     let step = seal_step(log.append(gate.root_run_id(), gate.source(), epoch, pause));
     apply(gate, pause, step)
+}
+
+/// [`append_then_seal`] for async code: the same step, with the append
+/// awaited through [`AsyncHandoffLog`] (for `SqliteLog` its blocking work
+/// runs on the log's own thread, so the executor's other tasks go on while
+/// the pause is synced). The same rule, [`seal_step`], decides what the
+/// append's answer means; the gate is sealed or closed after the append
+/// resolves, never before.
+///
+/// ```
+/// use baton::durable::{AsyncHandoffLog, Claim, MemoryLog, Receipt, append_then_seal_async};
+/// use baton::{CancelSignal, HandoffGate, HandoffIntent, HandoffPause, Invocation};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let source = Invocation {
+///     session_id: "session".into(),
+///     turn_id: "turn".into(),
+///     run_id: "run".into(),
+///     invocation_id: "invocation".into(),
+/// };
+/// let log = MemoryLog::new();
+/// let Claim::Owner(epoch) = log.claim_async("root", "run").await? else {
+///     return Err("already handed off".into());
+/// };
+/// let gate = HandoffGate::new(source, "root".into());
+/// let reservation = gate.requester().reserve(HandoffIntent {
+///     handoff_id: "handoff".into(),
+///     host_epoch: "host".into(),
+///     root_run_id: "root".into(),
+///     successor_run_id: "successor".into(),
+///     successor_invocation_id: "successor-invocation".into(),
+///     claim_id: "claim".into(),
+/// })?;
+/// let cancel = CancelSignal::new();
+/// let (paused, pending) = tokio::join!(
+///     gate.boundary(&cancel, |intent| async move { Some(HandoffPause::new(intent, 7u32)) }),
+///     async { reservation.ready().await?.commit() },
+/// );
+/// let (paused, pending) = (paused.ok_or("not committed")?, pending.ok_or("not committed")?);
+/// assert_eq!(append_then_seal_async(&gate, &log, epoch, &paused).await?, Receipt::Written);
+/// assert!(pending.wait().await.is_some(), "durable, then sealed");
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Cancel safety
+///
+/// This method is not cancel safe: dropping its future undoes nothing.
+/// Once the future has been polled, the append may have been sent to the
+/// log, and it may still commit after the future is dropped. The gate is
+/// left as it was, committed, neither sealed nor closed, so the requester's
+/// `wait()` stays pending. The outcome is that of a lost reply: call this
+/// again with the same `epoch` and `pause` (the append is idempotent:
+/// `AlreadyDurable`, then the seal), or close the gate and let the owner's
+/// [`claim`](AsyncHandoffLog::claim_async) decide from the log (`HandedOff`
+/// if the append committed). Dropping the future before its first poll
+/// does nothing.
+///
+/// # Errors
+///
+/// See [`SealError`].
+pub async fn append_then_seal_async<P, L>(
+    gate: &HandoffGate<P>,
+    log: &L,
+    epoch: Epoch,
+    pause: &HandoffPause<P>,
+) -> Result<Receipt, SealError>
+where
+    P: PartialEq + Clone,
+    L: AsyncHandoffLog<P>,
+{
+    committed_to(gate, pause)?;
+    let appended = log
+        .append_async(gate.root_run_id(), gate.source(), epoch, pause)
+        .await;
+    apply(gate, pause, seal_step(appended))
 }
 
 /// `Ok` if `gate` is committed to `pause`, else [`SealError::NotCommitted`].
