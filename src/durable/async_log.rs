@@ -21,6 +21,20 @@ use crate::facts::{HandoffPause, Invocation};
 /// runtime-agnostic: they need no tokio runtime (nor any other), and
 /// `SqliteLog`'s are woken from its own thread.
 ///
+/// ```
+/// use baton::durable::{AsyncHandoffLog, Claim, Epoch, MemoryLog};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), baton::durable::LogError> {
+/// let log = MemoryLog::<u32>::new();
+/// assert_eq!(log.claim_async("root", "run").await?, Claim::Owner(Epoch::new(1)));
+/// // A takeover: epoch 2 fences epoch 1.
+/// assert_eq!(log.claim_async("root", "run").await?, Claim::Owner(Epoch::new(2)));
+/// assert_eq!(log.facts_async("root", "run").await?.epoch, Epoch::new(2));
+/// # Ok(())
+/// # }
+/// ```
+///
 /// # Cancel safety
 ///
 /// Dropping one of these futures never leaves the log half-written: each
