@@ -4,20 +4,32 @@
 //! worker hands the Run to a successor: the pause is appended to the log
 //! under its epoch (acknowledged only once on disk) and only then sealed.
 //!
-//! Run B: the worker of epoch 1 commits a handoff, then stalls (a GC pause,
-//! a stopped process) before its append. The owner takes it for dead and
-//! claims the Run again: epoch 2, which fences epoch 1. When the zombie
-//! wakes, its append is refused (`Fenced`), its gate closes without a seal
-//! and it stops; the Run is epoch 2's alone.
+//! Run B, two workers of one Run: the worker of epoch 1 commits a handoff,
+//! then stalls (a GC pause, a stopped process) before its append. The
+//! owner takes it for dead and claims the Run again: epoch 2, which fences
+//! epoch 1, and starts a second worker. When the zombie wakes, its append
+//! is refused (`Fenced`), its gate closes without a seal and it stops; the
+//! Run is epoch 2's alone, and its worker hands it off.
 //!
-//! Finally a new owner, after a restart, claims each Run: run A answers
-//! `HandedOff` (never resumed), run B a fresh epoch.
+//! Finally a new owner, after a restart, claims each Run: both answer
+//! `HandedOff` (never resumed).
+//!
+//! Everything runs on one `current_thread` runtime, and every log
+//! operation is awaited through `AsyncHandoffLog`: `SqliteLog` does its
+//! transactions and fsyncs on a thread of its own, so the runtime's one
+//! thread is never blocked on the disk (the blocking `HandoffLog` and
+//! `append_then_seal` are for code outside async).
 //!
 //! Run with `cargo run --example durable_handoff --features sqlite`.
 
-use baton::durable::{Claim, Epoch, HandoffLog, SealError, SqliteLog, append_then_seal};
+use std::sync::Arc;
+
+use baton::durable::{AsyncHandoffLog, Claim, Epoch, SealError, SqliteLog, append_then_seal_async};
 use baton::facts::{CompactionBudget, Digest, HandoffTools, REPLAY_VERSION, ReplayEvidence};
-use baton::{CancelSignal, HandoffExecution, HandoffGate, HandoffIntent, HandoffPause, Invocation};
+use baton::{
+    CancelSignal, HandoffExecution, HandoffGate, HandoffIntent, HandoffPause, Invocation,
+    PendingSeal,
+};
 
 fn digest(seed: u8) -> Digest {
     Digest::parse(format!("sha256:{}", format!("{seed:02x}").repeat(32))).expect("64 hex digits")
@@ -41,18 +53,18 @@ fn execution() -> HandoffExecution {
     }
 }
 
-fn source(run_id: &str) -> Invocation {
+fn source(run_id: &str, worker: u8) -> Invocation {
     Invocation {
         session_id: "session-1".into(),
         turn_id: "turn-4".into(),
         run_id: run_id.into(),
-        invocation_id: format!("{run_id}-invocation-1"),
+        invocation_id: format!("{run_id}-invocation-{worker}"),
     }
 }
 
-fn intent(run_id: &str) -> HandoffIntent {
+fn intent(run_id: &str, worker: u8) -> HandoffIntent {
     HandoffIntent {
-        handoff_id: format!("handoff-of-{run_id}"),
+        handoff_id: format!("handoff-{worker}-of-{run_id}"),
         host_epoch: "host-epoch-9".into(),
         root_run_id: run_id.into(),
         successor_run_id: format!("{run_id}-successor"),
@@ -61,15 +73,36 @@ fn intent(run_id: &str) -> HandoffIntent {
     }
 }
 
+type Log = SqliteLog<HandoffExecution>;
+type Pause = HandoffPause<HandoffExecution>;
+
 /// Claims `run` (its own root Run here) for a worker: the epoch it holds.
-fn owner(
-    log: &SqliteLog<HandoffExecution>,
-    run: &str,
-) -> Result<Epoch, Box<dyn std::error::Error>> {
-    match log.claim(run, run)? {
+async fn owner(log: &Log, run: &str) -> Result<Epoch, Box<dyn std::error::Error>> {
+    match log.claim_async(run, run).await? {
         Claim::Owner(epoch) => Ok(epoch),
         Claim::HandedOff(pause) => Err(format!("{run} is already handed off: {pause:?}").into()),
     }
+}
+
+/// A supervisor reserves a handoff of the gate's Run and commits it at the
+/// worker's boundary: the pause the worker must now append, and the
+/// supervisor's pending seal.
+async fn commit(
+    gate: &HandoffGate<HandoffExecution>,
+    intent: HandoffIntent,
+) -> Result<(Arc<Pause>, PendingSeal<HandoffExecution>), Box<dyn std::error::Error>> {
+    let reservation = gate.requester().reserve(intent)?;
+    let cancel = CancelSignal::new();
+    let (paused, pending) = tokio::join!(
+        gate.boundary(&cancel, |intent| async move {
+            Some(HandoffPause {
+                intent,
+                execution: execution(),
+            })
+        }),
+        async { reservation.ready().await?.commit() }
+    );
+    Ok((paused?.ok_or("not committed")?, pending?))
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -82,28 +115,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .as_nanos()
     ));
     println!("log        {}", path.display());
-    let log: SqliteLog<HandoffExecution> = SqliteLog::open(&path)?;
+    let log: Log = SqliteLog::open(&path)?;
 
     // Run A: a full handoff. The owner claims the Run for its worker; the
     // supervisor reserves and commits; the worker appends the committed
     // pause durably under its epoch, then seals.
-    let epoch = owner(&log, "run-a")?;
+    let epoch = owner(&log, "run-a").await?;
     println!("owner      run-a: claimed, epoch {epoch}");
-    let gate = HandoffGate::<HandoffExecution>::new(source("run-a"), "run-a".into());
-    let requester = gate.requester();
-    let reservation = requester.reserve(intent("run-a"))?;
-    let cancel = CancelSignal::new();
-    let (paused, pending) = tokio::join!(
-        gate.boundary(&cancel, |intent| async move {
-            Some(HandoffPause {
-                intent,
-                execution: execution(),
-            })
-        }),
-        async { reservation.ready().await?.commit() }
-    );
-    let (paused, pending) = (paused?.ok_or("not committed")?, pending?);
-    let receipt = append_then_seal(&gate, &log, epoch, &paused)?;
+    let gate = HandoffGate::new(source("run-a", 1), "run-a".into());
+    let (paused, pending) = commit(&gate, intent("run-a", 1)).await?;
+    let receipt = append_then_seal_async(&gate, &log, epoch, &paused).await?;
     println!("worker     run-a: appended ({receipt:?}) then sealed; exiting");
     let sealed = pending.wait().await?;
     println!(
@@ -112,50 +133,50 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     drop(gate);
 
-    // Run B: the worker of epoch 1 is committed, then stalls before its
-    // append. The owner suspects it and takes the Run over: epoch 2.
-    let zombie_epoch = owner(&log, "run-b")?;
-    let gate = HandoffGate::<HandoffExecution>::new(source("run-b"), "run-b".into());
-    let requester = gate.requester();
-    let reservation = requester.reserve(intent("run-b"))?;
-    let (paused, pending) = tokio::join!(
-        gate.boundary(&cancel, |intent| async move {
-            Some(HandoffPause {
-                intent,
-                execution: execution(),
-            })
-        }),
-        async { reservation.ready().await?.commit() }
-    );
-    let (paused, pending) = (paused?.ok_or("not committed")?, pending?);
-    println!("worker     run-b: epoch {zombie_epoch}, committed, then paused (a zombie to be)");
-    let new_epoch = owner(&log, "run-b")?;
+    // Run B: worker 1 (epoch 1) is committed, then stalls before its
+    // append. The owner suspects it and takes the Run over: epoch 2, and
+    // worker 2 runs the Run while worker 1 is still paused.
+    let zombie_epoch = owner(&log, "run-b").await?;
+    let zombie = HandoffGate::new(source("run-b", 1), "run-b".into());
+    let (zombie_paused, zombie_pending) = commit(&zombie, intent("run-b", 1)).await?;
+    println!("worker 1   run-b: epoch {zombie_epoch}, committed, then paused (a zombie to be)");
+    let epoch = owner(&log, "run-b").await?;
+    let worker = HandoffGate::new(source("run-b", 2), "run-b".into());
     println!(
-        "owner      run-b: worker suspected; claimed again, epoch {new_epoch}; a new worker runs it"
+        "owner      run-b: worker 1 suspected; claimed again, epoch {epoch}; worker 2 runs it"
     );
     // The zombie wakes and goes on with its last step.
-    match append_then_seal(&gate, &log, zombie_epoch, &paused) {
-        Err(SealError::Fenced { epoch, current }) => {
-            println!(
-                "worker     run-b: woke up; append fenced (epoch {epoch}, Run is epoch {current}'s); stops"
-            )
-        }
+    match append_then_seal_async(&zombie, &log, zombie_epoch, &zombie_paused).await {
+        Err(SealError::Fenced { epoch, current }) => println!(
+            "worker 1   run-b: woke up; append fenced (epoch {epoch}, Run is epoch {current}'s); stops"
+        ),
         other => return Err(format!("the zombie was not fenced: {other:?}").into()),
     }
     println!(
-        "supervisor run-b: wait() = {:?} (no seal: nothing handed off)",
-        pending.wait().await.map(|p| p.intent.handoff_id.clone())
+        "supervisor run-b: worker 1's wait() = {:?} (no seal: nothing handed off)",
+        zombie_pending
+            .wait()
+            .await
+            .map(|p| p.intent.handoff_id.clone())
     );
-    drop(gate);
+    // Worker 2, of the current epoch, hands the Run off.
+    let (paused, pending) = commit(&worker, intent("run-b", 2)).await?;
+    let receipt = append_then_seal_async(&worker, &log, epoch, &paused).await?;
+    let sealed = pending.wait().await?;
+    println!(
+        "worker 2   run-b: appended ({receipt:?}) then sealed {}; exiting",
+        sealed.intent.handoff_id
+    );
+    drop((zombie, worker));
     drop(log);
 
     // A new owner, after a restart: claim each Run; the log decides.
-    let log: SqliteLog<HandoffExecution> = SqliteLog::open(&path)?;
+    let log: Log = SqliteLog::open(&path)?;
     for run in ["run-a", "run-b"] {
-        match log.claim(run, run)? {
+        match log.claim_async(run, run).await? {
             Claim::HandedOff(pause) => println!(
-                "owner      {run}: handed off to {}; never resumed",
-                pause.intent.successor_run_id
+                "owner      {run}: handed off ({}) to {}; never resumed",
+                pause.intent.handoff_id, pause.intent.successor_run_id
             ),
             Claim::Owner(epoch) => {
                 println!("owner      {run}: open; a new worker resumes it with epoch {epoch}")

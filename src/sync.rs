@@ -27,6 +27,13 @@ pub(crate) use std::sync::{
 #[cfg(not(loom))]
 pub(crate) use triomphe::Arc;
 
+/// The job queue of `SqliteLog`'s thread (`durable::offload`): real I/O,
+/// outside loom's model, but imported here like every other primitive.
+#[cfg(all(feature = "sqlite", loom))]
+pub(crate) use loom::sync::mpsc;
+#[cfg(all(feature = "sqlite", not(loom)))]
+pub(crate) use std::sync::mpsc;
+
 /// Locks `mutex`, ignoring poison: the state behind a baton lock is only
 /// ever replaced whole, so a poisoned lock still holds a valid state. User
 /// code that runs while a baton lock is held, all of it documented where the

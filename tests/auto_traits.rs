@@ -16,6 +16,9 @@ fn every_handle_is_send_sync_unpin_and_unwind_safe() {
     movable_across_tasks_and_unwinds::<baton::CancelSignal>();
     movable_across_tasks_and_unwinds::<baton::ledger::Delegations>();
     movable_across_tasks_and_unwinds::<baton::ledger::DelegationScope>();
+    // It now holds the sender of its thread's job queue (the async forms).
+    #[cfg(feature = "sqlite")]
+    movable_across_tasks_and_unwinds::<baton::durable::SqliteLog<()>>();
 }
 
 /// A future a runtime can `tokio::spawn`: `Send + 'static`.

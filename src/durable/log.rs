@@ -168,11 +168,12 @@ pub enum LogError {
     },
     /// The pause could not be encoded as JSON (a payload whose `Serialize`
     /// fails). Nothing was written.
-    #[error("the pause does not encode as JSON: {0}")]
+    #[error("the pause does not encode as JSON")]
     Encode(#[source] serde_json::Error),
     /// The storage itself failed (I/O, locking, a full disk). For an append,
     /// whether the pause became durable is unknown: read the facts back.
-    #[error("storage failed: {0}")]
+    /// The store's error is the [`source`](StdError::source).
+    #[error("storage failed")]
     Storage(#[source] Box<dyn StdError + Send + Sync>),
 }
 

@@ -15,13 +15,22 @@
 //!   [`append`](HandoffLog::append) writes a pause only under the Run's
 //!   current epoch. [`MemoryLog`] keeps it in memory (tests); `SqliteLog`
 //!   (feature `sqlite`) in one SQLite file.
+//! - [`AsyncHandoffLog`] is the same log for async code (`claim_async`,
+//!   `append_async`, `facts_async`): `SqliteLog` runs the blocking work (the
+//!   transaction, the fsync) on a thread it owns, so no executor thread —
+//!   not even a `current_thread` runtime's only one — waits for the disk.
+//!   It needs no particular runtime. Each trait's methods say what
+//!   dropping an in-flight future means (`# Cancel safety`).
 //! - [`reconcile`] is the pure decision a claim makes inside its
 //!   transaction, from what the log holds about one Run ([`RunFacts`]):
 //!   [`Decision::HandedOff`] or [`Decision::Resumable`], or a
 //!   [`ReconcileError`] for contradictory facts.
 //! - [`append_then_seal`] is the worker's last step: append under its
 //!   epoch, and only then seal; if the append fails, close without sealing
-//!   ([`SealError::Fenced`]: a newer epoch owns the Run, stop).
+//!   ([`SealError::Fenced`]: a newer epoch owns the Run, stop). The rule
+//!   it applies to the append's answer is the pure [`seal_step`], which
+//!   the model checker calls too. [`append_then_seal_async`] is the same
+//!   step over an [`AsyncHandoffLog`].
 //!
 //! ```text
 //!  owner:   claim(run) ─▶ Owner(epoch) ─▶ start a worker with epoch   | HandedOff(pause): never resume
@@ -31,20 +40,24 @@
 //!  worker suspected (crashed, or only paused) ─▶ owner: claim(run) again
 //! ```
 
+mod async_log;
 mod fence;
 mod log;
+#[cfg(feature = "sqlite")]
+mod offload;
 mod reconcile;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod worker;
 
+pub use async_log::AsyncHandoffLog;
 pub use fence::{AppendStep, Claim, ClaimStep, Epoch, append_step, claim_step};
 pub use log::{HandoffLog, LogError, MemoryLog, Receipt};
 pub use reconcile::{Appended, Decision, ReconcileError, RunFacts, reconcile};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::{SCHEMA_VERSION, SqliteLog};
-pub use worker::{SealError, append_then_seal};
+pub use worker::{SealError, SealStep, append_then_seal, append_then_seal_async, seal_step};
 
 #[cfg(test)]
 mod tests;

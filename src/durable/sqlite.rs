@@ -2,6 +2,7 @@
 //! `sqlite`, SQLite bundled: no system library needed).
 #![cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 
+use std::future::Future;
 use std::marker::PhantomData;
 use std::path::Path;
 use std::time::Duration;
@@ -10,11 +11,13 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::async_log::AsyncHandoffLog;
 use super::fence::{AppendStep, Claim, Epoch, append_step, claim_step};
 use super::log::{HandoffLog, LogError, Receipt, check_append, check_run};
+use super::offload::Offload;
 use super::reconcile::{Appended, RunFacts};
 use crate::facts::{HandoffPause, Invocation, from_json};
-use crate::sync::{Mutex, lock};
+use crate::sync::{Arc, Mutex, lock};
 
 /// The schema version this baton writes and reads, kept in SQLite's
 /// `PRAGMA user_version` (0 means "no schema yet"). A file of version 1
@@ -78,6 +81,17 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// The log is typed by the payload `P` of the pauses it holds, so reading
 /// needs no annotation once the log's type is known.
 ///
+/// **Blocking and async.** As a [`HandoffLog`] it works on the calling
+/// thread: each operation blocks until SQLite is done (an append, until the
+/// WAL is synced). As an [`AsyncHandoffLog`] the same work runs on a thread
+/// the log owns (started by [`open`](Self::open), one per log, the
+/// operations in the order their futures were first polled), and the
+/// future is woken when it is done: the executor is never blocked, and no
+/// particular runtime is needed (no tokio `spawn_blocking`, which panics
+/// outside a tokio runtime). Both forms share one connection and one rule.
+/// Dropping the log does not wait for its thread: the thread ends, and
+/// the file is closed, once the operations already sent are done.
+///
 /// ```
 /// use baton::durable::{Claim, Decision, Epoch, HandoffLog, SqliteLog, reconcile};
 ///
@@ -93,7 +107,10 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// # Ok::<_, Box<dyn std::error::Error>>(())
 /// ```
 pub struct SqliteLog<P> {
-    connection: Mutex<Connection>,
+    /// Shared with the jobs of the async operations on the log's thread.
+    connection: Arc<Mutex<Connection>>,
+    /// The thread the async operations' blocking work runs on.
+    thread: Offload,
     /// The payload type of the pauses the log holds (`fn() -> P`: the log
     /// owns no `P`, so it is `Send` and `Sync` whatever `P` is).
     payload: PhantomData<fn() -> P>,
@@ -145,7 +162,8 @@ impl<P> SqliteLog<P> {
             .map_err(storage)?;
         Self::migrate(&mut connection)?;
         Ok(Self {
-            connection: Mutex::new(connection),
+            connection: Arc::new(Mutex::new(connection)),
+            thread: Offload::start("baton-sqlite-log")?,
             payload: PhantomData,
         })
     }
@@ -287,13 +305,19 @@ impl<P> SqliteLog<P> {
     }
 }
 
-impl<P> HandoffLog<P> for SqliteLog<P>
+/// The operations, on the log's connection: called on the caller's thread
+/// by the blocking forms, on the log's thread by the async ones.
+impl<P> SqliteLog<P>
 where
     P: PartialEq + Clone + Serialize + DeserializeOwned,
 {
-    fn claim(&self, root_run_id: &str, run_id: &str) -> Result<Claim<P>, LogError> {
+    fn claim_on(
+        connection: &Mutex<Connection>,
+        root_run_id: &str,
+        run_id: &str,
+    ) -> Result<Claim<P>, LogError> {
         check_run(root_run_id, run_id)?;
-        let mut connection = lock(&self.connection);
+        let mut connection = lock(connection);
         // The write lock from the first read to the commit: no other claim
         // or append can come between what this one reads and what it writes.
         let transaction = connection
@@ -315,8 +339,8 @@ where
         Ok(step.answer)
     }
 
-    fn append(
-        &self,
+    fn append_on(
+        connection: &Mutex<Connection>,
         root_run_id: &str,
         source: &Invocation,
         epoch: Epoch,
@@ -324,7 +348,7 @@ where
     ) -> Result<Receipt, LogError> {
         check_append(root_run_id, source, pause)?;
         let json = serde_json::to_string(pause).map_err(LogError::Encode)?;
-        let mut connection = lock(&self.connection);
+        let mut connection = lock(connection);
         let transaction = connection
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(storage)?;
@@ -369,12 +393,82 @@ where
         Ok(step.receipt())
     }
 
-    fn facts(&self, root_run_id: &str, run_id: &str) -> Result<RunFacts<P>, LogError> {
+    fn facts_on(
+        connection: &Mutex<Connection>,
+        root_run_id: &str,
+        run_id: &str,
+    ) -> Result<RunFacts<P>, LogError> {
         check_run(root_run_id, run_id)?;
-        let mut connection = lock(&self.connection);
+        let mut connection = lock(connection);
         // One read transaction: the epoch and the pause of one snapshot.
         let transaction = connection.transaction().map_err(storage)?;
         Self::facts_in(&transaction, root_run_id, run_id)
+    }
+}
+
+impl<P> HandoffLog<P> for SqliteLog<P>
+where
+    P: PartialEq + Clone + Serialize + DeserializeOwned,
+{
+    fn claim(&self, root_run_id: &str, run_id: &str) -> Result<Claim<P>, LogError> {
+        Self::claim_on(&self.connection, root_run_id, run_id)
+    }
+
+    fn append(
+        &self,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        pause: &HandoffPause<P>,
+    ) -> Result<Receipt, LogError> {
+        Self::append_on(&self.connection, root_run_id, source, epoch, pause)
+    }
+
+    fn facts(&self, root_run_id: &str, run_id: &str) -> Result<RunFacts<P>, LogError> {
+        Self::facts_on(&self.connection, root_run_id, run_id)
+    }
+}
+
+/// Each operation, from the input's checks and the pause's JSON encoding
+/// to the synced commit, runs on the log's thread; the arguments are
+/// copied into the job, so the future borrows nothing once created.
+impl<P> AsyncHandoffLog<P> for SqliteLog<P>
+where
+    P: PartialEq + Clone + Serialize + DeserializeOwned + Send + 'static,
+{
+    fn claim_async(
+        &self,
+        root_run_id: &str,
+        run_id: &str,
+    ) -> impl Future<Output = Result<Claim<P>, LogError>> + Send {
+        let connection = Arc::clone(&self.connection);
+        let (root_run_id, run_id) = (root_run_id.to_owned(), run_id.to_owned());
+        self.thread
+            .run(move || Self::claim_on(&connection, &root_run_id, &run_id))
+    }
+
+    fn append_async(
+        &self,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        pause: &HandoffPause<P>,
+    ) -> impl Future<Output = Result<Receipt, LogError>> + Send {
+        let connection = Arc::clone(&self.connection);
+        let (root_run_id, source, pause) = (root_run_id.to_owned(), source.clone(), pause.clone());
+        self.thread
+            .run(move || Self::append_on(&connection, &root_run_id, &source, epoch, &pause))
+    }
+
+    fn facts_async(
+        &self,
+        root_run_id: &str,
+        run_id: &str,
+    ) -> impl Future<Output = Result<RunFacts<P>, LogError>> + Send {
+        let connection = Arc::clone(&self.connection);
+        let (root_run_id, run_id) = (root_run_id.to_owned(), run_id.to_owned());
+        self.thread
+            .run(move || Self::facts_on(&connection, &root_run_id, &run_id))
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::*;
-use crate::durable::tests::{pause, source, the_log_rules_hold};
+use crate::durable::tests::{ViaAsync, pause, source, the_log_rules_hold};
 use crate::durable::{Decision, reconcile};
 
 /// Claims `(root, run)` in `log`: the epoch its worker holds.
@@ -56,6 +56,19 @@ fn the_sqlite_log_keeps_the_log_rules() {
     assert!(
         debug.starts_with("SqliteLog { path: Some(\"") && debug.ends_with(&format!("{name}\") }}")),
         "{debug}"
+    );
+}
+
+#[test]
+fn the_sqlite_log_keeps_the_log_rules_through_its_async_form() {
+    let db = TempDb::new();
+    let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    the_log_rules_hold(&ViaAsync::new(&log));
+    let blocking: &dyn HandoffLog<u32> = &log;
+    assert_eq!(
+        blocking.facts("root", "run").unwrap().pauses.len(),
+        1,
+        "the async and the blocking forms share one file"
     );
 }
 
@@ -326,3 +339,6 @@ fn a_stored_epoch_that_is_not_positive_is_reported_corrupt() {
         );
     }
 }
+
+#[path = "sqlite_async_tests.rs"]
+mod async_tests;

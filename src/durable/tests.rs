@@ -196,6 +196,52 @@ pub(super) fn the_log_rules_hold(log: &dyn HandoffLog<u32>) {
     ));
 }
 
+/// A [`HandoffLog`] that runs each operation through `L`'s
+/// [`AsyncHandoffLog`] form, on a runtime of its own (each await bounded):
+/// so the one contract test checks the async forms too.
+pub(super) struct ViaAsync<'a, L>(&'a L, tokio::runtime::Runtime);
+
+impl<'a, L> ViaAsync<'a, L> {
+    pub(super) fn new(log: &'a L) -> Self {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        Self(log, runtime)
+    }
+}
+
+impl<L: AsyncHandoffLog<u32>> HandoffLog<u32> for ViaAsync<'_, L> {
+    fn claim(&self, root_run_id: &str, run_id: &str) -> Result<Claim<u32>, LogError> {
+        let claim = self.0.claim_async(root_run_id, run_id);
+        self.1
+            .block_on(within("R5: an async claim resolves", claim))
+    }
+    fn append(
+        &self,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        pause: &HandoffPause<u32>,
+    ) -> Result<Receipt, LogError> {
+        let append = self.0.append_async(root_run_id, source, epoch, pause);
+        self.1
+            .block_on(within("R4: an async append resolves", append))
+    }
+    fn facts(&self, root_run_id: &str, run_id: &str) -> Result<RunFacts<u32>, LogError> {
+        let facts = self.0.facts_async(root_run_id, run_id);
+        self.1
+            .block_on(within("an async read of the facts resolves", facts))
+    }
+}
+
+#[test]
+fn the_memory_log_keeps_the_log_rules_through_its_async_form() {
+    let log = MemoryLog::new();
+    the_log_rules_hold(&ViaAsync::new(&log));
+    assert_eq!(log.len(), 2);
+}
+
 #[test]
 fn the_memory_log_keeps_the_log_rules() {
     let log = MemoryLog::new();
@@ -206,23 +252,25 @@ fn the_memory_log_keeps_the_log_rules() {
     assert_eq!(format!("{log:?}"), "MemoryLog { len: 2 }");
 }
 
-type Gate = HandoffGate<u32>;
+pub(super) type Gate = HandoffGate<u32>;
 
 /// Claims the gate's Run in `log`; the epoch its worker holds.
-fn owner(log: &dyn HandoffLog<u32>) -> Epoch {
+pub(super) fn owner(log: &dyn HandoffLog<u32>) -> Epoch {
     match log.claim("root", "run").unwrap() {
         Claim::Owner(epoch) => epoch,
         Claim::HandedOff(pause) => panic!("the Run is already handed off: {pause:?}"),
     }
 }
 
-fn gate() -> Gate {
+pub(super) fn gate() -> Gate {
     HandoffGate::new(source(), "root".into())
 }
 
 /// Drives `gate` to Committed on `pause("h")`; returns the requester's
 /// pending seal and the pause `boundary` returned.
-async fn committed(gate: &Gate) -> (crate::gate::PendingSeal<u32>, Arc<HandoffPause<u32>>) {
+pub(super) async fn committed(
+    gate: &Gate,
+) -> (crate::gate::PendingSeal<u32>, Arc<HandoffPause<u32>>) {
     let requester = gate.requester();
     let cancel = CancelSignal::new();
     let reservation = requester.reserve(pause("h").intent).unwrap();
@@ -248,7 +296,7 @@ async fn committed(gate: &Gate) -> (crate::gate::PendingSeal<u32>, Arc<HandoffPa
 }
 
 /// A log whose every operation fails, like a full disk.
-struct BrokenLog;
+pub(super) struct BrokenLog;
 
 impl HandoffLog<u32> for BrokenLog {
     fn claim(&self, _: &str, _: &str) -> Result<Claim<u32>, LogError> {

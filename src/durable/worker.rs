@@ -1,15 +1,18 @@
 //! The worker's last step of a handoff: append the committed pause durably,
-//! then seal — in that order, never the other.
+//! then seal — in that order, never the other. [`seal_step`] is the pure
+//! rule (what the append's answer means for the gate); [`append_then_seal`]
+//! and [`append_then_seal_async`] are its blocking and async adapters.
 
 use thiserror::Error;
 
+use super::async_log::AsyncHandoffLog;
 use super::fence::Epoch;
 use super::log::{HandoffLog, LogError, Receipt};
 use crate::facts::HandoffPause;
 use crate::gate::HandoffGate;
 use crate::gate::core::State;
 
-/// Why [`append_then_seal`] did not seal.
+/// Why [`append_then_seal`] (or [`append_then_seal_async`]) did not seal.
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum SealError {
@@ -30,8 +33,10 @@ pub enum SealError {
     },
     /// The append failed; the gate is **closed without a seal**, so the
     /// requester's `wait()` returns `None`. For [`LogError::Storage`] the
-    /// append's outcome is unknown: the owner reconciles from the log.
-    #[error("the durable append failed; the gate is closed without a seal: {0}")]
+    /// append's outcome is unknown: the owner reconciles from the log. The
+    /// log's error is this error's [`source`](std::error::Error::source)
+    /// (the message does not repeat it).
+    #[error("the durable append failed; the gate is closed without a seal")]
     Append(#[source] LogError),
     /// The pause is durable (the handoff is final), but the gate was closed
     /// between the append and the seal, so the requester's `wait()` returned
@@ -40,12 +45,80 @@ pub enum SealError {
     ClosedBeforeSeal,
 }
 
+/// What the worker does with its gate once the log has answered its
+/// append: the rule of [`append_then_seal`]'s last step, from
+/// [`seal_step`].
+#[derive(Debug)]
+#[must_use = "the step says whether to seal or to close the gate"]
+pub enum SealStep {
+    /// The pause is durable: seal the gate (the requester's `wait()` then
+    /// returns `Some`), and answer this receipt.
+    Seal(Receipt),
+    /// The append did not succeed, or its outcome is unknown: close the
+    /// gate without a seal (every `wait()` returns `None`) and answer this
+    /// error. [`SealError::Fenced`] also tells the worker to stop.
+    Close(SealError),
+}
+
+/// The rule of the worker's last step (SPEC §6, R2 and R7): what the
+/// answer of its append, under the epoch it holds, means for its gate.
+///
+/// | the append answered | step |
+/// |---|---|
+/// | `Ok(receipt)` (`Written`, or `AlreadyDurable` for a retry) | [`SealStep::Seal`]`(receipt)` |
+/// | [`LogError::Fenced`] | [`SealStep::Close`]`(`[`SealError::Fenced`]`)`: a newer epoch owns the Run, stop |
+/// | any other `Err` (a refusal, or [`LogError::Storage`]: a lost reply) | [`SealStep::Close`]`(`[`SealError::Append`]`)` |
+///
+/// Only an acknowledged append seals, so a `Some` from `wait()` implies a
+/// durable pause (R2), and a fenced worker never seals (R7). A lost reply
+/// closes without a seal although the append may have committed: the owner's
+/// next [`claim`](HandoffLog::claim) then answers `HandedOff`, never a new
+/// epoch (R1). Both [`append_then_seal`] and [`append_then_seal_async`]
+/// apply it, and the model checker (`baton-model`) explores it with zombie
+/// workers and lost replies.
+///
+/// ```
+/// use baton::durable::{Epoch, LogError, Receipt, SealError, SealStep, seal_step};
+///
+/// assert!(matches!(seal_step(Ok(Receipt::Written)), SealStep::Seal(Receipt::Written)));
+/// let fenced = LogError::Fenced { epoch: Epoch::new(1), current: Epoch::new(2) };
+/// assert!(matches!(seal_step(Err(fenced)), SealStep::Close(SealError::Fenced { .. })));
+/// let lost = LogError::Storage("the reply was lost".into());
+/// assert!(matches!(seal_step(Err(lost)), SealStep::Close(SealError::Append(_))));
+/// ```
+pub fn seal_step(appended: Result<Receipt, LogError>) -> SealStep {
+    match appended {
+        Ok(receipt) => SealStep::Seal(receipt),
+        Err(LogError::Fenced { epoch, current }) => {
+            SealStep::Close(SealError::Fenced { epoch, current })
+        }
+        // Every other answer listed, so a new `LogError` must be decided
+        // here before it compiles.
+        Err(
+            error @ (LogError::InvalidPause(_)
+            | LogError::InvalidRun { .. }
+            | LogError::AlreadyHandedOff { .. }
+            | LogError::EpochNotIssued { .. }
+            | LogError::EpochsExhausted
+            | LogError::Contradictory(_)
+            | LogError::UnknownSchema { .. }
+            | LogError::Corrupt { .. }
+            | LogError::Encode(_)
+            | LogError::Storage(_)),
+        ) => SealStep::Close(SealError::Append(error)),
+    }
+}
+
 /// Makes a committed handoff final: appends `pause` to `log` durably under
 /// the owner `epoch` this worker holds (from [`HandoffLog::claim`]), and
 /// only once that is acknowledged seals the gate (SPEC §1: the requester's
 /// `wait()` returns `Some` only for a durable pause). The pause is filed
 /// under the gate's own [`source`](HandoffGate::source), so it cannot land
-/// under another Run.
+/// under another Run. What the append's answer means is [`seal_step`].
+///
+/// This is the blocking form: it waits for the log on the calling thread
+/// (for `SqliteLog`, a transaction and an fsync). Inside an async runtime
+/// use [`append_then_seal_async`], which leaves the executor free.
 ///
 /// A worker that was paused while its owner took the Run over learns it
 /// here: [`SealError::Fenced`], nothing written, the gate closed (R7).
@@ -71,6 +144,93 @@ where
     P: PartialEq + Clone,
     L: HandoffLog<P> + ?Sized,
 {
+    committed_to(gate, pause)?;
+    let step = seal_step(log.append(gate.root_run_id(), gate.source(), epoch, pause));
+    apply(gate, pause, step)
+}
+
+/// [`append_then_seal`] for async code: the same step, with the append
+/// awaited through [`AsyncHandoffLog`] (for `SqliteLog` its blocking work
+/// runs on the log's own thread, so the executor's other tasks go on while
+/// the pause is synced). The same rule, [`seal_step`], decides what the
+/// append's answer means; the gate is sealed or closed after the append
+/// resolves, never before.
+///
+/// ```
+/// use baton::durable::{AsyncHandoffLog, Claim, MemoryLog, Receipt, append_then_seal_async};
+/// use baton::{CancelSignal, HandoffGate, HandoffIntent, HandoffPause, Invocation};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let source = Invocation {
+///     session_id: "session".into(),
+///     turn_id: "turn".into(),
+///     run_id: "run".into(),
+///     invocation_id: "invocation".into(),
+/// };
+/// let log = MemoryLog::new();
+/// let Claim::Owner(epoch) = log.claim_async("root", "run").await? else {
+///     return Err("already handed off".into());
+/// };
+/// let gate = HandoffGate::new(source, "root".into());
+/// let reservation = gate.requester().reserve(HandoffIntent {
+///     handoff_id: "handoff".into(),
+///     host_epoch: "host".into(),
+///     root_run_id: "root".into(),
+///     successor_run_id: "successor".into(),
+///     successor_invocation_id: "successor-invocation".into(),
+///     claim_id: "claim".into(),
+/// })?;
+/// let cancel = CancelSignal::new();
+/// let (paused, pending) = tokio::join!(
+///     gate.boundary(&cancel, |intent| async move { Some(HandoffPause::new(intent, 7u32)) }),
+///     async { reservation.ready().await?.commit() },
+/// );
+/// let (paused, pending) = (paused.ok_or("not committed")?, pending.ok_or("not committed")?);
+/// assert_eq!(append_then_seal_async(&gate, &log, epoch, &paused).await?, Receipt::Written);
+/// assert!(pending.wait().await.is_some(), "durable, then sealed");
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Cancel safety
+///
+/// This method is not cancel safe: dropping its future undoes nothing.
+/// Once the future has been polled, the append may have been sent to the
+/// log, and it may still commit after the future is dropped. The gate is
+/// left as it was, committed, neither sealed nor closed, so the requester's
+/// `wait()` stays pending. The outcome is that of a lost reply: call this
+/// again with the same `epoch` and `pause` (the append is idempotent:
+/// `AlreadyDurable`, then the seal), or close the gate and let the owner's
+/// [`claim`](AsyncHandoffLog::claim_async) decide from the log (`HandedOff`
+/// if the append committed). Dropping the future before its first poll
+/// does nothing.
+///
+/// # Errors
+///
+/// See [`SealError`].
+pub async fn append_then_seal_async<P, L>(
+    gate: &HandoffGate<P>,
+    log: &L,
+    epoch: Epoch,
+    pause: &HandoffPause<P>,
+) -> Result<Receipt, SealError>
+where
+    P: PartialEq + Clone,
+    L: AsyncHandoffLog<P>,
+{
+    committed_to(gate, pause)?;
+    let appended = log
+        .append_async(gate.root_run_id(), gate.source(), epoch, pause)
+        .await;
+    apply(gate, pause, seal_step(appended))
+}
+
+/// `Ok` if `gate` is committed to `pause`, else [`SealError::NotCommitted`].
+fn committed_to<P: PartialEq + Clone>(
+    gate: &HandoffGate<P>,
+    pause: &HandoffPause<P>,
+) -> Result<(), SealError> {
     let committed = match gate.state() {
         State::Committed {
             pause: committed, ..
@@ -81,24 +241,34 @@ where
         | State::Sealed { .. }
         | State::Closed => false,
     };
-    if !committed {
-        return Err(SealError::NotCommitted);
+    if committed {
+        Ok(())
+    } else {
+        Err(SealError::NotCommitted)
     }
-    match log.append(gate.root_run_id(), gate.source(), epoch, pause) {
-        Ok(receipt) => {
+}
+
+/// Carries out `step` on the gate.
+fn apply<P: PartialEq + Clone>(
+    gate: &HandoffGate<P>,
+    pause: &HandoffPause<P>,
+    step: SealStep,
+) -> Result<Receipt, SealError> {
+    match step {
+        SealStep::Seal(receipt) => {
             if gate.sealed(pause) {
                 Ok(receipt)
             } else {
                 Err(SealError::ClosedBeforeSeal)
             }
         }
-        Err(LogError::Fenced { epoch, current }) => {
+        SealStep::Close(error) => {
             gate.close();
-            Err(SealError::Fenced { epoch, current })
-        }
-        Err(error) => {
-            gate.close();
-            Err(SealError::Append(error))
+            Err(error)
         }
     }
 }
+
+#[cfg(test)]
+#[path = "worker_tests.rs"]
+mod tests;

@@ -23,10 +23,11 @@
 //!
 //! **Abstraction.** Each worker's gate is abstracted to its phases
 //! (working, committed to a pause, appended, sealed): the gate's own
-//! protocol is proven by [`crate::gate`], the worker's last step is
-//! `append_then_seal` (append under its epoch; on any error close without a
-//! seal; on success seal), and worker `i`'s pause is its own (payload `i`),
-//! so the log says whose pause is durable.
+//! protocol is proven by [`crate::gate`], the worker's last step is the
+//! real rule of `append_then_seal`, `baton::durable::seal_step` (seal on an
+//! acknowledged append; close without a seal on any error, a lost reply
+//! being a storage error; `Fenced`: close and stop), and worker `i`'s pause
+//! is its own (payload `i`), so the log says whose pause is durable.
 //!
 //! [`props`] holds R1–R7, R5 as liveness, and the coverage; [`VARIANTS`]
 //! the broken rules the checker must catch, the first of them the design
@@ -38,8 +39,8 @@ pub mod report;
 use std::sync::Arc;
 
 use baton::durable::{
-    AppendStep, Appended, Claim, ClaimStep, Epoch, LogError, RunFacts, append_step, claim_step,
-    reconcile,
+    AppendStep, Appended, Claim, ClaimStep, Epoch, LogError, RunFacts, SealError, SealStep,
+    append_step, claim_step, reconcile, seal_step,
 };
 use baton::{HandoffIntent, HandoffPause, Invocation};
 
@@ -369,7 +370,7 @@ impl FenceModel {
                     Epoch::new(s.held[i].into()),
                     (&row.source, &row.pause),
                 );
-                let (answer, mut next) = match decided {
+                let (answer, mut next) = match &decided {
                     Ok(AppendStep::Write) => {
                         let mut next = *s;
                         next.pause = w + 1;
@@ -380,14 +381,9 @@ impl FenceModel {
                     Err(LogError::AlreadyHandedOff { .. }) => (Answer::AlreadyHandedOff, *s),
                     Err(_) => (Answer::Refused, *s),
                 };
-                // The reply reaches the worker: append_then_seal seals
-                // next on success, closes its gate without a seal on any
-                // error (Fenced: and stops).
-                next.phase[i] = match answer {
-                    Answer::Written | Answer::AlreadyDurable => Phase::Acked,
-                    Answer::Fenced => Phase::Fenced,
-                    Answer::AlreadyHandedOff | Answer::Refused => Phase::Closed,
-                };
+                // The reply reaches the worker: append_then_seal's rule
+                // decides its next phase.
+                next.phase[i] = after_append(decided.map(AppendStep::receipt));
                 out.push(Successor {
                     action: FAct::Append {
                         worker: w,
@@ -399,8 +395,9 @@ impl FenceModel {
                 });
                 if faults {
                     // The reply is lost: the log did it, the worker saw a
-                    // storage error and closed its gate without a seal.
-                    next.phase[i] = Phase::Closed;
+                    // storage error, and the rule closes its gate without
+                    // a seal.
+                    next.phase[i] = after_append(Err(lost()));
                     out.push(Successor {
                         action: FAct::Append {
                             worker: w,
@@ -412,7 +409,7 @@ impl FenceModel {
                     });
                     out.push(Successor {
                         action: FAct::RequestLost(w),
-                        next: moved(Phase::Closed),
+                        next: moved(after_append(Err(lost()))),
                         fairness: Fairness::Optional,
                     });
                 }
@@ -432,6 +429,24 @@ impl FenceModel {
             });
         }
     }
+}
+
+/// The worker's phase once its append answered: the real
+/// [`seal_step`], the rule `append_then_seal` applies.
+fn after_append(appended: Result<baton::durable::Receipt, LogError>) -> Phase {
+    match seal_step(appended) {
+        SealStep::Seal(_) => Phase::Acked,
+        SealStep::Close(SealError::Fenced { .. }) => Phase::Fenced,
+        // `SealError` is non-exhaustive: any other close is a close
+        // without a seal.
+        SealStep::Close(_) => Phase::Closed,
+    }
+}
+
+/// What a worker sees when its request or its reply is lost: a storage
+/// error, the append's outcome unknown to it.
+fn lost() -> LogError {
+    LogError::Storage("the request or its reply was lost".into())
 }
 
 impl Model for FenceModel {

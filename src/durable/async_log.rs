@@ -1,0 +1,130 @@
+//! [`AsyncHandoffLog`]: the canonical log for async code, whose operations
+//! never block the executor they are awaited on.
+
+use std::future::Future;
+
+use super::fence::{Claim, Epoch};
+use super::log::{HandoffLog, LogError, MemoryLog, Receipt};
+use super::reconcile::RunFacts;
+use crate::facts::{HandoffPause, Invocation};
+
+/// The async form of [`HandoffLog`]: the same three operations, the same
+/// rule and the same errors (see each method's blocking twin), awaited
+/// instead of waited for. A store whose operations block (`SqliteLog`: a
+/// transaction and an fsync) runs that work off the executor, so the other
+/// tasks of a runtime — even a `current_thread` one — go on meanwhile.
+///
+/// The methods are named `*_async` so that a type implementing both traits
+/// (every store in baton does) can have both in scope without ambiguity.
+///
+/// The futures are `Send`, so they can be spawned. They are
+/// runtime-agnostic: they need no tokio runtime (nor any other), and
+/// `SqliteLog`'s are woken from its own thread.
+///
+/// ```
+/// use baton::durable::{AsyncHandoffLog, Claim, Epoch, MemoryLog};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), baton::durable::LogError> {
+/// let log = MemoryLog::<u32>::new();
+/// assert_eq!(log.claim_async("root", "run").await?, Claim::Owner(Epoch::new(1)));
+/// // A takeover: epoch 2 fences epoch 1.
+/// assert_eq!(log.claim_async("root", "run").await?, Claim::Owner(Epoch::new(2)));
+/// assert_eq!(log.facts_async("root", "run").await?.epoch, Epoch::new(2));
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Cancel safety
+///
+/// Dropping one of these futures never leaves the log half-written: each
+/// operation is one transaction, which commits whole or not at all. But a
+/// dropped operation is not undone either: once the future has been polled
+/// it may have been handed to the store, and it may still commit after the
+/// drop. For an append that is the case of a lost reply (SPEC §6): the
+/// pause may be durable although nobody was told. Resolve it as one:
+/// append the identical row again under the same epoch (idempotent:
+/// [`Receipt::AlreadyDurable`] if it had committed), or read
+/// [`facts_async`](Self::facts_async), or let the owner's claim decide
+/// ([`Claim::HandedOff`] if it had committed). A dropped claim may likewise
+/// have issued an epoch, fencing older ones: claim again. A future dropped
+/// before its first poll does nothing.
+pub trait AsyncHandoffLog<P> {
+    /// [`HandoffLog::claim`], awaited: starts or takes over the Run, in one
+    /// transaction.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: a dropped claim may still issue a new epoch (see
+    /// the trait's docs). Claiming again is always safe.
+    ///
+    /// # Errors
+    ///
+    /// As [`HandoffLog::claim`].
+    fn claim_async(
+        &self,
+        root_run_id: &str,
+        run_id: &str,
+    ) -> impl Future<Output = Result<Claim<P>, LogError>> + Send;
+
+    /// [`HandoffLog::append`], awaited: resolves once `pause` is durable
+    /// under `epoch`, or refused.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: a dropped append may still commit, the outcome of a
+    /// lost reply (see the trait's docs); the identical append again is
+    /// idempotent.
+    ///
+    /// # Errors
+    ///
+    /// As [`HandoffLog::append`].
+    fn append_async(
+        &self,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        pause: &HandoffPause<P>,
+    ) -> impl Future<Output = Result<Receipt, LogError>> + Send;
+
+    /// [`HandoffLog::facts`], awaited: what the log holds about the Run.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    ///
+    /// # Errors
+    ///
+    /// As [`HandoffLog::facts`].
+    fn facts_async(
+        &self,
+        root_run_id: &str,
+        run_id: &str,
+    ) -> impl Future<Output = Result<RunFacts<P>, LogError>> + Send;
+}
+
+/// Each operation runs when its future is first polled, under the log's
+/// lock, and resolves at that poll: a [`MemoryLog`] never blocks for
+/// longer than its lock.
+impl<P> AsyncHandoffLog<P> for MemoryLog<P>
+where
+    P: PartialEq + Clone + Send + Sync,
+{
+    async fn claim_async(&self, root_run_id: &str, run_id: &str) -> Result<Claim<P>, LogError> {
+        HandoffLog::claim(self, root_run_id, run_id)
+    }
+
+    async fn append_async(
+        &self,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        pause: &HandoffPause<P>,
+    ) -> Result<Receipt, LogError> {
+        HandoffLog::append(self, root_run_id, source, epoch, pause)
+    }
+
+    async fn facts_async(&self, root_run_id: &str, run_id: &str) -> Result<RunFacts<P>, LogError> {
+        HandoffLog::facts(self, root_run_id, run_id)
+    }
+}

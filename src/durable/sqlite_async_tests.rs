@@ -1,0 +1,159 @@
+//! [`SqliteLog`]'s async form: its blocking work leaves the executor, and
+//! a dropped append is resolved as a lost reply.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::{Arc, Mutex, mpsc};
+use std::task::{Context, Waker};
+
+use serde::ser::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::{TempDb, owner};
+use crate::durable::tests::{pause, source};
+use crate::durable::{AsyncHandoffLog, Claim, Epoch, HandoffLog, Receipt, SqliteLog};
+use crate::facts::HandoffPause;
+use crate::within::{BOUND, within};
+
+/// A payload whose encoding — the first part of an append's blocking work,
+/// which [`SqliteLog`] runs on its own thread with the transaction and the
+/// synced commit — meets another task of the test's runtime: it tells that
+/// task it has begun (`entered`), then blocks its thread until the task
+/// answers. If the append ran on the executor's thread, the task could not
+/// run, and the encoding fails after `BOUND / 2` with
+/// `EXECUTOR_BLOCKED`: a failed append, not a hang.
+#[derive(Clone)]
+struct Rendezvous(Option<Arc<Mutex<Option<Meeting>>>>);
+
+struct Meeting {
+    entered: tokio::sync::oneshot::Sender<()>,
+    answered: mpsc::Receiver<()>,
+}
+
+const EXECUTOR_BLOCKED: &str =
+    "the other task never answered: the append's blocking work ran on the executor's thread";
+
+impl Serialize for Rendezvous {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let meeting = self.0.as_ref().and_then(|m| m.lock().unwrap().take());
+        if let Some(Meeting { entered, answered }) = meeting {
+            let _ = entered.send(());
+            answered
+                .recv_timeout(BOUND / 2)
+                .map_err(|_| S::Error::custom(EXECUTOR_BLOCKED))?;
+        }
+        serializer.serialize_u32(0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Rendezvous {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        u32::deserialize(deserializer).map(|_| Rendezvous(None))
+    }
+}
+
+impl PartialEq for Rendezvous {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl fmt::Debug for Rendezvous {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Rendezvous")
+    }
+}
+
+/// The point of the async form (issue 20), decided by construction: on a
+/// `current_thread` runtime, an append whose blocking work cannot finish
+/// until another task of the same runtime has run and answered. It
+/// resolves `Written` only if that work left the executor's thread.
+#[tokio::test(flavor = "current_thread")]
+async fn an_async_append_runs_its_blocking_work_off_a_current_thread_executor() {
+    let db = TempDb::new();
+    let log: SqliteLog<Rendezvous> = SqliteLog::open(&db.0).unwrap();
+    let Claim::Owner(epoch) = log.claim("root", "run").unwrap() else {
+        panic!("a fresh Run is open");
+    };
+    let (entered, on_entered) = tokio::sync::oneshot::channel();
+    let (answer, answered) = mpsc::channel();
+    let other = tokio::spawn(async move {
+        on_entered.await.expect("the append's encoding began");
+        answer
+            .send(())
+            .expect("the append's encoding waits for this");
+    });
+    let meeting = Meeting { entered, answered };
+    let pause = HandoffPause::new(
+        pause("h").intent,
+        Rendezvous(Some(Arc::new(Mutex::new(Some(meeting))))),
+    );
+    let appended = within(
+        "R4: the async append resolves once the other task has answered",
+        log.append_async("root", &source(), epoch, &pause),
+    )
+    .await;
+    let appended = appended.map_err(|error| {
+        let mut chain = error.to_string();
+        let mut cause = std::error::Error::source(&error);
+        while let Some(next) = cause {
+            chain = format!("{chain}: {next}");
+            cause = next.source();
+        }
+        chain
+    });
+    assert_eq!(
+        appended,
+        Ok(Receipt::Written),
+        "the executor's other task ran while the append's blocking work waited"
+    );
+    within("the other task ends", other).await.unwrap();
+    assert_eq!(
+        log.facts("root", "run").unwrap().pauses.len(),
+        1,
+        "R4: durable"
+    );
+}
+
+/// Cancel safety, as documented: an append dropped after its first poll
+/// may still commit — the case of a lost reply — and the identical append
+/// again resolves it (`AlreadyDurable`); the owner's claim says `HandedOff`.
+#[tokio::test]
+async fn an_async_append_dropped_in_flight_still_commits_and_a_retry_is_idempotent_r1() {
+    let db = TempDb::new();
+    let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    let epoch = owner(&log);
+    let (source, pause) = (source(), pause("h"));
+    {
+        let mut append = pin!(log.append_async("root", &source, epoch, &pause));
+        // The first poll hands the append to the log's thread; then the
+        // future is dropped, whatever the poll returned.
+        let _ = append
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()));
+    }
+    // The log's thread runs its jobs in order: this read comes after it.
+    let facts = within("the facts are read", log.facts_async("root", "run"))
+        .await
+        .unwrap();
+    assert_eq!(facts.pauses.len(), 1, "the dropped append committed");
+    assert_eq!(
+        within(
+            "R4: the retry resolves",
+            log.append_async("root", &source, epoch, &pause)
+        )
+        .await
+        .unwrap(),
+        Receipt::AlreadyDurable,
+        "the identical append again is idempotent"
+    );
+    assert!(
+        matches!(
+            log.claim_async("root", "run").await,
+            Ok(Claim::HandedOff(_))
+        ),
+        "R1: a claim after the lost reply answers HandedOff, no new epoch"
+    );
+    assert_eq!(log.facts("root", "run").unwrap().epoch, Epoch::new(1));
+}
