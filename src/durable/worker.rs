@@ -186,9 +186,9 @@ where
 ///     gate.boundary(&cancel, |intent| async move { Some(HandoffPause::new(intent, 7u32)) }),
 ///     async { reservation.ready().await?.commit() },
 /// );
-/// let (paused, pending) = (paused.ok_or("not committed")?, pending.ok_or("not committed")?);
+/// let (paused, pending) = (paused?.ok_or("not committed")?, pending?);
 /// assert_eq!(append_then_seal_async(&gate, &log, epoch, &paused).await?, Receipt::Written);
-/// assert!(pending.wait().await.is_some(), "durable, then sealed");
+/// assert!(pending.wait().await.is_ok(), "durable, then sealed");
 /// # Ok(())
 /// # }
 /// ```
