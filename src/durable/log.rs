@@ -6,7 +6,7 @@ use std::error::Error as StdError;
 use thiserror::Error;
 
 use super::fence::{AppendStep, Claim, Epoch, append_step, claim_step};
-use super::reconcile::{Appended, ReconcileError, RunFacts};
+use super::reconcile::{Appended, ReconcileError, RunFacts, RunField};
 use crate::facts::{HandoffPause, IdError, IntentError, Invocation, check_id};
 use crate::sync::{Mutex, lock};
 
@@ -84,9 +84,12 @@ pub trait HandoffLog<P> {
     fn facts(&self, root_run_id: &str, run_id: &str) -> Result<RunFacts<P>, LogError>;
 }
 
-/// What a successful [`HandoffLog::append`] did.
+/// What a successful [`HandoffLog::append`] did. It may grow (a store
+/// could one day say more about how the pause became durable), so a match
+/// on it needs a wildcard arm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[must_use = "an append's receipt says whether it wrote"]
+#[non_exhaustive]
 pub enum Receipt {
     /// The pause is now durable; this call wrote it.
     Written,
@@ -107,8 +110,8 @@ pub enum LogError {
     /// or `run_id`).
     #[error("invalid {field}: {error}")]
     InvalidRun {
-        /// `"root_run_id"` or `"run_id"`.
-        field: &'static str,
+        /// Which of the two ids.
+        field: RunField,
         /// What is wrong with it.
         error: IdError,
     },
@@ -194,11 +197,11 @@ pub(crate) fn check_append<P>(
 /// Checks the ids of a Run asked about.
 pub(crate) fn check_run(root_run_id: &str, run_id: &str) -> Result<(), LogError> {
     check_id(root_run_id).map_err(|error| LogError::InvalidRun {
-        field: "root_run_id",
+        field: RunField::RootRunId,
         error,
     })?;
     check_id(run_id).map_err(|error| LogError::InvalidRun {
-        field: "run_id",
+        field: RunField::RunId,
         error,
     })
 }

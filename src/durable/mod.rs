@@ -53,7 +53,7 @@ mod worker;
 pub use async_log::AsyncHandoffLog;
 pub use fence::{AppendStep, Claim, ClaimStep, Epoch, append_step, claim_step};
 pub use log::{HandoffLog, LogError, MemoryLog, Receipt};
-pub use reconcile::{Appended, Decision, ReconcileError, RunFacts, reconcile};
+pub use reconcile::{Appended, Decision, ReconcileError, RunFacts, RunField, reconcile};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::{SCHEMA_VERSION, SqliteLog};

@@ -58,6 +58,11 @@ impl<P> RunFacts<P> {
 
 /// What the owner of a Run does after its worker exited without confirming
 /// the seal.
+///
+/// Exhaustive on purpose, like the gate's and the ledger's core enums: it is
+/// the answer of the pure rule every store applies and the model checker
+/// explores (SPEC §6), so a new kind of decision must fail to compile at
+/// every place that acts on one until each has decided what it means.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[must_use = "a decision is what the owner must act on"]
 pub enum Decision<P> {
@@ -69,6 +74,32 @@ pub enum Decision<P> {
     Resumable,
 }
 
+/// Which id of a Run asked about is at fault, named as on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RunField {
+    /// `root_run_id`: the logical Run.
+    RootRunId,
+    /// `run_id`: the Run within it.
+    RunId,
+}
+
+impl RunField {
+    /// The field's name on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::RootRunId => "root_run_id",
+            Self::RunId => "run_id",
+        }
+    }
+}
+
+impl std::fmt::Display for RunField {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The facts contradict each other or the Run asked about. Reconciliation
 /// refuses to guess; an operator must look.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Error)]
@@ -78,8 +109,8 @@ pub enum ReconcileError {
     /// `run_id`), so no fact could be about it.
     #[error("the Run asked about has an invalid {field}: {error}")]
     InvalidRun {
-        /// `"root_run_id"` or `"run_id"`.
-        field: &'static str,
+        /// Which of the two ids.
+        field: RunField,
         /// What is wrong with it.
         error: IdError,
     },
@@ -163,8 +194,8 @@ pub enum ReconcileError {
 /// assert_eq!(reconcile(&facts), Ok(Decision::HandedOff(pause)));
 /// ```
 pub fn reconcile<P: PartialEq + Clone>(facts: &RunFacts<P>) -> Result<Decision<P>, ReconcileError> {
-    check_run("root_run_id", &facts.root_run_id)?;
-    check_run("run_id", &facts.run_id)?;
+    check_run(RunField::RootRunId, &facts.root_run_id)?;
+    check_run(RunField::RunId, &facts.run_id)?;
     for row in &facts.pauses {
         check_row(facts, row)?;
     }
@@ -180,7 +211,7 @@ pub fn reconcile<P: PartialEq + Clone>(facts: &RunFacts<P>) -> Result<Decision<P
     }
 }
 
-fn check_run(field: &'static str, id: &str) -> Result<(), ReconcileError> {
+fn check_run(field: RunField, id: &str) -> Result<(), ReconcileError> {
     check_id(id).map_err(|error| ReconcileError::InvalidRun { field, error })
 }
 

@@ -147,7 +147,7 @@ fn a_query_for_an_invalid_run_id_is_refused_even_with_no_rows() {
     assert_eq!(
         reconcile(&query),
         Err(ReconcileError::InvalidRun {
-            field: "run_id",
+            field: RunField::RunId,
             error: IdError::Empty
         })
     );
@@ -156,7 +156,7 @@ fn a_query_for_an_invalid_run_id_is_refused_even_with_no_rows() {
     assert_eq!(
         reconcile(&query),
         Err(ReconcileError::InvalidRun {
-            field: "root_run_id",
+            field: RunField::RootRunId,
             error: IdError::ControlCharacter
         })
     );

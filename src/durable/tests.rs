@@ -41,7 +41,7 @@ pub(super) fn the_log_rules_hold(log: &dyn HandoffLog<u32>) {
     assert!(matches!(
         log.claim("", "run"),
         Err(LogError::InvalidRun {
-            field: "root_run_id",
+            field: RunField::RootRunId,
             ..
         })
     ));
@@ -90,7 +90,7 @@ pub(super) fn the_log_rules_hold(log: &dyn HandoffLog<u32>) {
     assert!(matches!(
         log.append("root", &bad_source, one, &pause("h")),
         Err(LogError::InvalidRun {
-            field: "run_id",
+            field: RunField::RunId,
             ..
         })
     ));
@@ -190,7 +190,7 @@ pub(super) fn the_log_rules_hold(log: &dyn HandoffLog<u32>) {
     assert!(matches!(
         log.facts("", "run"),
         Err(LogError::InvalidRun {
-            field: "root_run_id",
+            field: RunField::RootRunId,
             ..
         })
     ));

@@ -5,7 +5,7 @@ use std::error::Error as _;
 
 use super::*;
 use crate::durable::tests::{BrokenLog, committed, gate, owner, pause};
-use crate::durable::{Claim, Decision, MemoryLog, RunFacts, reconcile};
+use crate::durable::{Claim, Decision, MemoryLog, RunFacts, RunField, reconcile};
 use crate::facts::{Field, IdError, IntentError, Invocation};
 use crate::gate::WaitError;
 use crate::gate::core::StateKind;
@@ -31,7 +31,7 @@ fn every_answer() -> Vec<(Result<Receipt, LogError>, Option<bool>)> {
         ),
         (
             Err(LogError::InvalidRun {
-                field: "run_id",
+                field: RunField::RunId,
                 error: IdError::Empty,
             }),
             Some(false),
