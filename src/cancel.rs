@@ -240,7 +240,11 @@ impl CancelSignal {
     }
 
     /// Resolves once the signal has fired; at once if it already has.
-    /// Cancel-safe: dropping the future only frees its waker slot.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future only frees its waker slot: the signal is
+    /// unchanged, and a later `canceled()` resolves as this one would.
     pub async fn canceled(&self) {
         if self.is_canceled() {
             return;

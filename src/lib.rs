@@ -164,6 +164,18 @@
 //! - `fuzzing`: the bodies of the repository's cargo-fuzz targets, with
 //!   `arbitrary`; for baton's own verification, not part of the API.
 //!
+//! # Futures
+//!
+//! The library's futures come from `async fn`s (`boundary`, `ready`, `wait`,
+//! `canceled`, `wait_for_arrival`, the async log's methods), so their types
+//! have no names. Every one is `Send`, and those that consume their handle
+//! (`ready`, `wait`) are `'static` too (a test pins both), so they can be
+//! spawned, or stored as `Pin<Box<dyn Future<Output = …> + Send>>`. Named
+//! future types would mean hand-written state machines for each, with
+//! nothing gained in behaviour; they can be added without breaking anyone
+//! if a need shows. Each future's `# Cancel safety` section says what
+//! dropping it does.
+//!
 //! # Locks and your code
 //!
 //! Each adapter keeps one lock. A few calls into your code happen under

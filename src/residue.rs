@@ -75,6 +75,32 @@ impl ResidueItem {
 
 /// A snapshot of work still running: detached shell work sorted by id, then
 /// live delegations sorted by id.
+///
+/// ```
+/// use std::time::Instant;
+///
+/// use baton::ledger::{Delegation, Delegations};
+/// use baton::residue::{DetachedWork, Residue};
+///
+/// let ledger = Delegations::new();
+/// # let _scope = ledger.scope_task("task-1");
+/// # ledger.register("child-1", Delegation {
+/// #     task_id: "task-1".into(), capsule: "researcher".into(), version: "1.0.0".into(),
+/// #     child_session_id: "session-child".into(), child_workdir: "/tmp/child".into(),
+/// #     started: Instant::now(),
+/// # }).unwrap();
+/// let shell = DetachedWork {
+///     work_id: "work-1".into(),
+///     binary: "sleep".into(),
+///     command: "sleep 60".into(),
+///     started_at_ms: 1_700_000_000_000,
+/// };
+/// let residue = Residue::snapshot([shell], &ledger);
+/// assert_eq!(residue.detached_work_ids(), ["work-1"]);
+/// assert_eq!(residue.delegation_ids(), ["child-1"]);
+/// let artifact = residue.into_artifact().expect("work is still running");
+/// assert_eq!(artifact.parts.len(), 2); // one data part per item
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Residue {
     items: Vec<ResidueItem>,

@@ -38,6 +38,95 @@ use crate::sync::{Mutex, lock};
 /// the owner may suspect a live worker; a reply may be lost. None of these
 /// can make a Run both handed off and resumed, because the decision is the
 /// log's, made in one transaction: the owner claims before anyone resumes.
+///
+/// # Implementing a store
+///
+/// A store holds, per Run, an epoch and at most one pause row, and runs
+/// each operation as one transaction around the shared pure rule
+/// ([`claim_step`], [`append_step`]), so it decides exactly as every other
+/// store (and as the model checker proved). Here a map under one lock:
+///
+/// ```
+/// use std::collections::HashMap;
+/// use std::sync::Mutex;
+///
+/// use baton::durable::{
+///     AppendStep, Appended, Claim, Epoch, HandoffLog, LogError, Receipt, RunFacts, RunField,
+///     append_step, claim_step,
+/// };
+/// use baton::facts::check_id;
+/// use baton::{HandoffPause, Invocation};
+///
+/// /// Per Run (root, run): its epoch and its pause row.
+/// #[derive(Default)]
+/// struct MapLog(Mutex<HashMap<(String, String), (Epoch, Option<Appended<u32>>)>>);
+///
+/// fn run_ids(root_run_id: &str, run_id: &str) -> Result<(String, String), LogError> {
+///     check_id(root_run_id)
+///         .map_err(|error| LogError::InvalidRun { field: RunField::RootRunId, error })?;
+///     check_id(run_id).map_err(|error| LogError::InvalidRun { field: RunField::RunId, error })?;
+///     Ok((root_run_id.to_owned(), run_id.to_owned()))
+/// }
+///
+/// impl HandoffLog<u32> for MapLog {
+///     fn claim(&self, root_run_id: &str, run_id: &str) -> Result<Claim<u32>, LogError> {
+///         let key = run_ids(root_run_id, run_id)?;
+///         let mut runs = self.0.lock().unwrap(); // the transaction
+///         let facts = self.facts_of(&runs, &key);
+///         let step = claim_step(&facts)?;
+///         if let Some(epoch) = step.write {
+///             runs.entry(key).or_default().0 = epoch;
+///         }
+///         Ok(step.answer)
+///     }
+///
+///     fn append(
+///         &self,
+///         root_run_id: &str,
+///         source: &Invocation,
+///         epoch: Epoch,
+///         pause: &HandoffPause<u32>,
+///     ) -> Result<Receipt, LogError> {
+///         let key = run_ids(root_run_id, &source.run_id)?;
+///         pause.intent.validate_for(source, root_run_id).map_err(LogError::InvalidPause)?;
+///         let mut runs = self.0.lock().unwrap();
+///         let (current, existing) = runs.get(&key).map_or((Epoch::NONE, None), |(e, p)| (*e, p.as_ref()));
+///         let step = append_step(root_run_id, current, existing, epoch, (source, pause))?;
+///         if step == AppendStep::Write {
+///             let row = Appended { source: source.clone(), pause: pause.clone() };
+///             runs.entry(key).or_default().1 = Some(row);
+///         }
+///         Ok(step.receipt())
+///     }
+///
+///     fn facts(&self, root_run_id: &str, run_id: &str) -> Result<RunFacts<u32>, LogError> {
+///         let key = run_ids(root_run_id, run_id)?;
+///         Ok(self.facts_of(&self.0.lock().unwrap(), &key))
+///     }
+/// }
+///
+/// impl MapLog {
+///     fn facts_of(
+///         &self,
+///         runs: &HashMap<(String, String), (Epoch, Option<Appended<u32>>)>,
+///         key: &(String, String),
+///     ) -> RunFacts<u32> {
+///         let mut facts = RunFacts::empty(&key.0, &key.1);
+///         if let Some((epoch, pause)) = runs.get(key) {
+///             facts.epoch = *epoch;
+///             facts.pauses.extend(pause.clone());
+///         }
+///         facts
+///     }
+/// }
+///
+/// let log = MapLog::default();
+/// let Claim::Owner(first) = log.claim("root", "run")? else { unreachable!() };
+/// let Claim::Owner(second) = log.claim("root", "run")? else { unreachable!() };
+/// assert!(second > first, "a takeover fences the older epoch");
+/// assert!(matches!(log.claim("", "run"), Err(LogError::InvalidRun { .. })));
+/// # Ok::<(), LogError>(())
+/// ```
 pub trait HandoffLog<P> {
     /// Starts or takes over the Run `run_id` within `root_run_id`, in one
     /// transaction: [`Claim::HandedOff`] if a pause is durable (nothing is

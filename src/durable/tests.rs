@@ -397,7 +397,7 @@ async fn append_then_seal_refuses_a_pause_the_gate_is_not_committed_to_and_appen
 /// R7 and the worker side of SPEC §6: the worker of epoch 1 is committed,
 /// then paused while its owner claims the Run again (epoch 2). When it
 /// wakes, its append is fenced: nothing is written, its gate closes without
-/// a seal (the requester's `wait()` resolves `None`), and the error tells
+/// a seal (the requester's `wait()` answers `Err(WaitError::Closed)`), and the error tells
 /// it to stop. The Run stays open for epoch 2's worker.
 #[tokio::test]
 async fn a_zombie_worker_is_fenced_its_gate_closed_and_nothing_written() {

@@ -22,7 +22,7 @@ pub enum SealError {
     NotCommitted,
     /// Fenced: a newer owner epoch (`current`) claimed the Run, so this
     /// worker was taken for dead. Nothing was appended; the gate is **closed
-    /// without a seal** (every `wait()` returns `None`). Stop: the Run is
+    /// without a seal** (every `wait()` answers `Err(WaitError::Closed)`). Stop: the Run is
     /// the newer epoch's.
     #[error("fenced: epoch {epoch} was superseded by epoch {current}; the gate is closed, stop")]
     Fenced {
@@ -32,7 +32,7 @@ pub enum SealError {
         current: Epoch,
     },
     /// The append failed; the gate is **closed without a seal**, so the
-    /// requester's `wait()` returns `None`. For [`LogError::Storage`] the
+    /// requester's `wait()` answers `Err(WaitError::Closed)`. For [`LogError::Storage`] the
     /// append's outcome is unknown: the owner reconciles from the log. The
     /// log's error is this error's [`source`](std::error::Error::source)
     /// (the message does not repeat it).
@@ -55,7 +55,7 @@ pub enum SealStep {
     /// returns `Some`), and answer this receipt.
     Seal(Receipt),
     /// The append did not succeed, or its outcome is unknown: close the
-    /// gate without a seal (every `wait()` returns `None`) and answer this
+    /// gate without a seal (every `wait()` answers `Err(WaitError::Closed)`) and answer this
     /// error. [`SealError::Fenced`] also tells the worker to stop.
     Close(SealError),
 }
@@ -69,7 +69,7 @@ pub enum SealStep {
 /// | [`LogError::Fenced`] | [`SealStep::Close`]`(`[`SealError::Fenced`]`)`: a newer epoch owns the Run, stop |
 /// | any other `Err` (a refusal, or [`LogError::Storage`]: a lost reply) | [`SealStep::Close`]`(`[`SealError::Append`]`)` |
 ///
-/// Only an acknowledged append seals, so a `Some` from `wait()` implies a
+/// Only an acknowledged append seals, so an `Ok` from `wait()` implies a
 /// durable pause (R2), and a fenced worker never seals (R7). A lost reply
 /// closes without a seal although the append may have committed: the owner's
 /// next [`claim`](HandoffLog::claim) then answers `HandedOff`, never a new
@@ -112,7 +112,7 @@ pub fn seal_step(appended: Result<Receipt, LogError>) -> SealStep {
 /// Makes a committed handoff final: appends `pause` to `log` durably under
 /// the owner `epoch` this worker holds (from [`HandoffLog::claim`]), and
 /// only once that is acknowledged seals the gate (SPEC §1: the requester's
-/// `wait()` returns `Some` only for a durable pause). The pause is filed
+/// `wait()` returns `Ok` only for a durable pause). The pause is filed
 /// under the gate's own [`source`](HandoffGate::source), so it cannot land
 /// under another Run. What the append's answer means is [`seal_step`].
 ///
@@ -125,11 +125,61 @@ pub fn seal_step(appended: Result<Receipt, LogError>) -> SealStep {
 ///
 /// On `Ok` the successor owns the Run and the worker must stop. On
 /// [`SealError::Append`] the gate is closed without a seal: the requester's
-/// `wait()` returns `None`, and the owner reconciles the Run from the log
+/// `wait()` answers `Err(WaitError::Closed)`, and the owner reconciles the Run from the log
 /// (`Resumable` if nothing was written).
 ///
 /// An append is idempotent, so calling this again after a crash-free
 /// failure is safe while the gate is still committed.
+///
+/// ```
+/// use baton::durable::{Claim, HandoffLog, MemoryLog, Receipt, SealError, append_then_seal};
+/// use baton::{CancelSignal, HandoffGate, HandoffIntent, HandoffPause, Invocation};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// # let source = Invocation {
+/// #     session_id: "s".into(), turn_id: "t".into(), run_id: "run".into(), invocation_id: "i".into(),
+/// # };
+/// # let intent = HandoffIntent {
+/// #     handoff_id: "h".into(), host_epoch: "e".into(), root_run_id: "run".into(),
+/// #     successor_run_id: "run-2".into(), successor_invocation_id: "i-2".into(), claim_id: "c".into(),
+/// # };
+/// let log = MemoryLog::new();
+/// let Claim::Owner(epoch) = log.claim("run", "run")? else { unreachable!() };
+/// let gate = HandoffGate::new(source, "run".into());
+/// let reservation = gate.requester().reserve(intent)?;
+/// let cancel = CancelSignal::new();
+/// let (paused, pending) = tokio::join!(
+///     gate.boundary(&cancel, |intent| async move { Some(HandoffPause::new(intent, 7u32)) }),
+///     async { reservation.ready().await?.commit() },
+/// );
+/// let paused = paused?.expect("committed");
+/// assert_eq!(append_then_seal(&gate, &log, epoch, &paused)?, Receipt::Written);
+/// assert_eq!(pending?.wait().await?, paused); // durable, then sealed (R2)
+///
+/// // A zombie of an older epoch is fenced: nothing written, its gate closed.
+/// # let source = Invocation {
+/// #     session_id: "s".into(), turn_id: "t".into(), run_id: "run-b".into(), invocation_id: "i".into(),
+/// # };
+/// # let intent = HandoffIntent {
+/// #     handoff_id: "h".into(), host_epoch: "e".into(), root_run_id: "run-b".into(),
+/// #     successor_run_id: "run-c".into(), successor_invocation_id: "i-2".into(), claim_id: "c".into(),
+/// # };
+/// let Claim::Owner(old) = log.claim("run-b", "run-b")? else { unreachable!() };
+/// let zombie = HandoffGate::new(source, "run-b".into());
+/// let reservation = zombie.requester().reserve(intent)?;
+/// let (paused, _pending) = tokio::join!(
+///     zombie.boundary(&cancel, |intent| async move { Some(HandoffPause::new(intent, 8u32)) }),
+///     async { reservation.ready().await?.commit() },
+/// );
+/// let _takeover = log.claim("run-b", "run-b")?; // the owner suspected it
+/// let paused = paused?.expect("committed");
+/// assert!(matches!(
+///     append_then_seal(&zombie, &log, old, &paused),
+///     Err(SealError::Fenced { .. })
+/// ));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
 ///
 /// # Errors
 ///

@@ -195,6 +195,36 @@ impl<P: PartialEq> Drop for Release<P> {
 
 /// The worker's end of a gate. Not `Clone`; **dropping it closes the gate**,
 /// so a worker that exits or panics never leaves a waiter hanging (L1).
+///
+/// A worker's loop: between steps, offer a handoff at the boundary; when
+/// one is committed, stop, make the pause durable and seal it.
+///
+/// ```
+/// use baton::{CancelSignal, HandoffGate, HandoffPause, Invocation};
+///
+/// async fn run(gate: HandoffGate<u32>, cancel: CancelSignal) {
+///     for step in 0.. {
+///         // … one step of the Run …
+///         let prepare = |intent| async move { Some(HandoffPause::new(intent, step)) };
+///         match gate.boundary(&cancel, prepare).await {
+///             Ok(None) => continue, // no handoff asked, or it was let go
+///             Ok(Some(pause)) => {
+///                 // Append `pause` to the canonical log first (see
+///                 // `durable::append_then_seal`), then:
+///                 gate.sealed(&pause);
+///                 return;
+///             }
+///             Err(_) => return, // sealed or closed: nothing more to offer
+///         }
+///     }
+/// }
+/// # let source = Invocation {
+/// #     session_id: "s".into(), turn_id: "t".into(), run_id: "run".into(), invocation_id: "i".into(),
+/// # };
+/// # let gate = HandoffGate::new(source, "run".into());
+/// # gate.close();
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(run(gate, CancelSignal::new()));
+/// ```
 pub struct HandoffGate<P: PartialEq> {
     shared: Arc<Shared<P>>,
 }
@@ -405,7 +435,8 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
         })
     }
 
-    /// Closes the gate: no handoff from now on; every waiter resolves `None`.
+    /// Closes the gate: no handoff from now on; every waiter resolves with
+    /// its `Closed` error.
     /// A sealed gate stays sealed.
     pub fn close(&self) {
         let _ = self.shared.apply(Event::Close, None);
@@ -439,6 +470,32 @@ impl<P: PartialEq + Clone> HandoffRequester<P> {
     /// another root Run (the gate is unchanged, S9); [`GateError::Busy`]
     /// while another reservation is live (S1); [`GateError::HandedOff`],
     /// [`GateError::Closed`] or [`GateError::TicketsExhausted`] once final.
+    ///
+    /// ```
+    /// use baton::{GateError, HandoffGate, HandoffIntent, Invocation};
+    ///
+    /// # let source = Invocation {
+    /// #     session_id: "s".into(), turn_id: "t".into(), run_id: "run".into(), invocation_id: "i".into(),
+    /// # };
+    /// let gate: HandoffGate<u32> = HandoffGate::new(source, "run".into());
+    /// let intent = HandoffIntent {
+    ///     handoff_id: "handoff-1".into(),
+    ///     host_epoch: "epoch-7".into(),
+    ///     root_run_id: "run".into(),
+    ///     successor_run_id: "run-2".into(),
+    ///     successor_invocation_id: "invocation-2".into(),
+    ///     claim_id: "claim-1".into(),
+    /// };
+    /// let first = gate.requester().reserve(intent.clone())?;
+    /// match gate.requester().reserve(intent.clone()) {
+    ///     Err(error) if error.is_retryable() => {} // Busy: one at a time (S1); try later
+    ///     other => panic!("a second reserve is busy: {other:?}"),
+    /// }
+    /// drop(first); // releases the Run
+    /// let bad = HandoffIntent { claim_id: String::new(), ..intent };
+    /// assert!(matches!(gate.requester().reserve(bad), Err(GateError::InvalidInput(_))));
+    /// # Ok::<(), GateError>(())
+    /// ```
     pub fn reserve(
         &self,
         intent: impl Into<std::sync::Arc<HandoffIntent>>,
