@@ -67,11 +67,27 @@ fn no_gate_or_intent_error_repeats_its_source_in_its_message() {
         GateError::HandedOff,
         GateError::Closed,
         GateError::TicketsExhausted,
-        GateError::NotHeld,
-        GateError::Canceled,
     ] {
         assert_prints_each_cause_once(&error);
     }
+    for error in [
+        baton::ReadyError::Released,
+        baton::ReadyError::HandedOff,
+        baton::ReadyError::Closed,
+    ] {
+        assert_prints_each_cause_once(&error);
+    }
+    for error in [
+        baton::CommitError::Canceled,
+        baton::CommitError::Released,
+        baton::CommitError::HandedOff,
+        baton::CommitError::Closed,
+    ] {
+        assert_prints_each_cause_once(&error);
+    }
+    assert_prints_each_cause_once(&baton::WaitError::Closed);
+    assert_prints_each_cause_once(&baton::BoundaryError::HandedOff);
+    assert_prints_each_cause_once(&baton::BoundaryError::Closed);
 }
 
 /// The invalid-input message still says why: the cause is printed once,

@@ -12,7 +12,9 @@ use std::pin::pin;
 use std::task::Poll;
 
 use super::GateError;
-use super::core::{self, Begin, Config, Event, Gone, Outcome, State, StateKind, Ticket, Wait};
+use super::core::{
+    self, Begin, Config, Event, Gone, Outcome, Refusal, State, StateKind, Ticket, Wait,
+};
 use super::ended::{BoundaryError, CommitError, ReadyError, WaitError};
 use crate::cancel::Cancellation;
 use crate::facts::{HandoffIntent, HandoffPause, Invocation};
@@ -60,7 +62,7 @@ struct Shared<P> {
 impl<P: PartialEq> Shared<P> {
     /// Feeds `event` to the core under the lock. `Ok(true)`: the state moved;
     /// `Ok(false)`: ignored. `held` is kept if the state becomes `Held`.
-    fn apply(&self, event: Event<P>, held: Option<CancelBit>) -> Result<bool, GateError> {
+    fn apply(&self, event: Event<P>, held: Option<CancelBit>) -> Result<bool, Refusal> {
         self.cell
             .update(|slot| self.apply_locked(slot, event, held))
     }
@@ -70,7 +72,7 @@ impl<P: PartialEq> Shared<P> {
         slot: &mut Slot<P>,
         event: Event<P>,
         held: Option<CancelBit>,
-    ) -> (bool, Result<bool, GateError>) {
+    ) -> (bool, Result<bool, Refusal>) {
         let outcome = core::step(&self.config, &slot.state, event);
         self.enter_locked(slot, outcome, held)
     }
@@ -82,7 +84,7 @@ impl<P: PartialEq> Shared<P> {
         slot: &mut Slot<P>,
         outcome: Outcome<P>,
         held: Option<CancelBit>,
-    ) -> (bool, Result<bool, GateError>) {
+    ) -> (bool, Result<bool, Refusal>) {
         match outcome {
             Outcome::Moved(next) => {
                 slot.cancel = if matches!(next, State::Held { .. }) {
@@ -513,11 +515,15 @@ impl<P: PartialEq + Clone> HandoffRequester<P> {
         if let Some(refusal) = core::reserve_refusal(kind).filter(|_| kind.copy_may_answer()) {
             return Err(refusal);
         }
-        let ticket = shared.cell.update(|slot| {
-            let outcome = core::reserve_valid(&slot.state, intent);
-            let (changed, result) = shared.enter_locked(slot, outcome, None);
-            (changed, result.map(|_| slot.state.ticket()))
-        })?;
+        let ticket = shared
+            .cell
+            .update(|slot| match core::reserve_next(&slot.state, intent) {
+                Ok(next) => {
+                    let _ = shared.enter_locked(slot, Outcome::Moved(next), None);
+                    (true, Ok(slot.state.ticket()))
+                }
+                Err(refusal) => (false, Err(refusal)),
+            })?;
         // `Reserve` only ever moves to `Requested{new T}`; the table test
         // pins that, so this is never `Busy` in practice.
         let ticket = ticket.ok_or(GateError::Busy)?;
@@ -626,7 +632,7 @@ impl<P: PartialEq + Clone> HeldHandoff<P> {
             let (changed, result) = shared.apply_locked(slot, event, None);
             let committed = match result {
                 Ok(true) => Ok(()),
-                Err(GateError::Canceled) => Err(CommitError::Canceled),
+                Err(Refusal::Canceled) => Err(CommitError::Canceled),
                 Ok(false) | Err(_) => Err(slot.state.kind().gone().into()),
             };
             (changed, committed)

@@ -295,6 +295,32 @@ pub enum Event<P> {
     Close,
 }
 
+/// Why the table refused an event. The reserve refusals are the
+/// requester's [`GateError`]s; the commit refusals stay in the core: the
+/// adapter answers them as [`CommitError`](super::CommitError)s, with the
+/// reason read from the state (`Released`, `HandedOff`, `Closed`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Refusal {
+    /// A reserve refused: bad input (S9), another live reservation (S1),
+    /// or a final gate.
+    Reserve(GateError),
+    /// A commit whose ticket is not the held one (released, stale).
+    NotHeld,
+    /// A commit while the Run is canceled (S3).
+    Canceled,
+}
+
+impl Refusal {
+    /// The refusal's name, as the transition table prints it.
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Self::Reserve(error) => error.name(),
+            Self::NotHeld => "NotHeld",
+            Self::Canceled => "Canceled",
+        }
+    }
+}
+
 /// What an event did and what the caller learns.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[must_use = "an outcome carries the next state"]
@@ -305,7 +331,7 @@ pub enum Outcome<P> {
     /// of another pause, a terminal gate). The state is unchanged.
     Ignored,
     /// The event is refused for this reason. The state is unchanged.
-    Refused(GateError),
+    Refused(Refusal),
 }
 
 /// The transition table: the outcome of `event` in `state`.
@@ -317,7 +343,7 @@ pub fn step<P: PartialEq>(config: &Config, state: &State<P>, event: Event<P>) ->
     use Outcome::{Ignored, Moved, Refused};
     match event {
         Event::Reserve(intent) => match intent.validate_for(&config.source, &config.root_run_id) {
-            Err(error) => Refused(GateError::InvalidInput(error)),
+            Err(error) => Refused(Refusal::Reserve(GateError::InvalidInput(error))),
             Ok(()) => reserve_valid(state, intent),
         },
         Event::Preflight {
@@ -361,7 +387,7 @@ pub fn step<P: PartialEq>(config: &Config, state: &State<P>, event: Event<P>) ->
         },
         Event::Commit { ticket, canceled } => match state {
             State::Held { ticket: live, .. } if *live == ticket && canceled => {
-                Refused(GateError::Canceled)
+                Refused(Refusal::Canceled)
             }
             State::Held {
                 ticket: live,
@@ -375,7 +401,7 @@ pub fn step<P: PartialEq>(config: &Config, state: &State<P>, event: Event<P>) ->
             | State::Held { .. }
             | State::Committed { .. }
             | State::Sealed { .. }
-            | State::Closed => Refused(GateError::NotHeld),
+            | State::Closed => Refused(Refusal::NotHeld),
         },
         Event::Seal(offered) => match state {
             State::Committed { ticket, pause } if *pause == offered => Moved(State::Sealed {
@@ -404,16 +430,27 @@ pub fn step<P: PartialEq>(config: &Config, state: &State<P>, event: Event<P>) ->
 /// does once the intent passed. The adapter validates before it takes its
 /// lock, and then calls this.
 pub fn reserve_valid<P>(state: &State<P>, intent: Arc<HandoffIntent>) -> Outcome<P> {
-    use Outcome::{Moved, Refused};
+    match reserve_next(state, intent) {
+        Ok(next) => Outcome::Moved(next),
+        Err(error) => Outcome::Refused(Refusal::Reserve(error)),
+    }
+}
+
+/// [`reserve_valid`] with its refusal as the requester sees it: the next
+/// state, or why not. A reserve is never ignored.
+pub fn reserve_next<P>(
+    state: &State<P>,
+    intent: Arc<HandoffIntent>,
+) -> Result<State<P>, GateError> {
     match state {
-        State::Running { next } if next.0 == u64::MAX => Refused(GateError::TicketsExhausted),
-        State::Running { next } => Moved(State::Requested {
+        State::Running { next } if next.0 == u64::MAX => Err(GateError::TicketsExhausted),
+        State::Running { next } => Ok(State::Requested {
             ticket: *next,
             intent,
         }),
-        State::Requested { .. } | State::Held { .. } => Refused(GateError::Busy),
-        State::Committed { .. } | State::Sealed { .. } => Refused(GateError::HandedOff),
-        State::Closed => Refused(GateError::Closed),
+        State::Requested { .. } | State::Held { .. } => Err(GateError::Busy),
+        State::Committed { .. } | State::Sealed { .. } => Err(GateError::HandedOff),
+        State::Closed => Err(GateError::Closed),
     }
 }
 

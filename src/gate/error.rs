@@ -27,12 +27,6 @@ pub enum GateError {
     /// Final: this gate issued every ticket it can (2^64 - 1 of them).
     #[error("the gate has no tickets left")]
     TicketsExhausted,
-    /// Commit refused: the ticket is not the held one (released, stale).
-    #[error("the reservation is not held")]
-    NotHeld,
-    /// Commit refused: the Run is canceled (S3).
-    #[error("the Run is canceled")]
-    Canceled,
 }
 
 impl From<IntentError> for GateError {
@@ -56,8 +50,6 @@ impl GateError {
             Self::HandedOff => "HandedOff",
             Self::Closed => "Closed",
             Self::TicketsExhausted => "TicketsExhausted",
-            Self::NotHeld => "NotHeld",
-            Self::Canceled => "Canceled",
         }
     }
 }

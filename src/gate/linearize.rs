@@ -22,7 +22,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use super::GateError;
-use super::core::{self, Config, Event, Outcome, State, Ticket};
+use super::core::{self, Config, Event, Outcome, Refusal, State, Ticket};
 use crate::facts::{HandoffIntent, HandoffPause};
 
 /// A sequential specification whose operations may take several atomic
@@ -317,7 +317,9 @@ impl<P: Clone + Eq + Hash + Debug> Spec for GateSpec<P> {
                 let (outcome, next) = self.apply(world, Event::Reserve(Arc::new(intent.clone())));
                 let ok = match (&outcome, result) {
                     (Outcome::Moved(state), Ok(ticket)) => state.ticket() == Some(*ticket),
-                    (Outcome::Refused(error), Err(seen)) => error == seen,
+                    (Outcome::Refused(error), Err(seen)) => {
+                        *error == Refusal::Reserve(seen.clone())
+                    }
                     _ => false,
                 };
                 done(ok, next)

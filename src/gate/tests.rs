@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::core::{self, Event, Outcome, State, StateKind, Ticket, Wait, step};
+use super::core::{self, Event, Outcome, Refusal, State, StateKind, Ticket, Wait, step};
 use super::table::{LIVE, ROWS, STALE, Sample};
 use super::{GateError, render_table};
 use crate::facts::{Field, IntentError};
@@ -13,7 +13,7 @@ use crate::facts::{Field, IntentError};
 enum Expect {
     To(fn(&Sample) -> State<u8>),
     Ignored,
-    Err(fn() -> GateError),
+    Err(fn() -> Refusal),
 }
 
 use Expect::{Ignored, To};
@@ -52,13 +52,16 @@ fn closed(_: &Sample) -> State<u8> {
     State::Closed
 }
 
-const BUSY: Expect = Expect::Err(|| GateError::Busy);
-const HANDED_OFF: Expect = Expect::Err(|| GateError::HandedOff);
-const CLOSED: Expect = Expect::Err(|| GateError::Closed);
-const NOT_HELD: Expect = Expect::Err(|| GateError::NotHeld);
-const CANCELED: Expect = Expect::Err(|| GateError::Canceled);
-const INVALID: Expect =
-    Expect::Err(|| GateError::InvalidInput(IntentError::Empty(Field::HandoffId)));
+const BUSY: Expect = Expect::Err(|| Refusal::Reserve(GateError::Busy));
+const HANDED_OFF: Expect = Expect::Err(|| Refusal::Reserve(GateError::HandedOff));
+const CLOSED: Expect = Expect::Err(|| Refusal::Reserve(GateError::Closed));
+const NOT_HELD: Expect = Expect::Err(|| Refusal::NotHeld);
+const CANCELED: Expect = Expect::Err(|| Refusal::Canceled);
+const INVALID: Expect = Expect::Err(|| {
+    Refusal::Reserve(GateError::InvalidInput(IntentError::Empty(
+        Field::HandoffId,
+    )))
+});
 
 /// `[row][state kind]` = (with T = T*, with a stale T), rows as in `ROWS`,
 /// states in `StateKind::ALL` order: Running, Requested, Held, Committed,
@@ -170,10 +173,12 @@ fn s9_an_intent_for_another_root_run_is_invalid_input_in_every_state() {
         );
         assert_eq!(
             outcome,
-            Outcome::Refused(GateError::InvalidInput(IntentError::OtherRootRun {
-                expected: "run".into(),
-                found: "other-run".into(),
-            })),
+            Outcome::Refused(Refusal::Reserve(GateError::InvalidInput(
+                IntentError::OtherRootRun {
+                    expected: "run".into(),
+                    found: "other-run".into(),
+                }
+            ))),
             "in {kind:?}"
         );
     }
@@ -221,7 +226,10 @@ fn the_last_ticket_is_never_issued_so_none_can_repeat() {
         next: Ticket::new(u64::MAX),
     };
     let outcome = step(&sample.config, &last, Event::Reserve(sample.intent.clone()));
-    assert_eq!(outcome, Outcome::Refused(GateError::TicketsExhausted));
+    assert_eq!(
+        outcome,
+        Outcome::Refused(Refusal::Reserve(GateError::TicketsExhausted))
+    );
     let almost = State::<u8>::Running {
         next: Ticket::new(u64::MAX - 1),
     };
@@ -351,7 +359,11 @@ fn reserve_refusal_is_the_tables_reserve_row_of_a_valid_intent_in_every_state_ki
             Event::Reserve(sample.intent.clone()),
         );
         match core::reserve_refusal(kind) {
-            Some(refusal) => assert_eq!(outcome, Outcome::Refused(refusal), "in {kind:?}"),
+            Some(refusal) => assert_eq!(
+                outcome,
+                Outcome::Refused(Refusal::Reserve(refusal)),
+                "in {kind:?}"
+            ),
             None => assert!(
                 matches!(outcome, Outcome::Moved(State::Requested { .. })),
                 "only Running may reserve, and it does: {outcome:?}"

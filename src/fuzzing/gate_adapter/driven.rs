@@ -14,8 +14,9 @@ use super::{
     Handle, IntentChoice, Mismatch, Op, Phase, Reference, boundary_poll, intent_for, pause, prepare,
 };
 use crate::facts::HandoffPause;
+use crate::gate::core::Refusal;
 use crate::gate::core::{self, Event, Outcome, State, Wait};
-use crate::gate::{CommitError, GateError, ReadyError, WaitError};
+use crate::gate::{CommitError, ReadyError, WaitError};
 use crate::{CancelSignal, HandoffGate, HandoffRequester};
 
 /// A waker that remembers it was woken.
@@ -121,8 +122,8 @@ impl Driven {
                 let ticket = held.ticket();
                 let canceled = self.cancel.is_canceled();
                 let expected = reference.feed(Event::Commit { ticket, canceled });
-                let refusal = |refused: &GateError| match refused {
-                    GateError::Canceled => CommitError::Canceled,
+                let refusal = |refused: &Refusal| match refused {
+                    Refusal::Canceled => CommitError::Canceled,
                     _ => CommitError::from(reference.state.kind().gone()),
                 };
                 match (held.commit(), expected) {
@@ -253,7 +254,8 @@ impl Driven {
             {
                 self.handles[slot] = Handle::Reserved(reservation);
             }
-            (Err(error), Outcome::Refused(expected)) if error == expected => {}
+            (Err(error), Outcome::Refused(expected))
+                if Refusal::Reserve(error.clone()) == expected => {}
             (actual, expected) => return differ("reserve (S1, S9)", actual, expected),
         }
         Ok(())

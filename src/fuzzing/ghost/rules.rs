@@ -3,7 +3,7 @@
 
 use super::{Fed, Violation};
 use crate::gate::GateError;
-use crate::gate::core::{self, Outcome, State, StateKind, Ticket, Wait};
+use crate::gate::core::{self, Outcome, Refusal, State, StateKind, Ticket, Wait};
 
 /// S1–S9 on one transition of the core, from SPEC §1 directly.
 pub(super) fn transition(
@@ -88,7 +88,10 @@ pub(super) fn transition(
         );
     }
     if fed.kind == "Reserve" && !fed.valid {
-        let refused = matches!(outcome, Outcome::Refused(GateError::InvalidInput(_)));
+        let refused = matches!(
+            outcome,
+            Outcome::Refused(Refusal::Reserve(GateError::InvalidInput(_)))
+        );
         ensure!(refused, "S9", "an invalid intent gave {outcome:?}");
     }
     Ok(())
