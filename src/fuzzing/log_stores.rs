@@ -2,8 +2,8 @@
 //! [`MemoryLog`] and, with the `sqlite` feature, a
 //! [`SqliteLog`](crate::durable::SqliteLog) on a file of the thread's own
 //! (in `/dev/shm` where it exists, else the temp dir), emptied before each
-//! input and removed when the thread ends. A libFuzzer process exits
-//! without ending its thread, so it leaves its one file behind.
+//! input and removed when the thread (or the process) ends normally; a
+//! process that aborts on a violation leaves its one file behind.
 
 use super::Violation;
 use super::log_ghost::{Answer, Payload, Refusal};
