@@ -42,9 +42,9 @@ impl Stores {
 
     /// Each store's answer to `call`, named by the store.
     pub(super) fn apply(&mut self, call: &Call) -> Vec<(&'static str, Answer)> {
-        let mut answers = vec![("MemoryLog", ask(&self.memory, call))];
+        let memory = ("MemoryLog", ask(&self.memory, call));
         #[cfg(feature = "sqlite")]
-        answers.push((
+        let sqlite = Some((
             "SqliteLog",
             match call {
                 Call::Reopen => Answer::Reopened(self.sqlite.reopen()),
@@ -54,7 +54,9 @@ impl Stores {
                 },
             },
         ));
-        answers
+        #[cfg(not(feature = "sqlite"))]
+        let sqlite = None;
+        std::iter::once(memory).chain(sqlite).collect()
     }
 
     /// Every store holds exactly `expected` for each Run in it, else
@@ -64,10 +66,12 @@ impl Stores {
         expected: &[RunFacts<Payload>],
         rule: &'static str,
     ) -> Result<(), Violation> {
-        let mut logs: Vec<(&str, &dyn HandoffLog<Payload>)> = vec![("MemoryLog", &self.memory)];
+        let memory: (&str, &dyn HandoffLog<Payload>) = ("MemoryLog", &self.memory);
         #[cfg(feature = "sqlite")]
-        logs.extend(self.sqlite.log.as_ref().map(|log| ("SqliteLog", log as _)));
-        for (store, log) in logs {
+        let sqlite = self.sqlite.log.as_ref().map(|log| ("SqliteLog", log as _));
+        #[cfg(not(feature = "sqlite"))]
+        let sqlite = None;
+        for (store, log) in std::iter::once(memory).chain(sqlite) {
             for facts in expected {
                 let held = log
                     .facts(&facts.root_run_id, &facts.run_id)
