@@ -3,7 +3,8 @@
 //! `sqlite` feature, `SqliteLog` (an empty log per input, see
 //! `log_stores`) — every answer compared with the ghost reference
 //! (`log_ghost`), and R1, R3, R6 and R7 checked on every answer, as far as
-//! they can be seen at the log.
+//! they can be seen at the log (R2 and R4 are about seals, R5 about
+//! liveness: a log cannot show them).
 //!
 //! An [`Op`] claims, appends or reads a Run named from a small set (two
 //! root Runs, each with Runs `run-0` and `run-1`: the same Run id under two
