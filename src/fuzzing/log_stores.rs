@@ -117,17 +117,30 @@ mod sqlite {
     /// The SQLite log of one input. Creating a database, or only opening
     /// one, costs more than a whole input under ASan, so each thread keeps
     /// one file open and empties it between inputs: an input starts from an
-    /// empty log either way, and `Op::Reopen` really closes and opens it.
+    /// empty log either way. `Op::Reopen` closes every connection to the
+    /// file (the last close checkpoints and removes the WAL), then opens
+    /// the log again.
     pub(super) struct File {
         inner: Option<Inner>,
         pub(super) log: Option<SqliteLog<Payload>>,
     }
 
     /// A file kept between inputs, with a connection of the harness's own
-    /// that empties it.
+    /// that empties it (closed by a reopen, opened again when needed).
     struct Inner {
         path: PathBuf,
-        eraser: Connection,
+        eraser: Option<Connection>,
+    }
+
+    impl Inner {
+        /// Deletes every row.
+        fn erase(&mut self) -> Result<(), rusqlite::Error> {
+            let eraser = match &mut self.eraser {
+                Some(eraser) => eraser,
+                slot @ None => slot.insert(Connection::open(&self.path)?),
+            };
+            eraser.execute_batch("DELETE FROM handoff_pause; DELETE FROM run_epoch;")
+        }
     }
 
     thread_local! {
@@ -151,11 +164,8 @@ mod sqlite {
         /// This thread's log, emptied; a new file the first time.
         pub(super) fn new() -> Self {
             let mut file = match KEPT.with(|kept| kept.borrow_mut().take()) {
-                Some((inner, log)) => {
-                    if let Err(error) = inner
-                        .eraser
-                        .execute_batch("DELETE FROM handoff_pause; DELETE FROM run_epoch;")
-                    {
+                Some((mut inner, log)) => {
+                    if let Err(error) = inner.erase() {
                         panic!("log_table: cannot empty {}: {error}", inner.path.display());
                     }
                     File {
@@ -186,20 +196,19 @@ mod sqlite {
             let log = SqliteLog::<Payload>::open(&path).unwrap_or_else(|error| {
                 panic!("log_table: cannot open {}: {error:?}", path.display())
             });
-            let eraser = Connection::open(&path).unwrap_or_else(|error| {
-                panic!("log_table: cannot open {}: {error}", path.display())
-            });
             File {
-                inner: Some(Inner { path, eraser }),
+                inner: Some(Inner { path, eraser: None }),
                 log: Some(log),
             }
         }
 
-        /// Closes the log and opens its file again.
+        /// Closes the log (and the eraser: no connection is left) and opens
+        /// its file again.
         pub(super) fn reopen(&mut self) -> Result<(), Refusal> {
             self.log = None;
-            let path = &self.inner.as_ref().expect("kept until drop").path;
-            self.log = Some(SqliteLog::open(path).map_err(Refusal::from)?);
+            let inner = self.inner.as_mut().expect("kept until drop");
+            inner.eraser = None;
+            self.log = Some(SqliteLog::open(&inner.path).map_err(Refusal::from)?);
             Ok(())
         }
     }
