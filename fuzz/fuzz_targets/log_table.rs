@@ -4,6 +4,4 @@
 use baton::fuzzing::log_table::{Ops, log_table};
 use libfuzzer_sys::{Corpus, fuzz_target};
 
-fuzz_target!(|input: Ops| -> Corpus {
-    log_table(input).map_or(Corpus::Reject, |()| Corpus::Keep)
-});
+fuzz_target!(|input: Ops| -> Corpus { log_table(input).map_or(Corpus::Reject, |()| Corpus::Keep) });
