@@ -11,7 +11,9 @@ use std::fs;
 use std::panic::catch_unwind;
 use std::path::{Path, PathBuf};
 
+use baton::durable::{Claim, Receipt};
 use baton::fuzzing::ledger_table::{self, Op, Seen};
+use baton::fuzzing::log_table::{self, Answer, EpochPick, Flaw, PausePick, Refusal, RunPick};
 use baton::fuzzing::{Target, decode, facts_json, gate_adapter, gate_table};
 use baton::gate::core::StateKind;
 use baton::ledger::{Arrival, RegisterError};
@@ -231,6 +233,133 @@ fn the_ledger_table_corpus_reaches_every_answer_of_the_ledger() {
         .filter(|label| !reached.contains(*label))
         .collect();
     assert!(missing.is_empty(), "never reached: {missing:?}");
+}
+
+/// What a `log_table` step answered, as its corpus's coverage counts it.
+fn log_label(op: &log_table::Op, answer: &Answer) -> Option<&'static str> {
+    Some(match answer {
+        Answer::Claimed(Ok(Claim::Owner(_))) => "claim: Owner",
+        Answer::Claimed(Ok(Claim::HandedOff(_))) => "claim: HandedOff",
+        Answer::Claimed(Err(Refusal::InvalidRun { .. })) => "claim: InvalidRun",
+        Answer::Appended(Ok(Receipt::AlreadyDurable)) if *op == log_table::Op::Retry => {
+            "append: a retry after a lost reply is AlreadyDurable"
+        }
+        Answer::Appended(Ok(Receipt::Written)) => "append: Written",
+        Answer::Appended(Ok(Receipt::AlreadyDurable)) => "append: AlreadyDurable",
+        Answer::Appended(Err(Refusal::InvalidRun { .. })) => "append: InvalidRun",
+        Answer::Appended(Err(Refusal::InvalidPause(_))) => "append: InvalidPause",
+        Answer::Appended(Err(Refusal::AlreadyHandedOff { .. })) => "append: AlreadyHandedOff",
+        Answer::Appended(Err(Refusal::Fenced { .. })) => "append: Fenced",
+        Answer::Appended(Err(Refusal::EpochNotIssued { .. })) => "append: EpochNotIssued",
+        Answer::Facts(Ok(facts)) if facts.pauses.is_empty() => "facts: open",
+        Answer::Facts(Ok(_)) => "facts: handed off",
+        Answer::Facts(Err(Refusal::InvalidRun { .. })) => "facts: InvalidRun",
+        Answer::Reopened(Ok(())) => "reopen",
+        _ => return None,
+    })
+}
+
+/// The committed `log_table` corpus is broad: it reaches every answer of
+/// SPEC §6's log (each receipt, each refusal an input can cause, a retry
+/// after a lost reply, a restart), so R1–R7 are checked where they can
+/// break, and a corpus that lost its depth fails here.
+#[test]
+fn the_log_table_corpus_reaches_every_answer_of_the_log() {
+    const ALL: [&str; 15] = [
+        "claim: Owner",
+        "claim: HandedOff",
+        "claim: InvalidRun",
+        "append: a retry after a lost reply is AlreadyDurable",
+        "append: Written",
+        "append: AlreadyDurable",
+        "append: InvalidRun",
+        "append: InvalidPause",
+        "append: AlreadyHandedOff",
+        "append: Fenced",
+        "append: EpochNotIssued",
+        "facts: open",
+        "facts: handed off",
+        "facts: InvalidRun",
+        "reopen",
+    ];
+    let mut reached = BTreeSet::new();
+    for path in files("corpus", Target::LogTable) {
+        let bytes = fs::read(&path).expect("readable");
+        let input: log_table::Ops = decode(&bytes).expect("corpus inputs decode");
+        log_table::walk(&input, input.0.len(), &mut |_, op, answer| {
+            reached.extend(log_label(op, answer));
+        });
+    }
+    println!("log_table corpus reaches {} kinds of answer", reached.len());
+    let missing: Vec<_> = ALL
+        .iter()
+        .filter(|label| !reached.contains(*label))
+        .collect();
+    assert!(missing.is_empty(), "never reached: {missing:?}");
+}
+
+/// A hand-written `log_table` input runs clean on both stores and its
+/// ghost answers what SPEC §6 says: a lost append retried is
+/// `AlreadyDurable`, a zombie's stale epoch is `Fenced`, a claim after the
+/// handoff answers it, and it survives a restart.
+#[test]
+fn log_table_a_zombie_a_lost_reply_and_a_restart_run_clean() {
+    use log_table::{IdPick, Op as L, SourcePick};
+    let append = |epoch, handoff, lost| L::Append {
+        run: RunPick::Slot(0),
+        source: SourcePick {
+            invocation: 0,
+            session: None,
+        },
+        epoch,
+        pause: PausePick {
+            handoff,
+            flaw: Flaw::None,
+            payload: Ok(0),
+        },
+        lost,
+    };
+    let claim = L::Claim {
+        run: RunPick::Slot(0),
+        lost: false,
+    };
+    let ops = log_table::Ops(vec![
+        claim.clone(),
+        claim.clone(),
+        append(EpochPick::Stale(0), 0, false),
+        append(EpochPick::Current, 1, true),
+        L::Retry,
+        append(EpochPick::Current, 2, false),
+        L::Reopen,
+        claim,
+        L::Facts(RunPick::Ids(IdPick::Empty, IdPick::Name(2))),
+    ]);
+    let mut answers = Vec::new();
+    log_table::walk(&ops, ops.0.len(), &mut |_, _, answer| {
+        answers.push(answer.clone())
+    });
+    let labels: Vec<_> = ops
+        .0
+        .iter()
+        .zip(&answers)
+        .map(|(op, a)| log_label(op, a))
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "claim: Owner",
+            "claim: Owner",
+            "append: Fenced",
+            "append: Written",
+            "append: a retry after a lost reply is AlreadyDurable",
+            "append: AlreadyHandedOff",
+            "reopen",
+            "claim: HandedOff",
+            "facts: InvalidRun",
+        ]
+        .map(Some)
+    );
+    assert_eq!(log_table::log_table(ops), Ok(()));
 }
 
 /// Not a check: after `cargo fuzz cmin` (whose merge keeps inputs the

@@ -13,7 +13,11 @@
 //! - [`facts_json()`]: arbitrary bytes decoded as the JSON facts;
 //! - [`ledger_table()`]: operation sequences applied to the ledger core,
 //!   each answer checked against an independent ghost and D1–D6 after
-//!   every step.
+//!   every step;
+//! - [`log_table()`]: operation sequences applied to the durable handoff
+//!   logs (`MemoryLog`, and `SqliteLog` with the `sqlite` feature), each
+//!   answer compared with an independent ghost of SPEC §6 and R1, R3, R6
+//!   and R7 checked on every answer, lost replies and restarts included.
 //!
 //! A body returns `Err(Rejected)` for an input too large to be meaningful
 //! (the target turns it into `Corpus::Reject`) and panics on a violation,
@@ -65,11 +69,16 @@ pub mod gate_table;
 mod ghost;
 mod ledger_ghost;
 pub mod ledger_table;
+mod log_ghost;
+mod log_ops;
+mod log_stores;
+pub mod log_table;
 
 pub use facts_json::facts_json;
 pub use gate_adapter::gate_adapter;
 pub use gate_table::gate_table;
 pub use ledger_table::ledger_table;
+pub use log_table::log_table;
 
 /// An input the fuzzer should not keep in its corpus: it is larger than any
 /// meaningful case, so time spent on it is time lost (`Corpus::Reject`).
@@ -87,15 +96,18 @@ pub enum Target {
     FactsJson,
     /// [`ledger_table()`]
     LedgerTable,
+    /// [`log_table()`]
+    LogTable,
 }
 
 impl Target {
     /// Every target.
-    pub const ALL: [Target; 4] = [
+    pub const ALL: [Target; 5] = [
         Self::GateTable,
         Self::GateAdapter,
         Self::FactsJson,
         Self::LedgerTable,
+        Self::LogTable,
     ];
 
     /// The target's name: its file in `fuzz/fuzz_targets/`, its corpus and
@@ -106,6 +118,7 @@ impl Target {
             Self::GateAdapter => "gate_adapter",
             Self::FactsJson => "facts_json",
             Self::LedgerTable => "ledger_table",
+            Self::LogTable => "log_table",
         }
     }
 
@@ -118,6 +131,7 @@ impl Target {
             Self::GateAdapter => decode(bytes).ok_or(Rejected).and_then(gate_adapter),
             Self::FactsJson => facts_json(bytes),
             Self::LedgerTable => decode(bytes).ok_or(Rejected).and_then(ledger_table),
+            Self::LogTable => decode(bytes).ok_or(Rejected).and_then(log_table),
         }
     }
 
@@ -129,6 +143,7 @@ impl Target {
             Self::GateAdapter => decode::<gate_adapter::Ops>(bytes).map(|ops| format!("{ops:#?}")),
             Self::FactsJson => Some(format!("{:?}", String::from_utf8_lossy(bytes))),
             Self::LedgerTable => decode::<ledger_table::Ops>(bytes).map(|ops| format!("{ops:#?}")),
+            Self::LogTable => decode::<log_table::Ops>(bytes).map(|ops| format!("{ops:#?}")),
         }
     }
 }

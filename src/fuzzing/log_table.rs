@@ -1,0 +1,406 @@
+//! `log_table`: operation sequences applied to the canonical handoff log
+//! (SPEC §6) — [`MemoryLog`](crate::durable::MemoryLog) and, with the
+//! `sqlite` feature, `SqliteLog` (an empty log per input, see
+//! `log_stores`) — every answer compared with the ghost reference
+//! (`log_ghost`), and R1, R3, R6 and R7 checked on every answer, as far as
+//! they can be seen at the log (R2 and R4 are about seals, R5 about
+//! liveness: a log cannot show them).
+//!
+//! An [`Op`] claims, appends or reads a Run named from a small set (two
+//! root Runs, each with Runs `run-0` and `run-1`: the same Run id under two
+//! roots), or by ids that are mostly invalid (empty, over-long, control
+//! characters, raw text). Appends carry an epoch picked relative to what
+//! the log issued (the current one, one a worker saw, a stale one, one
+//! never issued, zero, `u64::MAX`) and a pause differing from others by
+//! intent, source invocation or payload, or made invalid. A reply may be
+//! *lost*: the harness still checks it (it is the log's test), but the
+//! worker never sees it — a lost claim's epoch is not among the epochs a
+//! worker holds, and a lost append is what [`Op::Retry`] sends again
+//! (which must then answer `AlreadyDurable` if the first one wrote).
+//! [`Op::Reopen`] closes the SQLite file and opens it again: what was
+//! acknowledged must all be read back.
+//!
+//! The harness keeps its own books of what each Run was issued and what
+//! was acknowledged (`Book`), and after every step reads back the facts of
+//! the Run it touched from every store: they must match the books, so an
+//! operation that was refused wrote nothing.
+
+pub use super::log_ghost::{Answer, Payload, Refusal};
+pub use super::log_ops::{
+    EpochPick, FieldPick, Flaw, IdPick, MAX_OPS, Op, Ops, PausePick, RunPick, SourcePick,
+};
+
+use super::log_ghost::{Ghost, id_fault};
+use super::log_ops::make_pause;
+use super::log_stores::Stores;
+use super::{Rejected, Violation};
+use crate::durable::{Appended, Claim, Epoch, Receipt, RunFacts};
+use crate::facts::{HandoffPause, Invocation};
+
+/// An operation with every pick resolved: what is sent to the stores.
+#[derive(Clone, Debug)]
+pub enum Call {
+    /// `claim(root, run)`.
+    Claim(String, String),
+    /// `append(root, source, epoch, pause)`.
+    Append(String, Invocation, Epoch, HandoffPause<Payload>),
+    /// `facts(root, run)`.
+    Facts(String, String),
+    /// Close and reopen.
+    Reopen,
+}
+
+impl Call {
+    /// The Run the call names, if its ids are valid.
+    fn run(&self) -> Option<(&str, &str)> {
+        let (root, run) = match self {
+            Call::Claim(root, run) | Call::Facts(root, run) => (root.as_str(), run.as_str()),
+            Call::Append(root, source, ..) => (root.as_str(), source.run_id.as_str()),
+            Call::Reopen => return None,
+        };
+        (id_fault(root).is_none() && id_fault(run).is_none()).then_some((root, run))
+    }
+}
+
+/// The harness's books on one Run: what the log issued and acknowledged.
+#[derive(Clone, Debug)]
+struct Book {
+    root_run_id: String,
+    run_id: String,
+    /// Every epoch a claim issued, in order.
+    issued: Vec<Epoch>,
+    /// The epochs whose claim reply a worker saw.
+    held: Vec<Epoch>,
+    /// The pause an append was acknowledged for, with its epoch.
+    acknowledged: Option<(Epoch, Appended<Payload>)>,
+}
+
+impl Book {
+    fn last(&self) -> Epoch {
+        self.issued.last().copied().unwrap_or(Epoch::NONE)
+    }
+
+    /// The facts a store must hold for this Run.
+    fn facts(&self) -> RunFacts<Payload> {
+        let mut facts = RunFacts::empty(&self.root_run_id, &self.run_id);
+        facts.epoch = self.last();
+        facts
+            .pauses
+            .extend(self.acknowledged.as_ref().map(|(_, row)| row.clone()));
+        facts
+    }
+}
+
+/// The stores, the ghost, the books, and the append waiting for a retry.
+struct Harness {
+    stores: Option<Stores>,
+    ghost: Ghost,
+    books: Vec<Book>,
+    /// The last append whose reply was lost, and what it answered.
+    lost: Option<(Call, Answer)>,
+}
+
+impl Harness {
+    fn new(stores: Option<Stores>) -> Self {
+        Harness {
+            stores,
+            ghost: Ghost::default(),
+            books: Vec::new(),
+            lost: None,
+        }
+    }
+
+    fn book(&self, root_run_id: &str, run_id: &str) -> Option<&Book> {
+        self.books
+            .iter()
+            .find(|book| book.root_run_id == root_run_id && book.run_id == run_id)
+    }
+
+    fn book_mut(&mut self, root_run_id: &str, run_id: &str) -> &mut Book {
+        let index = match self
+            .books
+            .iter()
+            .position(|book| book.root_run_id == root_run_id && book.run_id == run_id)
+        {
+            Some(index) => index,
+            None => {
+                self.books.push(Book {
+                    root_run_id: root_run_id.to_owned(),
+                    run_id: run_id.to_owned(),
+                    issued: Vec::new(),
+                    held: Vec::new(),
+                    acknowledged: None,
+                });
+                self.books.len() - 1
+            }
+        };
+        &mut self.books[index]
+    }
+
+    /// `op` with its picks resolved against the books (`None`: a retry
+    /// with nothing to retry).
+    fn resolve(&self, op: &Op) -> Option<Call> {
+        Some(match op {
+            Op::Claim { run, .. } => {
+                let (root, run) = run.ids();
+                Call::Claim(root, run)
+            }
+            Op::Facts(run) => {
+                let (root, run) = run.ids();
+                Call::Facts(root, run)
+            }
+            Op::Reopen => Call::Reopen,
+            Op::Retry => return self.lost.as_ref().map(|(call, _)| call.clone()),
+            Op::Append {
+                run,
+                source,
+                epoch,
+                pause,
+                ..
+            } => {
+                let (root, run) = run.ids();
+                let source = Invocation {
+                    session_id: source.session.clone().unwrap_or_else(|| "session".into()),
+                    turn_id: "turn".into(),
+                    run_id: run,
+                    invocation_id: format!("invocation-{}", source.invocation % 2),
+                };
+                let epoch = self.epoch(&root, &source.run_id, *epoch);
+                let pause = make_pause(&root, &source, pause);
+                Call::Append(root, source, epoch, pause)
+            }
+        })
+    }
+
+    fn epoch(&self, root: &str, run: &str, pick: EpochPick) -> Epoch {
+        let book = self.book(root, run);
+        let last = book.map_or(0, |book| book.last().get());
+        match pick {
+            EpochPick::Current => Epoch::new(last),
+            EpochPick::Held(n) => book
+                .and_then(|book| {
+                    let held = &book.held;
+                    let back = usize::from(n) % held.len().max(1);
+                    held.len().checked_sub(back + 1).map(|i| held[i])
+                })
+                .unwrap_or(Epoch::NONE),
+            EpochPick::Stale(n) => Epoch::new(last.saturating_sub(u64::from(n) + 1)),
+            EpochPick::Ahead(n) => Epoch::new(last.saturating_add(u64::from(n) + 1)),
+            EpochPick::Zero => Epoch::NONE,
+            EpochPick::Max => Epoch::new(u64::MAX),
+        }
+    }
+
+    /// The ghost's answer to `call`.
+    fn expect(&mut self, call: &Call) -> Answer {
+        match call {
+            Call::Claim(root, run) => self.ghost.claim(root, run),
+            Call::Append(root, source, epoch, pause) => {
+                self.ghost.append(root, source, *epoch, pause)
+            }
+            Call::Facts(root, run) => self.ghost.facts(root, run),
+            Call::Reopen => Answer::Reopened(Ok(())),
+        }
+    }
+
+    /// Checks R1, R3, R6 and R7 on a store's answer, against the books as
+    /// they were before the call.
+    fn check_rules(&self, store: &str, call: &Call, answer: &Answer) -> Result<(), Violation> {
+        let Some((root, run)) = call.run() else {
+            return Ok(());
+        };
+        let book = self.book(root, run);
+        let last = book.map_or(Epoch::NONE, Book::last);
+        let acknowledged = book.and_then(|book| book.acknowledged.as_ref());
+        match (call, answer) {
+            (Call::Claim(..), Answer::Claimed(Ok(Claim::Owner(epoch)))) => {
+                ensure!(
+                    acknowledged.is_none(),
+                    "R1",
+                    "{store} issued epoch {epoch} after a pause was durable: {acknowledged:?}"
+                );
+                ensure!(
+                    *epoch > last,
+                    "R1",
+                    "{store} issued epoch {epoch}, not newer than {last}: two owners"
+                );
+            }
+            (Call::Claim(..), Answer::Claimed(Ok(Claim::HandedOff(pause)))) => {
+                ensure!(
+                    acknowledged.is_some_and(|(_, row)| row.pause == *pause),
+                    "R3",
+                    "{store} answered HandedOff({pause:?}); acknowledged: {acknowledged:?}"
+                );
+            }
+            (Call::Append(_, source, epoch, pause), Answer::Appended(Ok(receipt))) => {
+                ensure!(
+                    *epoch != Epoch::NONE && *epoch <= last,
+                    "R7",
+                    "{store} accepted an append under epoch {epoch}, never issued (last {last})"
+                );
+                ensure!(
+                    *epoch == last,
+                    "R1",
+                    "{store} accepted an append under epoch {epoch} after epoch {last} was issued"
+                );
+                if let Some((first, row)) = acknowledged {
+                    ensure!(
+                        first == epoch && row.source == *source && row.pause == *pause,
+                        "R6",
+                        "{store} acknowledged a second append ({receipt:?}, epoch {epoch}) after \
+                         {row:?} under epoch {first}"
+                    );
+                }
+                ensure!(
+                    (*receipt == Receipt::Written) == acknowledged.is_none(),
+                    "R3",
+                    "{store} answered {receipt:?}; acknowledged before: {acknowledged:?}"
+                );
+            }
+            (Call::Facts(..), Answer::Facts(Ok(facts))) => {
+                let books = book.map_or_else(|| RunFacts::empty(root, run), Book::facts);
+                ensure!(
+                    *facts == books,
+                    "R3",
+                    "{store}'s facts {facts:?}, acknowledged {books:?}"
+                );
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Keeps the books of a step whose answer (the ghost's, which every
+    /// store agreed with) is `answer`.
+    fn keep_books(&mut self, op: &Op, call: &Call, answer: &Answer) {
+        let lost = matches!(
+            op,
+            Op::Claim { lost: true, .. } | Op::Append { lost: true, .. }
+        );
+        match (call, answer) {
+            (Call::Claim(root, run), Answer::Claimed(Ok(Claim::Owner(epoch)))) => {
+                let book = self.book_mut(root, run);
+                book.issued.push(*epoch);
+                if !lost {
+                    book.held.push(*epoch);
+                }
+            }
+            (Call::Append(root, source, epoch, pause), Answer::Appended(Ok(Receipt::Written))) => {
+                let row = Appended {
+                    source: source.clone(),
+                    pause: pause.clone(),
+                };
+                self.book_mut(root, &source.run_id).acknowledged = Some((*epoch, row));
+            }
+            _ => {}
+        }
+        match op {
+            Op::Append { lost: true, .. } => self.lost = Some((call.clone(), answer.clone())),
+            Op::Retry => self.lost = None,
+            _ => {}
+        }
+    }
+}
+
+/// The `log_table` target: applies `input` to [`MemoryLog`] and (feature
+/// `sqlite`) `SqliteLog`, checking R1/R3/R6/R7 on every answer, every
+/// answer against the ghost's, and the touched Run's facts against the
+/// books after every step (every Run's after a reopen). Panics on a
+/// violation, with the trace of the steps before it.
+///
+/// [`MemoryLog`]: crate::durable::MemoryLog
+pub fn log_table(input: Ops) -> Result<(), Rejected> {
+    if input.0.len() > MAX_OPS {
+        return Err(Rejected);
+    }
+    let mut harness = Harness::new(Some(Stores::new()));
+    for (index, op) in input.0.iter().enumerate() {
+        if let Err(violation) = harness.step(op) {
+            fail(&violation, &input, index);
+        }
+    }
+    Ok(())
+}
+
+impl Harness {
+    /// One step: resolve, ask the ghost and every store, check, keep the
+    /// books, read the facts back.
+    fn step(&mut self, op: &Op) -> Result<Answer, Violation> {
+        let Some(call) = self.resolve(op) else {
+            return Ok(Answer::NothingToRetry);
+        };
+        let expected = self.expect(&call);
+        let Some(stores) = self.stores.as_mut() else {
+            self.keep_books(op, &call, &expected);
+            return Ok(expected);
+        };
+        let answers = stores.apply(&call);
+        for (store, answer) in &answers {
+            self.check_rules(store, &call, answer)?;
+        }
+        if let (Op::Retry, Some((_, Answer::Appended(Ok(Receipt::Written))))) = (op, &self.lost) {
+            for (store, answer) in &answers {
+                ensure!(
+                    *answer == Answer::Appended(Ok(Receipt::AlreadyDurable)),
+                    "SPEC §6 (an append retried after a lost reply is idempotent)",
+                    "the lost append wrote; {store} answered its retry {answer:?}"
+                );
+            }
+        }
+        for (store, answer) in &answers {
+            ensure!(
+                *answer == expected,
+                "SPEC §6 (the ghost's answer)",
+                "{call:?}: {store} answered {answer:?}, the ghost {expected:?}"
+            );
+        }
+        self.keep_books(op, &call, &expected);
+        let refused = matches!(
+            expected,
+            Answer::Claimed(Err(_)) | Answer::Appended(Err(_)) | Answer::Reopened(Err(_))
+        );
+        let facts: Vec<RunFacts<Payload>> = match call.run() {
+            Some((root, run)) => vec![
+                self.book(root, run)
+                    .map_or_else(|| RunFacts::empty(root, run), Book::facts),
+            ],
+            None => self.books.iter().map(Book::facts).collect(),
+        };
+        let rule = match (&call, refused) {
+            (Call::Reopen, _) => "SPEC §6 (what was acknowledged survives a restart)",
+            (_, true) => "SPEC §6 (a refused operation writes nothing)",
+            (_, false) => "R3",
+        };
+        let stores = self.stores.as_ref().expect("checked above");
+        stores.check_facts(&facts, rule)?;
+        let acknowledged = self
+            .books
+            .iter()
+            .filter(|b| b.acknowledged.is_some())
+            .count();
+        stores.check_len(acknowledged, rule)?;
+        Ok(expected)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn fail(violation: &Violation, input: &Ops, index: usize) -> ! {
+    let mut lines = String::new();
+    walk(input, index + 1, &mut |step, op, answer| {
+        lines.push_str(&format!("  {step:>3}: Op::{op:?} -> {answer:?}\n"));
+    });
+    panic!("{violation}\n  at op {index}\ntrace (the ghost's answers):\n{lines}{input:#?}");
+}
+
+/// Calls `visit` with each step of `input` (its index, the operation and
+/// the ghost's answer), up to `steps` steps, without any store and without
+/// checking anything: a failure trace, a corpus's coverage.
+pub fn walk(input: &Ops, steps: usize, visit: &mut dyn FnMut(usize, &Op, &Answer)) {
+    let mut harness = Harness::new(None);
+    for (index, op) in input.0.iter().take(steps).enumerate() {
+        if let Ok(answer) = harness.step(op) {
+            visit(index, op, &answer);
+        }
+    }
+}
