@@ -104,3 +104,25 @@ fn put<T>(slot: &Slot<T>, answer: Result<T, LogError>) {
         (true, ())
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::within::within;
+
+    /// L1 for the log's thread: a job that panics answers its future with
+    /// `Storage` (through the reply's drop) instead of leaving it pending,
+    /// and the thread lives on for the next job.
+    #[tokio::test]
+    async fn a_job_that_panics_answers_storage_and_the_thread_runs_the_next_job() {
+        let offload = Offload::start("baton-offload-test").unwrap();
+        let panicked = offload.run(|| -> Result<u32, LogError> { panic!("a payload's Serialize") });
+        let answer = within("L1: a panicked job's future resolves", panicked).await;
+        assert!(
+            matches!(&answer, Err(LogError::Storage(message)) if message.to_string().contains("panicked")),
+            "{answer:?}"
+        );
+        let next = within("the thread runs the next job", offload.run(|| Ok(7))).await;
+        assert_eq!(next.unwrap(), 7);
+    }
+}
