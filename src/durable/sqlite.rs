@@ -324,6 +324,8 @@ where
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(storage)?;
         let facts = Self::facts_in(&transaction, root_run_id, run_id)?;
+        #[cfg(test)]
+        inside::reached();
         let step = claim_step(&facts)?;
         if let Some(epoch) = step.write {
             let stored = i64::try_from(epoch.get()).map_err(|_| LogError::EpochsExhausted)?;
@@ -354,6 +356,8 @@ where
             .map_err(storage)?;
         let current = Self::epoch(&transaction, root_run_id, &source.run_id)?;
         let existing = Self::read(&transaction, root_run_id, &source.run_id)?;
+        #[cfg(test)]
+        inside::reached();
         let step = append_step(
             root_run_id,
             current,
@@ -469,6 +473,33 @@ where
         let (root_run_id, run_id) = (root_run_id.to_owned(), run_id.to_owned());
         self.thread
             .run(move || Self::facts_on(&connection, &root_run_id, &run_id))
+    }
+}
+
+/// A test hook inside the write transactions, between their reads and
+/// their writes: a test holds one thread's claim or append there while
+/// another connection's runs, so a read-then-write window would be open by
+/// construction, not by the scheduler's luck.
+#[cfg(test)]
+pub(super) mod inside {
+    use std::cell::RefCell;
+
+    thread_local! {
+        static HOOK: RefCell<Option<Box<dyn FnMut()>>> = const { RefCell::new(None) };
+    }
+
+    /// Runs `hook` on this thread whenever one of its claims or appends
+    /// has read, before it writes.
+    pub(crate) fn on_this_thread(hook: impl FnMut() + 'static) {
+        HOOK.with(|slot| *slot.borrow_mut() = Some(Box::new(hook)));
+    }
+
+    pub(super) fn reached() {
+        HOOK.with(|slot| {
+            if let Some(hook) = slot.borrow_mut().as_mut() {
+                hook();
+            }
+        });
     }
 }
 

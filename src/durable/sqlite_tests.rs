@@ -225,32 +225,10 @@ fn a_payload_that_fails_to_encode_is_a_typed_error_and_writes_nothing() {
     assert!(log.facts("root", "run").unwrap().pauses.is_empty());
 }
 
-#[test]
-fn two_processes_racing_to_hand_off_one_run_cannot_both_succeed() {
-    let db = TempDb::new();
-    let first: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
-    let second: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
-    let epoch = owner(&first);
-    let results = std::thread::scope(|scope| {
-        let a = scope.spawn(|| first.append("root", &source(), epoch, &pause("a")));
-        let b = scope.spawn(|| second.append("root", &source(), epoch, &pause("b")));
-        [a.join().unwrap(), b.join().unwrap()]
-    });
-    let written = results
-        .iter()
-        .filter(|r| matches!(r, Ok(Receipt::Written)))
-        .count();
-    let refused = results
-        .iter()
-        .filter(|r| matches!(r, Err(LogError::AlreadyHandedOff { .. })))
-        .count();
-    assert_eq!((written, refused), (1, 1), "{results:?}");
-    let facts = first.facts("root", "run").unwrap();
-    assert!(matches!(reconcile(&facts), Ok(Decision::HandedOff(_))));
-}
-
 /// Claims from two connections each issue their own epoch: the epoch is
-/// read and advanced under one write lock, never read-then-written.
+/// read and advanced under one write lock, never read-then-written. A load
+/// test: whether the threads interleave is the scheduler's; the race itself
+/// is decided by construction in `a_claim_cannot_come_between_…` below.
 #[test]
 fn claims_from_two_connections_issue_distinct_epochs() {
     let db = TempDb::new();
@@ -342,3 +320,114 @@ fn a_stored_epoch_that_is_not_positive_is_reported_corrupt() {
 
 #[path = "sqlite_async_tests.rs"]
 mod async_tests;
+
+/// Runs `held` on a thread whose claim or append is stopped inside its write
+/// transaction (after its reads, before its writes: `inside`), and while it
+/// is there runs `other` on another thread and connection. Returns both
+/// results and whether `other` finished while `held` was inside — which a
+/// store without a read-then-write window never lets happen: `other` waits
+/// for the write lock `held` holds. `other` is given half a second to show
+/// a defect (in the defect's case it needs milliseconds); the verdict of a
+/// correct store does not depend on that wait.
+fn with_one_inside<A: Send, B: Send>(
+    held: impl FnOnce() -> A + Send,
+    other: impl FnOnce() -> B + Send,
+) -> (A, B, bool) {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let (inside_tx, inside_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (done_tx, done_rx) = mpsc::channel();
+    std::thread::scope(|scope| {
+        let held = scope.spawn(move || {
+            inside::on_this_thread(move || {
+                let _ = inside_tx.send(());
+                let _ = go_rx.recv_timeout(Duration::from_secs(10));
+            });
+            held()
+        });
+        inside_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the held operation reaches the inside of its transaction");
+        let other = scope.spawn(move || {
+            let result = other();
+            let _ = done_tx.send(());
+            result
+        });
+        let finished_inside = done_rx.recv_timeout(Duration::from_millis(500)).is_ok();
+        let _ = go_tx.send(());
+        (held.join().unwrap(), other.join().unwrap(), finished_inside)
+    })
+}
+
+/// R6 / R1, by construction: a claim on another connection cannot run
+/// between a claim's read of the epoch and its write — it waits, then
+/// issues the next epoch.
+#[test]
+fn a_claim_cannot_come_between_another_claims_read_and_write() {
+    let db = TempDb::new();
+    let first: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    let second: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    let (held, other, finished_inside) = with_one_inside(
+        || first.claim("root", "run").unwrap(),
+        || second.claim("root", "run").unwrap(),
+    );
+    assert!(
+        !finished_inside,
+        "R6: a claim ran inside another claim's read-then-write window"
+    );
+    assert_eq!(
+        (held, other),
+        (Claim::Owner(Epoch::new(1)), Claim::Owner(Epoch::new(2))),
+        "R6: each epoch issued once, in order"
+    );
+}
+
+/// R1 / R6, by construction: an append on another connection cannot run
+/// between an append's read of the Run and its write: exactly one of two
+/// different pauses under the same epoch is written, the other refused.
+#[test]
+fn an_append_cannot_come_between_another_appends_read_and_write() {
+    let db = TempDb::new();
+    let first: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    let second: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    let epoch = owner(&first);
+    let (held, other, finished_inside) = with_one_inside(
+        || first.append("root", &source(), epoch, &pause("a")),
+        || second.append("root", &source(), epoch, &pause("b")),
+    );
+    assert!(
+        !finished_inside,
+        "R1: an append ran inside another append's read-then-write window"
+    );
+    assert!(matches!(held, Ok(Receipt::Written)), "{held:?}");
+    assert!(
+        matches!(other, Err(LogError::AlreadyHandedOff { .. })),
+        "{other:?}"
+    );
+    assert_eq!(
+        reconcile(&first.facts("root", "run").unwrap()),
+        Ok(Decision::HandedOff(pause("a")))
+    );
+}
+
+/// A claim cannot come between an append's read and its write either (R1:
+/// no epoch is issued once a pause is durable; the claim waits and then
+/// answers the handoff).
+#[test]
+fn a_claim_cannot_come_between_an_appends_read_and_write() {
+    let db = TempDb::new();
+    let first: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    let second: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    let epoch = owner(&first);
+    let (held, other, finished_inside) = with_one_inside(
+        || first.append("root", &source(), epoch, &pause("a")),
+        || second.claim("root", "run").unwrap(),
+    );
+    assert!(
+        !finished_inside,
+        "R1: a claim ran inside an append's window"
+    );
+    assert!(matches!(held, Ok(Receipt::Written)), "{held:?}");
+    assert_eq!(other, Claim::HandedOff(pause("a")), "R1");
+}
