@@ -361,37 +361,109 @@ async fn d6_each_arrival_wakes_the_wait_for_the_next_one() {
     assert_eq!(ledger.waiter_count(), 0);
 }
 
-#[test]
-fn arrivals_coalesce_and_each_wake_up_resolves_exactly_one_of_several_waits() {
+/// A ledger with `tsk_a` in scope and these delegations registered.
+fn scoped_with(ids: &[&str]) -> (Delegations, baton::ledger::DelegationScope) {
     let ledger = Delegations::new();
-    let _scope = ledger.scope_task("tsk_a");
-    for id in ["dlg_a", "dlg_b", "dlg_c"] {
+    let scope = ledger.scope_task("tsk_a");
+    for id in ids {
         ledger
             .register(id, delegation("tsk_a", Instant::now()))
             .unwrap();
     }
+    (ledger, scope)
+}
+
+/// D6 (`notify_one`, issue 22): two pending waits, then two arrivals:
+/// both resolve. (Before, the second arrival coalesced into the first's
+/// wake-up and the second wait stayed pending.)
+#[tokio::test]
+async fn d6_two_arrivals_wake_both_of_two_pending_waits() {
+    let (ledger, _scope) = scoped_with(&["dlg_a", "dlg_b"]);
+    let waits: Vec<_> = (0..2)
+        .map(|_| {
+            let ledger = ledger.clone();
+            tokio::spawn(async move { ledger.wait_for_arrival().await })
+        })
+        .collect();
+    within("both waits become pending", async {
+        while ledger.waiter_count() < 2 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
+    assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
+    for wait in waits {
+        within("D6: each arrival wakes one pending wait", wait)
+            .await
+            .unwrap();
+    }
+    assert_eq!(ledger.waiter_count(), 0);
+    assert!(
+        poll_once(pin!(ledger.wait_for_arrival())).is_pending(),
+        "two arrivals, two wake-ups, both taken: no permit left"
+    );
+}
+
+/// With no wait pending, arrivals coalesce into one stored permit, and each
+/// wait resolves at most once for it.
+#[test]
+fn d6_with_no_wait_pending_arrivals_coalesce_into_one_permit() {
+    let (ledger, _scope) = scoped_with(&["dlg_a", "dlg_b"]);
+    assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
+    assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
+    assert!(poll_once(pin!(ledger.wait_for_arrival())).is_ready());
+    assert!(
+        poll_once(pin!(ledger.wait_for_arrival())).is_pending(),
+        "two arrivals before any wait are one permit"
+    );
+    assert_eq!(ledger.waiter_count(), 0, "a dropped wait leaves no waker");
+}
+
+/// D6: a pending wait that was woken for an arrival and is dropped before
+/// it resolves passes the wake-up on, here to the stored permit: the next
+/// wait resolves at once. A wait dropped without one consumes nothing.
+#[test]
+fn d6_a_woken_wait_dropped_passes_its_wake_up_to_the_next_wait() {
+    let (ledger, _scope) = scoped_with(&["dlg_a"]);
+    let mut unwoken = Box::pin(ledger.wait_for_arrival());
+    assert!(poll_once(unwoken.as_mut()).is_pending());
+    drop(unwoken);
+    let mut woken = Box::pin(ledger.wait_for_arrival());
+    assert!(poll_once(woken.as_mut()).is_pending());
+    assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
+    drop(woken);
+    assert_eq!(ledger.waiter_count(), 0);
+    assert!(
+        poll_once(pin!(ledger.wait_for_arrival())).is_ready(),
+        "D6: the dropped wait's wake-up is the next wait's"
+    );
+}
+
+/// D6: wake-ups given to pending waits that are dropped stay with a wait
+/// that became pending after the arrival, and it is woken for them (it
+/// was not woken by the arrival itself).
+#[test]
+fn d6_woken_waits_dropped_pass_their_wake_up_to_a_later_pending_wait_and_wake_it() {
+    let (ledger, _scope) = scoped_with(&["dlg_a"]);
     let mut first = Box::pin(ledger.wait_for_arrival());
     let mut second = Box::pin(ledger.wait_for_arrival());
     assert!(poll_once(first.as_mut()).is_pending() && poll_once(second.as_mut()).is_pending());
-    assert_eq!(ledger.waiter_count(), 2);
     assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
-    assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
-    let resolved = [
-        poll_once(first.as_mut()).is_ready(),
-        poll_once(second.as_mut()).is_ready(),
-    ];
-    assert_eq!(
-        resolved,
-        [true, false],
-        "two arrivals before a wait are one wake-up"
-    );
+    let wakes = Arc::new(Wakes::default());
+    let waker = Waker::from(Arc::clone(&wakes));
+    let mut cx = Context::from_waker(&waker);
+    let mut later = Box::pin(ledger.wait_for_arrival());
+    assert!(later.as_mut().poll(&mut cx).is_pending());
+    drop(first);
     drop(second);
-    assert_eq!(ledger.waiter_count(), 0, "a dropped wait leaves no waker");
-    assert_eq!(ledger.arrive("dlg_c"), Arrival::Delivered);
-    assert!(
-        poll_once(pin!(ledger.wait_for_arrival())).is_ready(),
-        "the dropped wait consumed nothing"
+    assert_eq!(
+        wakes.0.load(Ordering::SeqCst),
+        1,
+        "D6: the later wait is woken for the wake-up it inherits"
     );
+    assert!(later.as_mut().poll(&mut cx).is_ready());
+    assert_eq!(ledger.waiter_count(), 0);
 }
 
 /// Diagnostics: the ledger, a scope and a taken delegation each `Debug`

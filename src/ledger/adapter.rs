@@ -5,7 +5,9 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use super::core::{Adoption, Arrival, Child, Ledger, Live, RegisterError, ScopeToken, Taken};
+use super::core::{
+    Adoption, Arrival, Child, Ledger, Live, RegisterError, ScopeToken, Taken, Waited,
+};
 use crate::sync::Arc;
 use crate::waiter::WatchCell;
 
@@ -145,7 +147,7 @@ impl Delegations {
     }
 
     /// Delivers delegation `id`'s outcome (D1): `Delivered` once, waking one
-    /// `wait_for_arrival` (D6).
+    /// pending `wait_for_arrival` or storing one permit for the next (D6).
     pub fn arrive(&self, id: &str) -> Arrival {
         self.cell.update(|ledger| {
             let arrival = ledger.arrive(id);
@@ -158,17 +160,40 @@ impl Delegations {
         self.cell.read(Ledger::counts)
     }
 
-    /// Resolves once an outcome was delivered since the last time a wait
-    /// resolved (D6). Like `tokio::sync::Notify::notify_one` with one stored
-    /// permit: arrivals coalesce, and each stored wake-up resolves exactly
-    /// one wait. Unlike `Notify`, arrivals also coalesce while several waits
-    /// are pending (two arrivals then wake one of two pending waits), and a
-    /// scope's end discards its wake-up: the ledger is meant to have one
-    /// consumer, which takes everything arrived when woken. Cancel-safe: a
-    /// dropped wait consumes nothing.
+    /// Resolves once an outcome is delivered for it (D6), exactly like
+    /// `tokio::sync::Notify::notify_one`'s `notified()`: each `Delivered`
+    /// wakes one pending wait (two arrivals with two pending waits resolve
+    /// both), or, with none pending without a wake-up, stores one permit
+    /// that the next wait takes at once; with no wait pending, arrivals
+    /// coalesce into that one permit. A scope's end discards the stored
+    /// permit and the wake-ups given to pending waits not yet resolved (the
+    /// arrivals they stood for were taken with the scope); those waits stay
+    /// pending, for the next scope's arrivals.
+    ///
+    /// A wait is pending from its first poll that does not resolve.
+    /// Cancel-safe: a wait dropped consumes nothing it was not given, and
+    /// a wake-up it was given is passed on to another pending wait or to
+    /// the stored permit, never lost.
     pub async fn wait_for_arrival(&self) {
+        let mut pending = false;
         self.cell
-            .wait_until(|ledger| ledger.take_permit().then_some(()))
+            .wait_until_or_leave(
+                move |ledger| {
+                    let waited = if pending {
+                        ledger.poll_wait()
+                    } else {
+                        ledger.begin_wait()
+                    };
+                    // `NotWaiting` cannot follow this future's own `Pending`
+                    // (nothing else ends a wait); were it ever answered, the
+                    // next poll would begin a wait again.
+                    pending = waited == Waited::Pending;
+                    (waited == Waited::Resolved).then_some(())
+                },
+                // Wake the others if wake-ups stay with them: one that
+                // became pending after the arrival was never woken for it.
+                |ledger| ledger.drop_wait() == Waited::DroppedWakeOthers,
+            )
             .await
     }
 

@@ -23,12 +23,14 @@ use crate::facts::check_id;
 
 mod event;
 mod types;
+mod wait;
 
 pub use event::{Event, Outcome, step};
 pub use types::{
     Adoption, Arrival, Child, DelegationId, Entry, Live, LiveIter, Moment, RegisterError,
     ScopeToken, Taken,
 };
+pub use wait::Waited;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Scope {
@@ -36,8 +38,9 @@ struct Scope {
     token: ScopeToken,
 }
 
-/// The ledger: the task in scope, its delegations, the delivered memory and
-/// the one stored wake-up.
+/// The ledger: the task in scope, its delegations, the delivered memory,
+/// and the waits for arrivals (the pending ones, the wake-ups given to
+/// them, the one stored permit: see [`begin_wait`](Ledger::begin_wait)).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Ledger<D, C, T = Duration> {
     scope: Option<Scope>,
@@ -51,8 +54,13 @@ pub struct Ledger<D, C, T = Duration> {
     delivered: BTreeSet<DelegationId>,
     /// Every entry's data by id, shared with the callers of `live()`.
     live: Live<D>,
-    /// One stored wake-up for `wait_for_arrival` (Notify semantics).
+    /// One stored wake-up for the next wait (Notify's permit).
     permit: bool,
+    /// Waits pending (`begin_wait` answered `Pending`, neither resolved
+    /// nor dropped since).
+    pending: usize,
+    /// Wake-ups given to pending waits and not yet taken: `<= pending`.
+    given: usize,
 }
 
 impl<D, C, T: Moment> Default for Ledger<D, C, T> {
@@ -73,6 +81,8 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
             delivered: BTreeSet::new(),
             live: Live::new(),
             permit: false,
+            pending: 0,
+            given: 0,
         }
     }
 
@@ -105,12 +115,15 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
         Some(self.clear())
     }
 
+    /// Empties the scope. The wake-ups its arrivals stored or gave go with
+    /// the arrivals (taken with the scope); the pending waits stay pending.
     fn clear(&mut self) -> Vec<Taken<D, C, T>> {
         self.waiting.clear();
         self.arrived.clear();
         self.delivered.clear();
         self.live.clear();
         self.permit = false;
+        self.given = 0;
         std::mem::take(&mut self.entries)
             .into_iter()
             .map(|(id, entry)| Taken { id, entry })
@@ -192,7 +205,8 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     }
 
     /// Delivers delegation `id`'s outcome: [`Arrival::Delivered`] once, and
-    /// then a stored wake-up for [`take_permit`](Self::take_permit) (D1, D6).
+    /// then one wake-up: to a pending wait that has none, else the stored
+    /// permit (D1, D6; [`begin_wait`](Self::begin_wait)).
     pub fn arrive(&mut self, id: &str) -> Arrival
     where
         C: Child,
@@ -215,7 +229,7 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
         }
         self.waiting.remove(&(started, Arc::clone(&id)));
         self.arrived.insert(id);
-        self.permit = true;
+        self.wake_one();
         Arrival::Delivered
     }
 
@@ -223,12 +237,6 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     /// not yet taken (D4). O(1).
     pub fn counts(&self) -> (usize, usize) {
         (self.waiting.len(), self.arrived.len())
-    }
-
-    /// Consumes the stored wake-up, if any: `wait_for_arrival` resolves
-    /// exactly when this returns `true`.
-    pub fn take_permit(&mut self) -> bool {
-        std::mem::take(&mut self.permit)
     }
 
     /// Takes every arrived entry, in id order; each is remembered as

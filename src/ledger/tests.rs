@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use super::core::{Adoption, Arrival, Child, Ledger, Live, RegisterError, ScopeToken, Taken};
+use super::core::{
+    Adoption, Arrival, Child, Ledger, Live, RegisterError, ScopeToken, Taken, Waited,
+};
 use crate::facts::IdError;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -183,31 +185,164 @@ fn an_arrival_whose_child_is_being_ended_is_refused_and_changes_nothing() {
     let before = ledger.clone();
     assert_eq!(ledger.arrive("dlg_a"), Arrival::BeingEnded);
     assert_eq!(ledger, before);
-    assert!(!ledger.take_permit());
+    assert!(!ledger.permit());
 }
 
 #[test]
-fn d6_each_delivery_stores_one_wake_up_and_arrivals_coalesce() {
+fn d6_with_no_wait_pending_deliveries_coalesce_into_one_stored_permit() {
     let (mut ledger, _) = scoped();
-    assert!(!ledger.take_permit());
+    assert_eq!(ledger.begin_wait(), Waited::Pending, "nothing stored yet");
+    assert_eq!(ledger.drop_wait(), Waited::Dropped);
     for id in ["dlg_a", "dlg_b", "dlg_c"] {
         ledger.register(id, TASK, "x", secs(0)).unwrap();
     }
     assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
-    assert!(ledger.take_permit(), "D6: the next wait resolves");
-    assert!(
-        !ledger.take_permit(),
-        "one wake-up per delivery already consumed"
-    );
+    assert_eq!(ledger.begin_wait(), Waited::Resolved, "D6: the next wait");
+    assert_eq!(ledger.begin_wait(), Waited::Pending, "the permit is taken");
+    assert_eq!(ledger.drop_wait(), Waited::Dropped);
     assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
     assert_eq!(ledger.arrive("dlg_c"), Arrival::Delivered);
-    assert!(ledger.take_permit());
-    assert!(
-        !ledger.take_permit(),
-        "two arrivals before a wait coalesce into one wake-up"
+    assert_eq!(ledger.begin_wait(), Waited::Resolved);
+    assert_eq!(
+        ledger.begin_wait(),
+        Waited::Pending,
+        "two arrivals before any wait coalesce into one permit"
     );
     assert_eq!(ledger.arrive("dlg_c"), Arrival::AlreadyDelivered);
-    assert!(!ledger.take_permit(), "a repeated arrival stores nothing");
+    assert_eq!(ledger.waits(), (1, 0), "a repeated arrival wakes nobody");
+    assert!(!ledger.permit(), "and stores nothing");
+}
+
+/// A wait's sub-machine in one state: `(pending, given, permit)`, reached
+/// by `pending` first polls and then `given + permit` deliveries.
+fn waits_in(pending: usize, given: usize, permit: bool) -> L {
+    let (mut ledger, _) = scoped();
+    for _ in 0..pending {
+        assert_eq!(ledger.begin_wait(), Waited::Pending);
+    }
+    for n in 0..given + usize::from(permit) {
+        let id = format!("dlg_{n}");
+        ledger.register(&id, TASK, "x", secs(0)).unwrap();
+        assert_eq!(ledger.arrive(&id), Arrival::Delivered);
+    }
+    assert_eq!(
+        (ledger.waits(), ledger.permit()),
+        ((pending, given), permit)
+    );
+    ledger
+}
+
+/// An event of the wait sub-machine, for [`d6_every_cell_of_the_wait_table`].
+#[derive(Clone, Copy, Debug)]
+enum WaitEvent {
+    Deliver,
+    Begin,
+    Poll,
+    Drop,
+    ScopeChange,
+}
+
+/// D6, cell by cell: every reachable `(pending, given, permit)` with up to
+/// two pending waits, under each event, as `Notify::notify_one` decides
+/// it. `None`: the event answers something else than a `Waited` (an
+/// arrival, a scope).
+#[test]
+fn d6_every_cell_of_the_wait_table() {
+    use WaitEvent::*;
+    use Waited::*;
+    type State = (usize, usize, bool);
+    #[rustfmt::skip]
+    let table: [(State, WaitEvent, Option<Waited>, State); 45] = [
+        // No wait pending.
+        ((0, 0, false), Deliver,     None,                    (0, 0, true)),
+        ((0, 0, false), Begin,       Some(Pending),           (1, 0, false)),
+        ((0, 0, false), Poll,        Some(NotWaiting),        (0, 0, false)),
+        ((0, 0, false), Drop,        Some(NotWaiting),        (0, 0, false)),
+        ((0, 0, false), ScopeChange, None,                    (0, 0, false)),
+        ((0, 0, true),  Deliver,     None,                    (0, 0, true)),
+        ((0, 0, true),  Begin,       Some(Resolved),          (0, 0, false)),
+        ((0, 0, true),  Poll,        Some(NotWaiting),        (0, 0, true)),
+        ((0, 0, true),  Drop,        Some(NotWaiting),        (0, 0, true)),
+        ((0, 0, true),  ScopeChange, None,                    (0, 0, false)),
+        // One wait pending.
+        ((1, 0, false), Deliver,     None,                    (1, 1, false)),
+        ((1, 0, false), Begin,       Some(Pending),           (2, 0, false)),
+        ((1, 0, false), Poll,        Some(Pending),           (1, 0, false)),
+        ((1, 0, false), Drop,        Some(Dropped),           (0, 0, false)),
+        ((1, 0, false), ScopeChange, None,                    (1, 0, false)),
+        ((1, 1, false), Deliver,     None,                    (1, 1, true)),
+        ((1, 1, false), Begin,       Some(Pending),           (2, 1, false)),
+        ((1, 1, false), Poll,        Some(Resolved),          (0, 0, false)),
+        ((1, 1, false), Drop,        Some(PassedOn),          (0, 0, true)),
+        ((1, 1, false), ScopeChange, None,                    (1, 0, false)),
+        ((1, 1, true),  Deliver,     None,                    (1, 1, true)),
+        ((1, 1, true),  Begin,       Some(Resolved),          (1, 1, false)),
+        ((1, 1, true),  Poll,        Some(Resolved),          (0, 0, true)),
+        ((1, 1, true),  Drop,        Some(PassedOn),          (0, 0, true)),
+        ((1, 1, true),  ScopeChange, None,                    (1, 0, false)),
+        // Two waits pending: two deliveries wake both (not one).
+        ((2, 0, false), Deliver,     None,                    (2, 1, false)),
+        ((2, 0, false), Begin,       Some(Pending),           (3, 0, false)),
+        ((2, 0, false), Poll,        Some(Pending),           (2, 0, false)),
+        ((2, 0, false), Drop,        Some(Dropped),           (1, 0, false)),
+        ((2, 0, false), ScopeChange, None,                    (2, 0, false)),
+        ((2, 1, false), Deliver,     None,                    (2, 2, false)),
+        ((2, 1, false), Begin,       Some(Pending),           (3, 1, false)),
+        ((2, 1, false), Poll,        Some(Resolved),          (1, 0, false)),
+        ((2, 1, false), Drop,        Some(DroppedWakeOthers), (1, 1, false)),
+        ((2, 1, false), ScopeChange, None,                    (2, 0, false)),
+        ((2, 2, false), Deliver,     None,                    (2, 2, true)),
+        ((2, 2, false), Begin,       Some(Pending),           (3, 2, false)),
+        ((2, 2, false), Poll,        Some(Resolved),          (1, 1, false)),
+        ((2, 2, false), Drop,        Some(PassedOn),          (1, 1, true)),
+        ((2, 2, false), ScopeChange, None,                    (2, 0, false)),
+        ((2, 2, true),  Deliver,     None,                    (2, 2, true)),
+        ((2, 2, true),  Begin,       Some(Resolved),          (2, 2, false)),
+        ((2, 2, true),  Poll,        Some(Resolved),          (1, 1, true)),
+        ((2, 2, true),  Drop,        Some(PassedOn),          (1, 1, true)),
+        ((2, 2, true),  ScopeChange, None,                    (2, 0, false)),
+    ];
+    for ((pending, given, permit), event, answer, after) in table {
+        let mut ledger = waits_in(pending, given, permit);
+        let got = match event {
+            Deliver => {
+                ledger.register("dlg_new", TASK, "x", secs(0)).unwrap();
+                assert_eq!(ledger.arrive("dlg_new"), Arrival::Delivered);
+                None
+            }
+            Begin => Some(ledger.begin_wait()),
+            Poll => Some(ledger.poll_wait()),
+            Drop => Some(ledger.drop_wait()),
+            ScopeChange => {
+                let (_, left) = ledger.scope_task("tsk_b".into());
+                drop(left);
+                None
+            }
+        };
+        let (waits, stored) = (ledger.waits(), ledger.permit());
+        assert_eq!(
+            (got, (waits.0, waits.1, stored)),
+            (answer, after),
+            "D6: {event:?} in {:?}",
+            (pending, given, permit)
+        );
+    }
+}
+
+/// D6 (`notify_one`): two pending waits and two arrivals resolve both; the
+/// old rule let the second arrival coalesce into the first's wake-up.
+#[test]
+fn d6_two_arrivals_wake_two_pending_waits() {
+    let mut ledger = waits_in(2, 0, false);
+    for id in ["dlg_a", "dlg_b"] {
+        ledger.register(id, TASK, "x", secs(0)).unwrap();
+        assert_eq!(ledger.arrive(id), Arrival::Delivered);
+    }
+    assert_eq!(
+        [ledger.poll_wait(), ledger.poll_wait()],
+        [Waited::Resolved, Waited::Resolved]
+    );
+    assert_eq!((ledger.waits(), ledger.permit()), ((0, 0), false));
 }
 
 #[test]
@@ -397,10 +532,7 @@ fn d3_d5_a_scope_change_takes_everything_and_ends_only_children_not_arrived() {
         "D3: the arrived child is not ended, the outstanding one is"
     );
     assert_eq!(ledger.counts(), (0, 0));
-    assert!(
-        !ledger.take_permit(),
-        "the old scope's wake-up went with it"
-    );
+    assert!(!ledger.permit(), "the old scope's wake-up went with it");
     assert_eq!(ledger.scope(), Some(("tsk_b", second)));
     assert_eq!(
         ledger.arrive("dlg_b"),

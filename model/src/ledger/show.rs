@@ -23,7 +23,7 @@ fn outcome(o: &Outcome) -> String {
         Outcome::Registered(Err(e)) => format!("Err {e}"),
         Outcome::Adopted(a) => format!("{a:?}"),
         Outcome::Arrived(a) => format!("{a:?}"),
-        Outcome::Permit(p) => format!("permit {p}"),
+        Outcome::Waited(w) => format!("{w:?}"),
         Outcome::Took(taken) => format!("took {}", ids(taken)),
     }
 }
@@ -96,8 +96,17 @@ pub fn show(m: &LedgerModel, s: &LSys) -> String {
     if s.scopes != 0 {
         let _ = write!(out, " handles={{{}}}", bits(s.scopes).replace('c', "#"));
     }
-    if s.waiting {
-        out.push_str(" waiting");
+    let (pending, given) = m.seen(s).waits;
+    if pending != 0 || given != 0 {
+        let _ = write!(out, " waits=({pending},{given})");
+    }
+    for w in 0..m.setup.waiters {
+        if s.waiting & (1 << w) != 0 {
+            let _ = write!(out, " w{w}:pending");
+        }
+    }
+    if s.given != 0 {
+        let _ = write!(out, " given={}", s.given);
     }
     if s.owed {
         out.push_str(" owed");
