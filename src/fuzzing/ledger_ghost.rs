@@ -11,8 +11,8 @@
 
 use std::time::Duration;
 
-use crate::facts::check_id;
-use crate::ledger::core::{Arrival, RegisterError, Waited};
+use crate::facts::{IdError, check_id};
+use crate::ledger::core::{Arrival, Counts, RegisterError, Waited};
 
 /// The ghost's view of an entry (and of a taken one).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,6 +46,8 @@ pub enum Adopted {
 pub enum Seen {
     /// `scope_task`: the new token and the rows the old scope left.
     Scoped(u64, Vec<Row>),
+    /// `scope_task` refused an invalid task id.
+    ScopeRefused(IdError),
     /// `end_scope`: the rows left (`None`: the token was not current).
     ScopeEnded(Option<Vec<Row>>),
     /// `register`.
@@ -112,6 +114,9 @@ impl Ghost {
 
     /// `scope_task(task)`.
     pub fn scope_task(&mut self, task: &str) -> Seen {
+        if let Err(error) = check_id(task) {
+            return Seen::ScopeRefused(error);
+        }
         let token = self.issued;
         self.issued = self.issued.saturating_add(1);
         let left = self.clear();
@@ -287,9 +292,12 @@ impl Ghost {
         Seen::Took(self.take(|_| true))
     }
 
-    /// `(outstanding, arrived)` as D4 defines them.
-    pub fn counts(&self) -> (usize, usize) {
+    /// `counts()` as D4 defines them.
+    pub fn counts(&self) -> Counts {
         let arrived = self.rows.iter().filter(|row| row.arrived).count();
-        (self.rows.len() - arrived, arrived)
+        Counts {
+            outstanding: self.rows.len() - arrived,
+            arrived,
+        }
     }
 }

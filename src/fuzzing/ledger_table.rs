@@ -22,7 +22,9 @@ pub use super::ledger_ghost::{Adopted, Row, Seen};
 use super::ledger_ghost::Ghost;
 use super::{Rejected, Violation};
 use crate::facts::MAX_ID_BYTES;
-use crate::ledger::core::{Adoption, Arrival, Child, Event, Ledger, Outcome, ScopeToken, Taken};
+use crate::ledger::core::{
+    Adoption, Arrival, Child, Counts, Event, Ledger, Outcome, ScopeToken, Taken,
+};
 
 /// The most operations one input may hold; longer inputs are rejected.
 pub const MAX_OPS: usize = 64;
@@ -357,6 +359,7 @@ impl Harness {
     fn seen(&mut self, outcome: Outcome<u32, Kid, Duration>) -> Seen {
         match outcome {
             Outcome::Scoped(token, left) => Seen::Scoped(token.0, self.rows(left)),
+            Outcome::ScopeRefused(error) => Seen::ScopeRefused(error),
             Outcome::ScopeEnded(left) => Seen::ScopeEnded(left.map(|left| self.rows(left))),
             Outcome::Registered(result) => Seen::Registered(result),
             Outcome::Adopted(adoption) => Seen::Adopted(match adoption {
@@ -492,7 +495,12 @@ impl Harness {
         let arrived = rows.iter().filter(|row| row.arrived).count();
         let counts = self.ledger.counts();
         ensure!(
-            counts == (rows.len() - arrived, arrived) && counts == self.ghost.counts(),
+            counts
+                == Counts {
+                    outstanding: rows.len() - arrived,
+                    arrived,
+                }
+                && counts == self.ghost.counts(),
             "D4",
             "counts() = {counts:?} over the entries {rows:?} (ghost {:?})",
             self.ghost.counts()

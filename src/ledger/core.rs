@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::facts::check_id;
+use crate::facts::{IdError, check_id};
 
 mod event;
 mod types;
@@ -31,6 +31,21 @@ pub use types::{
     ScopeToken, Taken,
 };
 pub use wait::Waited;
+
+/// What `counts()` answers (D4): the entries not yet arrived, and the
+/// arrived ones not yet taken.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Counts {
+    /// Entries whose outcome has not arrived.
+    pub outstanding: usize,
+    /// Entries whose outcome arrived and that were not taken yet.
+    pub arrived: usize,
+}
+
+/// What [`Ledger::scope_task`] returns: the new scope's token, and the
+/// entries the previous scope left (their children not arrived must be
+/// ended).
+pub type Scoped<D, C, T = Duration> = (ScopeToken, Vec<Taken<D, C, T>>);
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Scope {
@@ -96,12 +111,18 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     /// Scopes `task`: takes every entry of the previous scope (their
     /// children not arrived must be ended: [`Taken::child_to_end`]), forgets
     /// its delivered memory, and returns the new scope's token.
-    pub fn scope_task(&mut self, task: String) -> (ScopeToken, Vec<Taken<D, C, T>>) {
+    ///
+    /// # Errors
+    ///
+    /// An [`IdError`] if `task` is not an acceptable identifier (checked as
+    /// delegation ids are); the ledger is then unchanged.
+    pub fn scope_task(&mut self, task: String) -> Result<Scoped<D, C, T>, IdError> {
+        check_id(&task)?;
         let token = ScopeToken(self.scopes_issued);
         self.scopes_issued = self.scopes_issued.saturating_add(1);
         let left = self.clear();
         self.scope = Some(Scope { task, token });
-        (token, left)
+        Ok((token, left))
     }
 
     /// Ends the scope `token`: like [`scope_task`](Self::scope_task) without
@@ -179,8 +200,9 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
         }
     }
 
-    /// Removes delegation `id` (the caller closes it itself); an arrived
-    /// entry is remembered as delivered.
+    /// Removes delegation `id`; an arrived entry is remembered as
+    /// delivered. A child not arrived must be ended, or kept running by
+    /// its caller ([`Taken::child_to_end`]), like every entry taken.
     pub fn discard(&mut self, id: &str) -> Option<Taken<D, C, T>> {
         let (id, entry) = self.entries.remove_entry(id)?;
         Some(self.account(id, entry))
@@ -211,6 +233,29 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     where
         C: Child,
     {
+        let being_ended = self.arrival_child(id).is_some_and(Child::is_being_ended);
+        self.arrive_decided(id, being_ended)
+    }
+
+    /// The child whose ending would refuse an arrival for `id` now: the
+    /// child of a live entry not arrived yet. A caller that must not ask it
+    /// under a lock (the adapter) asks it outside, then calls
+    /// [`arrive_decided`](Self::arrive_decided).
+    pub fn arrival_child(&self, id: &str) -> Option<&C> {
+        if self.delivered.contains(id) {
+            return None;
+        }
+        self.entries
+            .get(id)
+            .filter(|entry| !entry.arrived)
+            .and_then(|entry| entry.child.as_ref())
+    }
+
+    /// [`arrive`](Self::arrive) with the answer of
+    /// [`arrival_child`](Self::arrival_child)`(id)`'s
+    /// [`is_being_ended`](Child::is_being_ended) given: `being_ended` is
+    /// read only if there is such a child.
+    pub fn arrive_decided(&mut self, id: &str, being_ended: bool) -> Arrival {
         if self.delivered.contains(id) {
             return Arrival::AlreadyDelivered;
         }
@@ -220,7 +265,7 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
         if entry.arrived {
             return Arrival::AlreadyDelivered;
         }
-        if entry.child.as_ref().is_some_and(Child::is_being_ended) {
+        if entry.child.is_some() && being_ended {
             return Arrival::BeingEnded;
         }
         let (id, started) = (Arc::clone(id), entry.started);
@@ -233,10 +278,13 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
         Arrival::Delivered
     }
 
-    /// `(outstanding, arrived)`: entries not yet arrived, and arrived ones
-    /// not yet taken (D4). O(1).
-    pub fn counts(&self) -> (usize, usize) {
-        (self.waiting.len(), self.arrived.len())
+    /// The entries not yet arrived, and the arrived ones not yet taken
+    /// (D4). O(1).
+    pub fn counts(&self) -> Counts {
+        Counts {
+            outstanding: self.waiting.len(),
+            arrived: self.arrived.len(),
+        }
     }
 
     /// Takes every arrived entry, in id order; each is remembered as

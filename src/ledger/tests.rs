@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::core::{
-    Adoption, Arrival, Child, Ledger, Live, RegisterError, ScopeToken, Taken, Waited,
+    Adoption, Arrival, Child, Counts, Ledger, Live, RegisterError, ScopeToken, Taken, Waited,
 };
 use crate::facts::IdError;
 
@@ -38,7 +38,7 @@ fn secs(s: u64) -> Duration {
 
 fn scoped() -> (L, ScopeToken) {
     let mut ledger = L::new();
-    let (token, left) = ledger.scope_task(TASK.into());
+    let (token, left) = ledger.scope_task(TASK.into()).unwrap();
     assert!(left.is_empty());
     (ledger, token)
 }
@@ -58,7 +58,14 @@ fn check_counts(ledger: &L, ids: &[&str]) {
             None => {}
         }
     }
-    assert_eq!(ledger.counts(), (outstanding, arrived), "D4");
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding,
+            arrived
+        },
+        "D4"
+    );
 }
 
 #[test]
@@ -68,7 +75,7 @@ fn d2_register_needs_the_task_in_scope_and_a_fresh_valid_id() {
         ledger.register("dlg_a", TASK, "x", secs(0)),
         Err(RegisterError::NoTaskInScope)
     );
-    ledger.scope_task(TASK.into());
+    ledger.scope_task(TASK.into()).unwrap();
     assert_eq!(
         ledger.register("dlg_a", "tsk_b", "x", secs(0)),
         Err(RegisterError::OtherTask {
@@ -88,9 +95,66 @@ fn d2_register_needs_the_task_in_scope_and_a_fresh_valid_id() {
         ledger.register(&"x".repeat(257), TASK, "x", secs(0)),
         Err(RegisterError::InvalidId(IdError::TooLong(257)))
     );
-    assert_eq!(ledger.counts(), (0, 0), "S9-like: refusals change nothing");
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding: 0,
+            arrived: 0
+        },
+        "S9-like: refusals change nothing"
+    );
     assert_eq!(ledger.register("dlg_a", TASK, "first", secs(0)), Ok(()));
     check_counts(&ledger, &["dlg_a"]);
+}
+
+/// Issue 22: a task id is checked as delegation ids are; a refusal
+/// changes nothing (the scope before stays current).
+#[test]
+fn scope_task_refuses_an_invalid_task_id_and_changes_nothing() {
+    let (mut ledger, token) = scoped();
+    ledger.register("dlg_a", TASK, "x", secs(0)).unwrap();
+    let before = ledger.clone();
+    for (task, error) in [
+        (String::new(), IdError::Empty),
+        ("t\n".to_owned(), IdError::ControlCharacter),
+        ("t".repeat(257), IdError::TooLong(257)),
+    ] {
+        assert_eq!(ledger.scope_task(task), Err(error));
+        assert_eq!(ledger, before, "S9-like: a refusal changes nothing");
+    }
+    assert_eq!(ledger.scope(), Some((TASK, token)));
+}
+
+/// The adapter asks a child outside its lock: `arrival_child` names the
+/// child whose ending decides, `arrive_decided` takes its answer, and
+/// together they are `arrive`.
+#[test]
+fn arrival_child_names_the_child_that_decides_and_arrive_decided_takes_its_answer() {
+    let (mut ledger, _) = scoped();
+    ledger.register("dlg_a", TASK, "x", secs(0)).unwrap();
+    ledger.register("dlg_b", TASK, "x", secs(0)).unwrap();
+    assert_eq!(ledger.arrival_child("dlg_a"), None, "no child yet");
+    let _ = ledger.adopt("dlg_a", kid("a"));
+    assert_eq!(ledger.arrival_child("dlg_a"), Some(&kid("a")));
+    assert_eq!(ledger.arrival_child("dlg_gone"), None);
+    let before = ledger.clone();
+    assert_eq!(ledger.arrive_decided("dlg_a", true), Arrival::BeingEnded);
+    assert_eq!(ledger, before, "a refusal changes nothing");
+    assert_eq!(
+        ledger.arrive_decided("dlg_b", true),
+        Arrival::Delivered,
+        "no child: the answer is not read"
+    );
+    assert_eq!(ledger.arrive_decided("dlg_a", false), Arrival::Delivered);
+    assert_eq!(
+        ledger.arrival_child("dlg_a"),
+        None,
+        "arrived: nothing to ask"
+    );
+    assert_eq!(
+        ledger.arrive_decided("dlg_a", false),
+        Arrival::AlreadyDelivered
+    );
 }
 
 /// Seed defect (3): a duplicate id silently replaced (and orphaned) a live
@@ -162,7 +226,13 @@ fn d1_arrive_delivers_once_then_already_delivered_even_after_the_take() {
     assert_eq!(ledger.arrive("dlg_nobody"), Arrival::NotOutstanding);
     check_counts(&ledger, &["dlg_a", "dlg_b"]);
     assert_eq!(ids(&ledger.take_arrived()), ["dlg_a"]);
-    assert_eq!(ledger.counts(), (1, 0));
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding: 1,
+            arrived: 0
+        }
+    );
     assert_eq!(
         ledger.arrive("dlg_a"),
         Arrival::AlreadyDelivered,
@@ -314,7 +384,7 @@ fn d6_every_cell_of_the_wait_table() {
             Poll => Some(ledger.poll_wait()),
             Drop => Some(ledger.drop_wait()),
             ScopeChange => {
-                let (_, left) = ledger.scope_task("tsk_b".into());
+                let (_, left) = ledger.scope_task("tsk_b".into()).unwrap();
                 drop(left);
                 None
             }
@@ -357,7 +427,13 @@ fn discard_removes_a_live_entry_once_and_remembers_an_arrived_one() {
     assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
     assert!(ledger.discard("dlg_b").is_some());
     assert_eq!(ledger.arrive("dlg_b"), Arrival::AlreadyDelivered, "D1");
-    assert_eq!(ledger.counts(), (0, 0));
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding: 0,
+            arrived: 0
+        }
+    );
 }
 
 #[test]
@@ -392,7 +468,13 @@ fn take_overdue_takes_only_not_arrived_entries_past_their_bound_in_id_order() {
         "D3: its child is to be ended"
     );
     assert_eq!(ledger.next_overdue(bound), Some(secs(100)));
-    assert_eq!(ledger.counts(), (1, 1));
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding: 1,
+            arrived: 1
+        }
+    );
     assert_eq!(
         ledger.next_overdue(Duration::MAX),
         None,
@@ -410,7 +492,13 @@ fn take_all_returns_everything_in_id_order_and_remembers_the_arrived() {
     assert_eq!(ledger.arrive("dlg_c"), Arrival::Delivered);
     let taken = ledger.take_all();
     assert_eq!(ids(&taken), ["dlg_a", "dlg_b", "dlg_c"]);
-    assert_eq!(ledger.counts(), (0, 0));
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding: 0,
+            arrived: 0
+        }
+    );
     assert_eq!(ledger.next_overdue(secs(1)), None);
     assert_eq!(ledger.arrive("dlg_c"), Arrival::AlreadyDelivered);
     assert_eq!(ledger.arrive("dlg_a"), Arrival::NotOutstanding);
@@ -514,7 +602,7 @@ fn d3_d5_a_scope_change_takes_everything_and_ends_only_children_not_arrived() {
     let _ = ledger.adopt("dlg_a", kid("a"));
     let _ = ledger.adopt("dlg_b", kid("b"));
     assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
-    let (second, left) = ledger.scope_task("tsk_b".into());
+    let (second, left) = ledger.scope_task("tsk_b".into()).unwrap();
     assert!(second > first);
     assert_eq!(
         ids(&left),
@@ -531,7 +619,13 @@ fn d3_d5_a_scope_change_takes_everything_and_ends_only_children_not_arrived() {
         ["a"],
         "D3: the arrived child is not ended, the outstanding one is"
     );
-    assert_eq!(ledger.counts(), (0, 0));
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding: 0,
+            arrived: 0
+        }
+    );
     assert!(!ledger.permit(), "the old scope's wake-up went with it");
     assert_eq!(ledger.scope(), Some(("tsk_b", second)));
     assert_eq!(
@@ -546,7 +640,7 @@ fn d3_d5_a_scope_change_takes_everything_and_ends_only_children_not_arrived() {
 #[test]
 fn ending_an_older_scope_changes_nothing_and_ending_the_current_frees_its_memory() {
     let (mut ledger, old) = scoped();
-    let (new, _) = ledger.scope_task("tsk_b".into());
+    let (new, _) = ledger.scope_task("tsk_b".into()).unwrap();
     ledger.register("dlg_a", "tsk_b", "x", secs(0)).unwrap();
     ledger.register("dlg_b", "tsk_b", "x", secs(0)).unwrap();
     assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
@@ -559,7 +653,7 @@ fn ending_an_older_scope_changes_nothing_and_ending_the_current_frees_its_memory
     assert_eq!(ids(&left), ["dlg_a"]);
     assert_eq!(
         (ledger.scope(), ledger.delivered_len(), ledger.counts()),
-        (None, 0, (0, 0)),
+        (None, 0, Counts::default()),
         "D5"
     );
     assert_eq!(ledger.end_scope(new), None, "ending twice is inert");

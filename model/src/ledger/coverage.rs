@@ -122,7 +122,7 @@ pub fn coverage() -> Vec<Property<M>> {
             },
         ),
         sometimes("kept: a delegation not overdue yet", |m, a, t, b| {
-            t.act == Act::TakeOverdue && m.seen(b).counts.0 > 0 && a.ledger == b.ledger
+            t.act == Act::TakeOverdue && m.seen(b).counts.outstanding > 0 && a.ledger == b.ledger
         }),
         sometimes(
             "taken: arrived delegations, remembered as delivered",

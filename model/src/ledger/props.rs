@@ -8,7 +8,7 @@
 //! ([`super::Seen`]). In a predicate, a `_ => true` arm means "not a
 //! situation this property is about".
 
-use baton::ledger::core::{Adoption, Arrival, RegisterError, Waited};
+use baton::ledger::core::{Adoption, Arrival, Counts, RegisterError, Waited};
 
 use super::LedgerModel;
 use super::state::{Act, Held, LStep, LSys, Outcome, Setup, index};
@@ -124,7 +124,7 @@ pub fn properties() -> Vec<Property<M>> {
             });
             let outstanding = seen.ids_where(|e| !e.arrived).len();
             let arrived = seen.ids_where(|e| e.arrived).len();
-            per_id && seen.counts == (outstanding, arrived) && seen.live == outstanding + arrived
+            per_id && seen.counts == Counts { outstanding, arrived } && seen.live == outstanding + arrived
         }),
         always("D5 with no task in scope the ledger is empty", |m, s| {
             let seen = m.seen(s);

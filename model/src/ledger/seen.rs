@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use baton::ledger::core::Entry;
+use baton::ledger::core::{Counts, Entry};
 
 use super::child::ModelChild;
 use super::state::{self, L, MAX_IDS};
@@ -52,7 +52,7 @@ pub struct Seen {
     /// The tasks the `live()` entries' data name, one bit each.
     pub live_tasks: u8,
     /// `counts()`.
-    pub counts: (usize, usize),
+    pub counts: Counts,
     /// `delivered_len()`.
     pub delivered: usize,
     /// Whether a permit is stored (`permit()`).
@@ -94,7 +94,7 @@ impl Seen {
 
     /// Whether the ledger is empty in every respect D5 names.
     pub fn empty(&self) -> bool {
-        self.live == 0 && self.counts == (0, 0) && self.delivered == 0 && !self.permit
+        self.live == 0 && self.counts == Counts::default() && self.delivered == 0 && !self.permit
     }
 
     /// The model ids with an entry that satisfies `keep`, in id order.

@@ -3,6 +3,8 @@
 
 use std::fmt::Write as _;
 
+use baton::ledger::core::Counts;
+
 use super::LedgerModel;
 use super::state::{Held, LStep, LSys, Outcome, name};
 use crate::explore::Trace;
@@ -17,6 +19,7 @@ fn outcome(o: &Outcome) -> String {
     };
     match o {
         Outcome::Scoped(token, left) => format!("scope #{} {}", token.0, ids(left)),
+        Outcome::ScopeRefused(e) => format!("refused: {e}"),
         Outcome::ScopeEnded(Some(left)) => format!("ended {}", ids(left)),
         Outcome::ScopeEnded(None) => "stale: ignored".into(),
         Outcome::Registered(Ok(())) => "Ok".into(),
@@ -68,7 +71,10 @@ pub fn show(m: &LedgerModel, s: &LSys) -> String {
             }
         }
     }
-    let (outstanding, arrived) = ledger.counts();
+    let Counts {
+        outstanding,
+        arrived,
+    } = ledger.counts();
     let _ = write!(
         out,
         " counts=({outstanding},{arrived}) delivered={} permit={} now={}",

@@ -37,6 +37,7 @@ pub(super) fn follow_up(outcome: &Outcome) {
             baton::ledger::Child::begin_ending(child)
         }
         Outcome::Adopted(Adoption::Adopted)
+        | Outcome::ScopeRefused(_)
         | Outcome::ScopeEnded(None)
         | Outcome::Registered(_)
         | Outcome::Arrived(_)

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::facts::IdError;
+
 use super::{Adoption, Arrival, Child, Ledger, Moment, RegisterError, ScopeToken, Taken, Waited};
 
 /// An event of SPEC §2, for drivers that feed the ledger a sequence (the
@@ -59,6 +61,8 @@ pub enum Event<D, C, T = Duration> {
 pub enum Outcome<D, C, T = Duration> {
     /// A new scope, and what the previous one left.
     Scoped(ScopeToken, Vec<Taken<D, C, T>>),
+    /// `scope_task` refused an invalid task id; nothing changed.
+    ScopeRefused(IdError),
     /// The scope ended (`Some`) or the token was stale (`None`).
     ScopeEnded(Option<Vec<Taken<D, C, T>>>),
     /// The result of `register`.
@@ -79,10 +83,10 @@ pub fn step<D, C: Child, T: Moment>(
     event: Event<D, C, T>,
 ) -> Outcome<D, C, T> {
     match event {
-        Event::ScopeTask(task) => {
-            let (token, left) = ledger.scope_task(task);
-            Outcome::Scoped(token, left)
-        }
+        Event::ScopeTask(task) => match ledger.scope_task(task) {
+            Ok((token, left)) => Outcome::Scoped(token, left),
+            Err(error) => Outcome::ScopeRefused(error),
+        },
         Event::EndScope(token) => Outcome::ScopeEnded(ledger.end_scope(token)),
         Event::Register {
             id,
