@@ -376,23 +376,27 @@ fn a_scope_drop_racing_the_next_scope_ends_the_old_children_once_and_spares_the_
 #[test]
 fn an_arrival_racing_a_replacing_adopt_is_delivered_once_and_ends_only_the_replaced_child() {
     let started = Instant::now();
-    model("arrive ∥ adopt (replace)", Coverage::Exhaustive, move || {
-        let (ledger, _scope, children) = scoped(&["dlg_a"], started);
-        let replacement = Counted::new();
-        let adopter = {
-            let (ledger, replacement) = (Arc::clone(&ledger), Arc::clone(&replacement));
-            thread::spawn(move || ledger.adopt("dlg_a", replacement.handle()))
-        };
-        let arrival = ledger.arrive("dlg_a");
-        adopter.join().unwrap();
-        assert_eq!(
-            arrival,
-            Arrival::Delivered,
-            "D1: a child replaced is ended by adopt, not by arrive's asking"
-        );
-        assert_eq!(ledger.arrive("dlg_a"), Arrival::AlreadyDelivered, "D1");
-        assert_eq!(children[0].ended(), 1, "D3: the replaced child ended once");
-        assert_eq!(replacement.ended(), 0, "the new child keeps running");
-        assert_eq!(ledger.waiter_count(), 0);
-    });
+    model(
+        "arrive ∥ adopt (replace)",
+        Coverage::Exhaustive,
+        move || {
+            let (ledger, _scope, children) = scoped(&["dlg_a"], started);
+            let replacement = Counted::new();
+            let adopter = {
+                let (ledger, replacement) = (Arc::clone(&ledger), Arc::clone(&replacement));
+                thread::spawn(move || ledger.adopt("dlg_a", replacement.handle()))
+            };
+            let arrival = ledger.arrive("dlg_a");
+            adopter.join().unwrap();
+            assert_eq!(
+                arrival,
+                Arrival::Delivered,
+                "D1: a child replaced is ended by adopt, not by arrive's asking"
+            );
+            assert_eq!(ledger.arrive("dlg_a"), Arrival::AlreadyDelivered, "D1");
+            assert_eq!(children[0].ended(), 1, "D3: the replaced child ended once");
+            assert_eq!(replacement.ended(), 0, "the new child keeps running");
+            assert_eq!(ledger.waiter_count(), 0);
+        },
+    );
 }

@@ -18,35 +18,8 @@ pub type BoxedChild = Box<dyn Child + Send + Sync>;
 
 type Core = Ledger<Delegation, Shared, Instant>;
 
-/// A child as the ledger keeps it: shared, so that `arrive` can ask it
-/// [`Child::is_being_ended`] outside the ledger's lock (a child may then
-/// call back into the ledger). A plain `std` `Arc`: only its count is
-/// shared, never a lock.
-#[derive(Clone)]
-struct Shared(std::sync::Arc<BoxedChild>);
-
-impl Shared {
-    /// The child as the caller gave it, or, while an `arrive` still asks
-    /// it, a box that forwards to it.
-    fn into_boxed(self) -> BoxedChild {
-        std::sync::Arc::try_unwrap(self.0).unwrap_or_else(|shared| Box::new(Shared(shared)))
-    }
-
-    /// Whether `a` and `b` are the same adopted child.
-    fn same(a: &Shared, b: &Shared) -> bool {
-        std::sync::Arc::ptr_eq(&a.0, &b.0)
-    }
-}
-
-impl Child for Shared {
-    fn begin_ending(&self) {
-        self.0.begin_ending();
-    }
-
-    fn is_being_ended(&self) -> bool {
-        self.0.is_being_ended()
-    }
-}
+mod shared;
+use shared::Shared;
 
 /// A child delegation of a task, as the runtime launched it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -172,7 +145,7 @@ impl Delegations {
     /// Gives delegation `id` its launched child. A child replaced, or given
     /// to an id that is not live, is ended at once (D3).
     pub fn adopt(&self, id: &str, child: BoxedChild) {
-        let child = Shared(std::sync::Arc::new(child));
+        let child = Shared::new(child);
         let adoption = self.cell.update(|ledger| {
             let adoption = ledger.adopt(id, child);
             (matches!(adoption, Adoption::Adopted), adoption)
