@@ -17,7 +17,7 @@ const BOUND: Duration = Duration::from_secs(60);
 
 fn filled_baton(n: usize, now: Instant) -> (Delegations, baton::ledger::DelegationScope) {
     let ledger = Delegations::new();
-    let scope = ledger.scope_task("tsk_a");
+    let scope = ledger.scope_task("tsk_a").unwrap();
     for k in 0..n {
         ledger.register(&id(k), delegation(now)).unwrap();
     }

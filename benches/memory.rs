@@ -45,7 +45,7 @@ fn main() {
     let ids: Vec<String> = (0..N).map(id).collect();
 
     let ledger = Delegations::new();
-    let scope = ledger.scope_task("tsk_a");
+    let scope = ledger.scope_task("tsk_a").unwrap();
     let start = live_bytes();
     for id in &ids {
         ledger.register(id, delegation(now)).unwrap();

@@ -102,7 +102,7 @@
 //! use baton::ledger::{Arrival, Delegation, Delegations};
 //!
 //! let ledger = Delegations::new();
-//! let scope = ledger.scope_task("task-1");
+//! let scope = ledger.scope_task("task-1")?; // an invalid task id is an IdError
 //! ledger.register("child-1", Delegation {
 //!     task_id: "task-1".into(),
 //!     capsule: "researcher".into(),
@@ -116,7 +116,7 @@
 //! assert!(ledger.take_overdue(Duration::from_secs(60), Instant::now()).is_empty());
 //! assert_eq!(ledger.take_arrived().len(), 1);
 //! drop(scope); // D5: the scope's end empties the ledger and ends leftover children
-//! # Ok::<(), baton::ledger::RegisterError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! # The cancel signal

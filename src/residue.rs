@@ -83,7 +83,7 @@ impl ResidueItem {
 /// use baton::residue::{DetachedWork, Residue};
 ///
 /// let ledger = Delegations::new();
-/// # let _scope = ledger.scope_task("task-1");
+/// # let _scope = ledger.scope_task("task-1").unwrap();
 /// # ledger.register("child-1", Delegation {
 /// #     task_id: "task-1".into(), capsule: "researcher".into(), version: "1.0.0".into(),
 /// #     child_session_id: "session-child".into(), child_workdir: "/tmp/child".into(),

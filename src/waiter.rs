@@ -13,7 +13,7 @@ use std::task::{Context, Poll, Waker};
 
 use smallvec::SmallVec;
 
-use crate::sync::{Mutex, lock};
+use crate::sync::{Mutex, MutexGuard, lock};
 
 /// Waiters a cell keeps without allocating: a gate has two at once in its
 /// usual life (the worker's boundary and a requester's `ready` or `wait`), a
@@ -67,16 +67,7 @@ impl<S> WatchCell<S> {
         if !changed {
             return result;
         }
-        inner.version = inner.version.wrapping_add(1);
-        if inner.waiters == 0 {
-            return result;
-        }
-        let woken: SmallVec<[Waker; INLINE_WAKES]> =
-            inner.slots.iter_mut().filter_map(Option::take).collect();
-        drop(inner);
-        for waker in woken {
-            waker.wake();
-        }
+        wake_all(inner);
         result
     }
 
@@ -104,11 +95,46 @@ impl<S> WatchCell<S> {
     where
         Q: FnMut(&mut S) -> Option<T>,
     {
+        self.wait_until_or_leave(query, stay as fn(&mut S) -> bool)
+    }
+
+    /// Like [`wait_until`](Self::wait_until), for a state that counts its
+    /// pending waiters (the ledger's waits): when the future is dropped
+    /// while pending (its last query answered `None`), `leave` runs on the
+    /// state under the lock, and if it answers `true` the change is
+    /// accepted and every other waiter woken, as by [`update`](Self::update).
+    pub(crate) fn wait_until_or_leave<T, Q, L>(&self, query: Q, leave: L) -> WaitUntil<'_, S, Q, L>
+    where
+        Q: FnMut(&mut S) -> Option<T>,
+        L: FnMut(&mut S) -> bool,
+    {
         WaitUntil {
             cell: self,
             query,
+            leave,
             slot: None,
         }
+    }
+}
+
+/// The `leave` of a plain [`WatchCell::wait_until`]: the state does not
+/// know its waiters, so a dropped one changes nothing.
+fn stay<S>(_: &mut S) -> bool {
+    false
+}
+
+/// Accepts a change: bumps the version, then wakes every registered waiter
+/// after releasing the lock.
+fn wake_all<S>(mut inner: MutexGuard<'_, Inner<S>>) {
+    inner.version = inner.version.wrapping_add(1);
+    if inner.waiters == 0 {
+        return;
+    }
+    let woken: SmallVec<[Waker; INLINE_WAKES]> =
+        inner.slots.iter_mut().filter_map(Option::take).collect();
+    drop(inner);
+    for waker in woken {
+        waker.wake();
     }
 }
 
@@ -145,22 +171,28 @@ impl<S> Inner<S> {
     }
 }
 
-/// Future returned by [`WatchCell::wait_until`]. Cancel-safe: dropping it
-/// only frees its waker slot.
+/// Future returned by [`WatchCell::wait_until`] and
+/// [`WatchCell::wait_until_or_leave`]. Cancel-safe: dropping it frees its
+/// waker slot and, if it was pending, tells the state by `leave`.
 #[must_use = "futures do nothing unless polled"]
-pub(crate) struct WaitUntil<'a, S, Q> {
+pub(crate) struct WaitUntil<'a, S, Q, L = fn(&mut S) -> bool>
+where
+    L: FnMut(&mut S) -> bool,
+{
     cell: &'a WatchCell<S>,
     query: Q,
+    leave: L,
     slot: Option<usize>,
 }
 
 // The future holds no self-references: moving it is always fine.
-impl<S, Q> Unpin for WaitUntil<'_, S, Q> {}
+impl<S, Q, L: FnMut(&mut S) -> bool> Unpin for WaitUntil<'_, S, Q, L> {}
 
 #[cfg(not(baton_loom_broken))]
-impl<S, Q, T> Future for WaitUntil<'_, S, Q>
+impl<S, Q, L, T> Future for WaitUntil<'_, S, Q, L>
 where
     Q: FnMut(&mut S) -> Option<T>,
+    L: FnMut(&mut S) -> bool,
 {
     type Output = T;
 
@@ -185,9 +217,10 @@ where
 /// query, **unlocks**, then registers, so an update in between wakes nobody
 /// — the lost wake-up the real `poll` prevents by doing both under one lock.
 #[cfg(baton_loom_broken)]
-impl<S, Q, T> Future for WaitUntil<'_, S, Q>
+impl<S, Q, L, T> Future for WaitUntil<'_, S, Q, L>
 where
     Q: FnMut(&mut S) -> Option<T>,
+    L: FnMut(&mut S) -> bool,
 {
     type Output = T;
 
@@ -208,10 +241,15 @@ where
     }
 }
 
-impl<S, Q> Drop for WaitUntil<'_, S, Q> {
+impl<S, Q, L: FnMut(&mut S) -> bool> Drop for WaitUntil<'_, S, Q, L> {
     fn drop(&mut self) {
-        if self.slot.is_some() {
-            lock(&self.cell.inner).release(&mut self.slot);
+        if self.slot.is_none() {
+            return;
+        }
+        let mut inner = lock(&self.cell.inner);
+        inner.release(&mut self.slot);
+        if (self.leave)(&mut inner.state) {
+            wake_all(inner);
         }
     }
 }

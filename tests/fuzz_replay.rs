@@ -12,10 +12,11 @@ use std::panic::catch_unwind;
 use std::path::{Path, PathBuf};
 
 use baton::durable::{Claim, Receipt};
-use baton::fuzzing::ledger_table::{self, Op, Seen};
+use baton::fuzzing::ledger_table::{self, Op, Seen, WaitOp};
 use baton::fuzzing::log_table::{self, Answer, EpochPick, Flaw, PausePick, Refusal, RunPick};
 use baton::fuzzing::{Target, decode, facts_json, gate_adapter, gate_table};
 use baton::gate::core::StateKind;
+use baton::ledger::core::Waited;
 use baton::ledger::{Arrival, RegisterError};
 
 /// The files in `fuzz/<folder>/<target>/`, sorted; none if it is missing.
@@ -170,8 +171,15 @@ fn ledger_label(op: &Op, seen: &Seen) -> Option<&'static str> {
         Seen::Arrived(Arrival::AlreadyDelivered) => "arrive: AlreadyDelivered",
         Seen::Arrived(Arrival::NotOutstanding) => "arrive: NotOutstanding",
         Seen::Arrived(Arrival::BeingEnded) => "arrive: BeingEnded",
-        Seen::Permit(true) => "wait resolves",
-        Seen::Permit(false) => "wait pends",
+        Seen::Waited(Waited::Resolved) => match op {
+            Op::Wait(WaitOp::Begin) => "wait resolves",
+            _ => "pending wait resolves",
+        },
+        Seen::Waited(Waited::Pending) => "wait pends",
+        Seen::Waited(Waited::Dropped) => "wait dropped",
+        Seen::Waited(Waited::DroppedWakeOthers) => "wait dropped: wake-ups stay with the others",
+        Seen::Waited(Waited::PassedOn) => "wait dropped: its wake-up passed on",
+        Seen::Waited(Waited::NotWaiting) => "wait: none pending",
         Seen::Took(taken) if !taken.is_empty() => match op {
             Op::Discard(_) => "discard",
             Op::TakeArrived => "take_arrived",
@@ -191,7 +199,7 @@ fn ledger_label(op: &Op, seen: &Seen) -> Option<&'static str> {
 /// where they can break, and a corpus that lost its depth fails here.
 #[test]
 fn the_ledger_table_corpus_reaches_every_answer_of_the_ledger() {
-    const ALL: [&str; 23] = [
+    const ALL: [&str; 28] = [
         "scope change ends a child",
         "scope end takes entries",
         "stale scope end changes nothing",
@@ -208,7 +216,12 @@ fn the_ledger_table_corpus_reaches_every_answer_of_the_ledger() {
         "arrive: NotOutstanding",
         "arrive: BeingEnded",
         "wait resolves",
+        "pending wait resolves",
         "wait pends",
+        "wait dropped",
+        "wait dropped: wake-ups stay with the others",
+        "wait dropped: its wake-up passed on",
+        "wait: none pending",
         "discard",
         "take_arrived",
         "take_overdue",

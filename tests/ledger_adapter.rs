@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::task::{Context, Waker};
 use std::time::{Duration, Instant};
 
-use baton::ledger::{Arrival, Child, Delegation, Delegations, RegisterError};
+use baton::ledger::{Arrival, Child, Counts, Delegation, Delegations, RegisterError};
 use common::{poll_once, within};
 
 fn delegation(task: &str, started: Instant) -> Delegation {
@@ -54,7 +54,7 @@ fn ended(child: &Arc<Counted>) -> usize {
 #[test]
 fn a_registered_delegation_is_live_until_it_is_taken() {
     let ledger = Delegations::new();
-    let _scope = ledger.scope_task("tsk_a");
+    let _scope = ledger.scope_task("tsk_a").unwrap();
     assert!(ledger.live().is_empty());
     ledger
         .register("dlg_one", delegation("tsk_a", Instant::now()))
@@ -80,7 +80,7 @@ fn a_registered_delegation_is_live_until_it_is_taken() {
 fn a_live_snapshot_is_send_and_outlives_the_entries_it_lists() {
     fn assert_clone_send_sync<T: Clone + Send + Sync>(_: &T) {}
     let ledger = Delegations::new();
-    let scope = ledger.scope_task("tsk_a");
+    let scope = ledger.scope_task("tsk_a").unwrap();
     ledger
         .register("dlg_one", delegation("tsk_a", Instant::now()))
         .unwrap();
@@ -107,7 +107,7 @@ fn d2_a_delegation_is_kept_only_while_its_task_is_in_scope() {
         ledger.register("dlg_early", delegation("tsk_a", now)),
         Err(RegisterError::NoTaskInScope)
     );
-    let scope = ledger.scope_task("tsk_b");
+    let scope = ledger.scope_task("tsk_b").unwrap();
     assert_eq!(ledger.task_id().as_deref(), Some("tsk_b"));
     assert!(matches!(
         ledger.register("dlg_other", delegation("tsk_a", now)),
@@ -116,7 +116,13 @@ fn d2_a_delegation_is_kept_only_while_its_task_is_in_scope() {
     ledger
         .register("dlg_mine", delegation("tsk_b", now))
         .unwrap();
-    assert_eq!(ledger.counts(), (1, 0));
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding: 1,
+            arrived: 0
+        }
+    );
     drop(scope);
     assert_eq!(ledger.task_id(), None);
     assert!(
@@ -131,8 +137,8 @@ fn d2_a_delegation_is_kept_only_while_its_task_is_in_scope() {
 #[test]
 fn dropping_an_older_scope_leaves_the_newer_task_and_its_children_alone() {
     let ledger = Delegations::new();
-    let older = ledger.scope_task("tsk_a");
-    let newer = ledger.scope_task("tsk_b");
+    let older = ledger.scope_task("tsk_a").unwrap();
+    let newer = ledger.scope_task("tsk_b").unwrap();
     ledger
         .register("dlg_b", delegation("tsk_b", Instant::now()))
         .unwrap();
@@ -140,7 +146,13 @@ fn dropping_an_older_scope_leaves_the_newer_task_and_its_children_alone() {
     ledger.adopt("dlg_b", Box::new(Handle(Arc::clone(&child))));
     drop(older);
     assert_eq!(ledger.task_id().as_deref(), Some("tsk_b"));
-    assert_eq!(ledger.counts(), (1, 0));
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding: 1,
+            arrived: 0
+        }
+    );
     assert_eq!(ended(&child), 0, "D3: the newer task's child keeps running");
     drop(newer);
     assert_eq!(ended(&child), 1, "its own scope's end ends it");
@@ -150,7 +162,7 @@ fn dropping_an_older_scope_leaves_the_newer_task_and_its_children_alone() {
 #[test]
 fn the_delivered_memory_belongs_to_the_scope_and_is_freed_with_it() {
     let ledger = Delegations::new();
-    let scope = ledger.scope_task("tsk_a");
+    let scope = ledger.scope_task("tsk_a").unwrap();
     for n in 0..100 {
         let id = format!("dlg_{n}");
         ledger
@@ -174,7 +186,7 @@ fn the_delivered_memory_belongs_to_the_scope_and_is_freed_with_it() {
 #[test]
 fn registering_a_live_id_again_is_a_typed_error_and_keeps_the_entry_and_its_child() {
     let ledger = Delegations::new();
-    let _scope = ledger.scope_task("tsk_a");
+    let _scope = ledger.scope_task("tsk_a").unwrap();
     let started = Instant::now();
     ledger
         .register("dlg_a", delegation("tsk_a", started))
@@ -198,7 +210,7 @@ fn registering_a_live_id_again_is_a_typed_error_and_keeps_the_entry_and_its_chil
 #[test]
 fn the_set_delivers_each_outcome_once_and_refuses_one_nobody_waits_for() {
     let ledger = Delegations::new();
-    let _scope = ledger.scope_task("tsk_a");
+    let _scope = ledger.scope_task("tsk_a").unwrap();
     for id in ["dlg_a", "dlg_b"] {
         ledger
             .register(id, delegation("tsk_a", Instant::now()))
@@ -207,13 +219,25 @@ fn the_set_delivers_each_outcome_once_and_refuses_one_nobody_waits_for() {
     assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
     assert_eq!(ledger.arrive("dlg_a"), Arrival::AlreadyDelivered);
     assert_eq!(ledger.arrive("dlg_nobody"), Arrival::NotOutstanding);
-    assert_eq!(ledger.counts(), (1, 1));
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding: 1,
+            arrived: 1
+        }
+    );
     let arrived = ledger.take_arrived();
     assert_eq!(
         arrived.iter().map(|t| t.id()).collect::<Vec<_>>(),
         ["dlg_a"]
     );
-    assert_eq!(ledger.counts(), (1, 0));
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding: 1,
+            arrived: 0
+        }
+    );
     assert_eq!(ledger.arrive("dlg_a"), Arrival::AlreadyDelivered);
     let left = ledger.take_all();
     assert_eq!(left.iter().map(|t| t.id()).collect::<Vec<_>>(), ["dlg_b"]);
@@ -223,7 +247,7 @@ fn the_set_delivers_each_outcome_once_and_refuses_one_nobody_waits_for() {
 #[test]
 fn an_arrival_from_a_child_being_ended_is_refused() {
     let ledger = Delegations::new();
-    let _scope = ledger.scope_task("tsk_a");
+    let _scope = ledger.scope_task("tsk_a").unwrap();
     ledger
         .register("dlg_a", delegation("tsk_a", Instant::now()))
         .unwrap();
@@ -231,13 +255,19 @@ fn an_arrival_from_a_child_being_ended_is_refused() {
     child.ending.store(true, Ordering::SeqCst);
     ledger.adopt("dlg_a", Box::new(Handle(Arc::clone(&child))));
     assert_eq!(ledger.arrive("dlg_a"), Arrival::BeingEnded);
-    assert_eq!(ledger.counts(), (1, 0));
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding: 1,
+            arrived: 0
+        }
+    );
 }
 
 #[test]
 fn the_backstop_takes_only_an_outstanding_delegation_past_its_bound() {
     let ledger = Delegations::new();
-    let _scope = ledger.scope_task("tsk_a");
+    let _scope = ledger.scope_task("tsk_a").unwrap();
     let now = Instant::now();
     let old = now
         .checked_sub(Duration::from_secs(120))
@@ -262,7 +292,13 @@ fn the_backstop_takes_only_an_outstanding_delegation_past_its_bound() {
         overdue.iter().map(|t| t.id()).collect::<Vec<_>>(),
         ["dlg_old"]
     );
-    assert_eq!(ledger.counts(), (1, 1));
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding: 1,
+            arrived: 1
+        }
+    );
     assert_eq!(ended(&child), 0, "taken, not yet ended");
     drop(overdue);
     assert_eq!(
@@ -275,7 +311,7 @@ fn the_backstop_takes_only_an_outstanding_delegation_past_its_bound() {
 #[test]
 fn d3_adopting_for_an_id_that_is_not_live_or_replacing_a_child_ends_that_child() {
     let ledger = Delegations::new();
-    let _scope = ledger.scope_task("tsk_a");
+    let _scope = ledger.scope_task("tsk_a").unwrap();
     let stray = counted();
     ledger.adopt("dlg_missing", Box::new(Handle(Arc::clone(&stray))));
     assert_eq!(ended(&stray), 1);
@@ -291,7 +327,7 @@ fn d3_adopting_for_an_id_that_is_not_live_or_replacing_a_child_ends_that_child()
 #[test]
 fn d3_a_scope_change_ends_children_not_arrived_and_spares_arrived_ones() {
     let ledger = Delegations::new();
-    let _first = ledger.scope_task("tsk_a");
+    let _first = ledger.scope_task("tsk_a").unwrap();
     let (running, done) = (counted(), counted());
     for (id, child) in [("dlg_running", &running), ("dlg_done", &done)] {
         ledger
@@ -300,15 +336,22 @@ fn d3_a_scope_change_ends_children_not_arrived_and_spares_arrived_ones() {
         ledger.adopt(id, Box::new(Handle(Arc::clone(child))));
     }
     assert_eq!(ledger.arrive("dlg_done"), Arrival::Delivered);
-    let _second = ledger.scope_task("tsk_b");
+    let _second = ledger.scope_task("tsk_b").unwrap();
     assert_eq!((ended(&running), ended(&done)), (1, 0));
-    assert_eq!(ledger.counts(), (0, 0), "D5");
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding: 0,
+            arrived: 0
+        },
+        "D5"
+    );
 }
 
 #[test]
 fn a_taken_child_is_the_callers_to_end() {
     let ledger = Delegations::new();
-    let _scope = ledger.scope_task("tsk_a");
+    let _scope = ledger.scope_task("tsk_a").unwrap();
     ledger
         .register("dlg_a", delegation("tsk_a", Instant::now()))
         .unwrap();
@@ -326,7 +369,7 @@ fn a_taken_child_is_the_callers_to_end() {
 #[tokio::test]
 async fn d6_each_arrival_wakes_the_wait_for_the_next_one() {
     let ledger = Delegations::new();
-    let _scope = ledger.scope_task("tsk_a");
+    let _scope = ledger.scope_task("tsk_a").unwrap();
     for id in ["dlg_a", "dlg_b"] {
         ledger
             .register(id, delegation("tsk_a", Instant::now()))
@@ -341,7 +384,10 @@ async fn d6_each_arrival_wakes_the_wait_for_the_next_one() {
     );
     assert_eq!(
         ledger.counts(),
-        (1, 1),
+        Counts {
+            outstanding: 1,
+            arrived: 1
+        },
         "the arrived delegation stays in the set"
     );
     let door = ledger.clone();
@@ -357,41 +403,119 @@ async fn d6_each_arrival_wakes_the_wait_for_the_next_one() {
     )
     .await
     .unwrap();
-    assert_eq!(ledger.counts(), (0, 2));
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding: 0,
+            arrived: 2
+        }
+    );
     assert_eq!(ledger.waiter_count(), 0);
 }
 
-#[test]
-fn arrivals_coalesce_and_each_wake_up_resolves_exactly_one_of_several_waits() {
+/// A ledger with `tsk_a` in scope and these delegations registered.
+fn scoped_with(ids: &[&str]) -> (Delegations, baton::ledger::DelegationScope) {
     let ledger = Delegations::new();
-    let _scope = ledger.scope_task("tsk_a");
-    for id in ["dlg_a", "dlg_b", "dlg_c"] {
+    let scope = ledger.scope_task("tsk_a").unwrap();
+    for id in ids {
         ledger
             .register(id, delegation("tsk_a", Instant::now()))
             .unwrap();
     }
+    (ledger, scope)
+}
+
+/// D6 (`notify_one`, issue 22): two pending waits, then two arrivals:
+/// both resolve. (Before, the second arrival coalesced into the first's
+/// wake-up and the second wait stayed pending.)
+#[tokio::test]
+async fn d6_two_arrivals_wake_both_of_two_pending_waits() {
+    let (ledger, _scope) = scoped_with(&["dlg_a", "dlg_b"]);
+    let waits: Vec<_> = (0..2)
+        .map(|_| {
+            let ledger = ledger.clone();
+            tokio::spawn(async move { ledger.wait_for_arrival().await })
+        })
+        .collect();
+    within("both waits become pending", async {
+        while ledger.waiter_count() < 2 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
+    assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
+    for wait in waits {
+        within("D6: each arrival wakes one pending wait", wait)
+            .await
+            .unwrap();
+    }
+    assert_eq!(ledger.waiter_count(), 0);
+    assert!(
+        poll_once(pin!(ledger.wait_for_arrival())).is_pending(),
+        "two arrivals, two wake-ups, both taken: no permit left"
+    );
+}
+
+/// With no wait pending, arrivals coalesce into one stored permit, and each
+/// wait resolves at most once for it.
+#[test]
+fn d6_with_no_wait_pending_arrivals_coalesce_into_one_permit() {
+    let (ledger, _scope) = scoped_with(&["dlg_a", "dlg_b"]);
+    assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
+    assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
+    assert!(poll_once(pin!(ledger.wait_for_arrival())).is_ready());
+    assert!(
+        poll_once(pin!(ledger.wait_for_arrival())).is_pending(),
+        "two arrivals before any wait are one permit"
+    );
+    assert_eq!(ledger.waiter_count(), 0, "a dropped wait leaves no waker");
+}
+
+/// D6: a pending wait that was woken for an arrival and is dropped before
+/// it resolves passes the wake-up on, here to the stored permit: the next
+/// wait resolves at once. A wait dropped without one consumes nothing.
+#[test]
+fn d6_a_woken_wait_dropped_passes_its_wake_up_to_the_next_wait() {
+    let (ledger, _scope) = scoped_with(&["dlg_a"]);
+    let mut unwoken = Box::pin(ledger.wait_for_arrival());
+    assert!(poll_once(unwoken.as_mut()).is_pending());
+    drop(unwoken);
+    let mut woken = Box::pin(ledger.wait_for_arrival());
+    assert!(poll_once(woken.as_mut()).is_pending());
+    assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
+    drop(woken);
+    assert_eq!(ledger.waiter_count(), 0);
+    assert!(
+        poll_once(pin!(ledger.wait_for_arrival())).is_ready(),
+        "D6: the dropped wait's wake-up is the next wait's"
+    );
+}
+
+/// D6: wake-ups given to pending waits that are dropped stay with a wait
+/// that became pending after the arrival, and it is woken for them (it
+/// was not woken by the arrival itself).
+#[test]
+fn d6_woken_waits_dropped_pass_their_wake_up_to_a_later_pending_wait_and_wake_it() {
+    let (ledger, _scope) = scoped_with(&["dlg_a"]);
     let mut first = Box::pin(ledger.wait_for_arrival());
     let mut second = Box::pin(ledger.wait_for_arrival());
     assert!(poll_once(first.as_mut()).is_pending() && poll_once(second.as_mut()).is_pending());
-    assert_eq!(ledger.waiter_count(), 2);
     assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
-    assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
-    let resolved = [
-        poll_once(first.as_mut()).is_ready(),
-        poll_once(second.as_mut()).is_ready(),
-    ];
-    assert_eq!(
-        resolved,
-        [true, false],
-        "two arrivals before a wait are one wake-up"
-    );
+    let wakes = Arc::new(Wakes::default());
+    let waker = Waker::from(Arc::clone(&wakes));
+    let mut cx = Context::from_waker(&waker);
+    let mut later = Box::pin(ledger.wait_for_arrival());
+    assert!(later.as_mut().poll(&mut cx).is_pending());
+    drop(first);
     drop(second);
-    assert_eq!(ledger.waiter_count(), 0, "a dropped wait leaves no waker");
-    assert_eq!(ledger.arrive("dlg_c"), Arrival::Delivered);
-    assert!(
-        poll_once(pin!(ledger.wait_for_arrival())).is_ready(),
-        "the dropped wait consumed nothing"
+    assert_eq!(
+        wakes.0.load(Ordering::SeqCst),
+        1,
+        "D6: the later wait is woken for the wake-up it inherits"
     );
+    assert!(later.as_mut().poll(&mut cx).is_ready());
+    assert_eq!(ledger.waiter_count(), 0);
 }
 
 /// Diagnostics: the ledger, a scope and a taken delegation each `Debug`
@@ -403,7 +527,7 @@ fn the_ledger_its_scope_and_a_taken_delegation_debug_as_their_state() {
         format!("{ledger:?}"),
         "Delegations { task_id: None, outstanding: 0, arrived: 0 }"
     );
-    let scope = ledger.scope_task("tsk_a");
+    let scope = ledger.scope_task("tsk_a").unwrap();
     assert_eq!(
         format!("{scope:?}"),
         format!("DelegationScope {{ token: {:?} }}", scope.token())
@@ -452,7 +576,7 @@ impl std::task::Wake for Wakes {
 #[test]
 fn d6_a_delivered_arrival_wakes_the_pending_wait() {
     let ledger = Delegations::new();
-    let _scope = ledger.scope_task("tsk_a");
+    let _scope = ledger.scope_task("tsk_a").unwrap();
     ledger
         .register("dlg_a", delegation("tsk_a", Instant::now()))
         .unwrap();
@@ -466,4 +590,90 @@ fn d6_a_delivered_arrival_wakes_the_pending_wait() {
     assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
     assert_eq!(wakes.0.load(Ordering::SeqCst), 1, "the delivery wakes it");
     assert!(wait.as_mut().poll(&mut cx).is_ready());
+}
+
+/// A child that, asked whether it is being ended, calls back into the
+/// ledger that holds it.
+struct Reentrant(Delegations);
+
+impl Child for Reentrant {
+    fn begin_ending(&self) {}
+    fn is_being_ended(&self) -> bool {
+        self.0.counts().outstanding == usize::MAX
+    }
+}
+
+/// Issue 22: `Child::is_being_ended` used to run under the ledger's lock,
+/// so a child calling back into the ledger deadlocked its own arrival. It
+/// is asked outside the lock now. The whole ledger lives on another thread
+/// so that, were it to deadlock, this test fails after 3 s instead of
+/// hanging on the scope's drop.
+#[test]
+fn a_child_asked_whether_it_is_being_ended_may_call_back_into_the_ledger() {
+    let (sender, answers) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (ledger, _scope) = scoped_with(&["dlg_a"]);
+        ledger.adopt("dlg_a", Box::new(Reentrant(ledger.clone())));
+        let arrival = ledger.arrive("dlg_a");
+        let _ = sender.send((arrival, ledger.counts()));
+        drop(ledger.take_all());
+    });
+    assert_eq!(
+        answers.recv_timeout(Duration::from_secs(3)),
+        Ok((
+            Arrival::Delivered,
+            Counts {
+                outstanding: 0,
+                arrived: 1
+            }
+        )),
+        "arrive did not return within 3 s"
+    );
+}
+
+/// Issue 22: a task id is checked as delegation ids are (`scope_task("")`
+/// and `scope_task("t\n")` were accepted); a refusal leaves the current
+/// scope and its delegations alone.
+#[test]
+fn scope_task_refuses_an_invalid_task_id_and_keeps_the_current_scope() {
+    use baton::facts::IdError;
+    let (ledger, scope) = scoped_with(&["dlg_a"]);
+    for (task, error) in [("", IdError::Empty), ("t\n", IdError::ControlCharacter)] {
+        assert_eq!(ledger.scope_task(task).map(|_| ()), Err(error));
+    }
+    let long = "t".repeat(257);
+    assert_eq!(
+        ledger.scope_task(long).map(|_| ()),
+        Err(IdError::TooLong(257))
+    );
+    assert_eq!(ledger.task_id().as_deref(), Some("tsk_a"));
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding: 1,
+            arrived: 0
+        }
+    );
+    drop(scope);
+}
+
+/// Issue 22: `discard` hands the delegation back like every take (D3):
+/// dropping it ends a child that has not arrived, one that arrived is left
+/// alone, and a caller that closes the child itself takes it first (the
+/// `#[must_use]` on `discard` and `TakenDelegation` says so at compile
+/// time; the doctest on `discard` checks the lint fires).
+#[test]
+fn a_discarded_delegation_dropped_ends_its_child_unless_it_arrived() {
+    let (ledger, _scope) = scoped_with(&["dlg_running", "dlg_done"]);
+    let (running, done) = (counted(), counted());
+    ledger.adopt("dlg_running", Box::new(Handle(Arc::clone(&running))));
+    ledger.adopt("dlg_done", Box::new(Handle(Arc::clone(&done))));
+    assert_eq!(ledger.arrive("dlg_done"), Arrival::Delivered);
+    drop(ledger.discard("dlg_running"));
+    drop(ledger.discard("dlg_done"));
+    assert_eq!(
+        (ended(&running), ended(&done)),
+        (1, 0),
+        "D3: the discarded child not arrived is ended, the arrived one is not"
+    );
 }

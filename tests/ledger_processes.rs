@@ -72,7 +72,7 @@ fn cleanup(process: &Process) {
 #[test]
 fn d3_a_scope_end_kills_and_reaps_every_child_process_that_had_not_arrived() {
     let ledger = Delegations::new();
-    let scope = ledger.scope_task("tsk_a");
+    let scope = ledger.scope_task("tsk_a").unwrap();
     let processes: Vec<_> = (0..5).map(|_| spawn()).collect();
     for (n, process) in processes.iter().enumerate() {
         let id = format!("dlg_{n}");
@@ -98,7 +98,7 @@ fn d3_a_scope_end_kills_and_reaps_every_child_process_that_had_not_arrived() {
 #[test]
 fn d3_overdue_children_taken_by_take_overdue_are_killed_and_reaped_when_dropped() {
     let ledger = Delegations::new();
-    let scope = ledger.scope_task("tsk_a");
+    let scope = ledger.scope_task("tsk_a").unwrap();
     let now = Instant::now();
     let old = now
         .checked_sub(Duration::from_secs(120))

@@ -157,7 +157,7 @@ fn an_empty_residue_produces_no_artifact() {
 #[test]
 fn a_residue_lists_detached_work_then_delegations_each_by_id_as_conforming_data_parts() {
     let ledger = Delegations::new();
-    let _scope = ledger.scope_task("tsk_a");
+    let _scope = ledger.scope_task("tsk_a").unwrap();
     ledger.register("dlg_b", delegation("second")).unwrap();
     ledger.register("dlg_a", delegation("first")).unwrap();
     let detached = [("wrk_z", 17), ("wrk_a", 18)].map(|(id, at)| DetachedWork {
@@ -213,7 +213,7 @@ impl Child for Process {
 #[test]
 fn a_residue_of_real_processes_conforms_to_a2a() {
     let ledger = Delegations::new();
-    let scope = ledger.scope_task("tsk_a");
+    let scope = ledger.scope_task("tsk_a").unwrap();
     let mut shells = Vec::new();
     let mut detached = Vec::new();
     for _ in 0..2 {
@@ -261,7 +261,7 @@ fn a_residue_of_real_processes_conforms_to_a2a() {
 #[test]
 fn each_data_part_holds_its_items_json_and_other_parts_hold_none() {
     let ledger = Delegations::new();
-    let _scope = ledger.scope_task("tsk_a");
+    let _scope = ledger.scope_task("tsk_a").unwrap();
     ledger.register("dlg_a", delegation("first")).unwrap();
     let residue = Residue::snapshot(Vec::new(), &ledger);
     assert!(!residue.is_empty());

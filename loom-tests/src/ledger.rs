@@ -74,7 +74,7 @@ pub fn scoped(
     started: Instant,
 ) -> (Arc<Delegations>, DelegationScope, Vec<Arc<Counted>>) {
     let ledger = Delegations::new();
-    let scope = ledger.scope_task(TASK_A);
+    let scope = ledger.scope_task(TASK_A).unwrap();
     let children = ids
         .iter()
         .map(|id| {

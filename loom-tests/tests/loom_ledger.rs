@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use baton::ledger::{Arrival, Delegations, RegisterError};
+use baton::ledger::{Arrival, Counts, Delegations, RegisterError};
 use loom::thread;
 use loom_tests::ledger::{Counted, TASK_A, TASK_B, delegation, live_ids, scoped};
 use loom_tests::run::{Coverage, model};
@@ -30,7 +30,10 @@ fn an_arrival_racing_take_arrived_is_delivered_once_and_taken_once() {
             thread::spawn(move || ledger.arrive("dlg_a"))
         };
         let taken = ledger.take_arrived();
-        let (outstanding, arrived) = ledger.counts();
+        let Counts {
+            outstanding,
+            arrived,
+        } = ledger.counts();
         assert_eq!(
             taken.len() + outstanding + arrived,
             1,
@@ -48,7 +51,14 @@ fn an_arrival_racing_take_arrived_is_delivered_once_and_taken_once() {
             [("dlg_a".to_owned(), true)],
             "D1: taken exactly once, as arrived"
         );
-        assert_eq!(ledger.counts(), (0, 0), "D4");
+        assert_eq!(
+            ledger.counts(),
+            Counts {
+                outstanding: 0,
+                arrived: 0
+            },
+            "D4"
+        );
         assert_eq!(
             ledger.arrive("dlg_a"),
             Arrival::AlreadyDelivered,
@@ -112,12 +122,26 @@ fn an_arrival_racing_take_overdue_is_delivered_or_its_child_ended_never_both() {
         match arrival {
             Arrival::Delivered => {
                 assert!(overdue.is_empty(), "D1: an arrived entry is not overdue");
-                assert_eq!(ledger.counts(), (0, 1), "D4");
+                assert_eq!(
+                    ledger.counts(),
+                    Counts {
+                        outstanding: 0,
+                        arrived: 1
+                    },
+                    "D4"
+                );
                 assert_eq!(children[0].ended(), 0, "D3: an arrived child is not ended");
             }
             Arrival::NotOutstanding => {
                 assert_eq!(overdue, ["dlg_a"]);
-                assert_eq!(ledger.counts(), (0, 0), "D4");
+                assert_eq!(
+                    ledger.counts(),
+                    Counts {
+                        outstanding: 0,
+                        arrived: 0
+                    },
+                    "D4"
+                );
                 assert_eq!(children[0].ended(), 1, "D3: the overdue child ended once");
             }
             other => panic!("D1: {other:?}"),
@@ -143,7 +167,14 @@ fn an_arrival_racing_the_scope_drop_leaves_nothing_and_ends_only_children_not_ar
             matches!(arrival, Arrival::Delivered | Arrival::NotOutstanding),
             "{arrival:?}"
         );
-        assert_eq!(ledger.counts(), (0, 0), "D5: empty after the scope");
+        assert_eq!(
+            ledger.counts(),
+            Counts {
+                outstanding: 0,
+                arrived: 0
+            },
+            "D5: empty after the scope"
+        );
         assert!(live_ids(&ledger).is_empty(), "D5");
         assert_eq!(ledger.remembered(), 0, "D5: its memory went with it");
         assert_eq!(ledger.task_id(), None);
@@ -166,7 +197,7 @@ fn a_child_adopted_racing_the_scope_drop_is_ended_exactly_once() {
     let started = Instant::now();
     model("adopt ∥ scope drop", Coverage::Exhaustive, move || {
         let ledger = Arc::new(Delegations::new());
-        let scope = ledger.scope_task(TASK_A);
+        let scope = ledger.scope_task(TASK_A).unwrap();
         ledger
             .register("dlg_a", delegation(TASK_A, started))
             .expect("in scope");
@@ -178,7 +209,14 @@ fn a_child_adopted_racing_the_scope_drop_is_ended_exactly_once() {
         drop(scope);
         adopter.join().unwrap();
         assert_eq!(child.ended(), 1, "D3: ended exactly once");
-        assert_eq!(ledger.counts(), (0, 0), "D5");
+        assert_eq!(
+            ledger.counts(),
+            Counts {
+                outstanding: 0,
+                arrived: 0
+            },
+            "D5"
+        );
         assert_eq!(ledger.waiter_count(), 0);
     });
 }
@@ -194,7 +232,7 @@ fn a_registration_racing_a_scope_change_never_leaks_into_the_new_scope() {
         Coverage::Exhaustive,
         move || {
             let ledger = Arc::new(Delegations::new());
-            let old = ledger.scope_task(TASK_A);
+            let old = ledger.scope_task(TASK_A).unwrap();
             let child = Counted::new();
             let registrant = {
                 let (ledger, child) = (Arc::clone(&ledger), Arc::clone(&child));
@@ -204,7 +242,7 @@ fn a_registration_racing_a_scope_change_never_leaks_into_the_new_scope() {
                     registered
                 })
             };
-            let new = ledger.scope_task(TASK_B);
+            let new = ledger.scope_task(TASK_B).unwrap();
             match registrant.join().unwrap() {
                 Ok(()) => {}
                 Err(RegisterError::OtherTask { scoped, found }) => {
@@ -216,7 +254,14 @@ fn a_registration_racing_a_scope_change_never_leaks_into_the_new_scope() {
                 live_ids(&ledger).is_empty(),
                 "D2: never kept in the new scope"
             );
-            assert_eq!(ledger.counts(), (0, 0), "D4");
+            assert_eq!(
+                ledger.counts(),
+                Counts {
+                    outstanding: 0,
+                    arrived: 0
+                },
+                "D4"
+            );
             assert_eq!(child.ended(), 1, "D3: its child is ended exactly once");
             drop((old, new));
             assert_eq!(child.ended(), 1, "D3: and only once");
@@ -235,12 +280,12 @@ fn a_registration_for_the_next_task_is_kept_only_once_it_is_in_scope() {
         Coverage::Exhaustive,
         move || {
             let ledger = Arc::new(Delegations::new());
-            let old = ledger.scope_task(TASK_A);
+            let old = ledger.scope_task(TASK_A).unwrap();
             let registrant = {
                 let ledger = Arc::clone(&ledger);
                 thread::spawn(move || ledger.register("dlg_b", delegation(TASK_B, started)))
             };
-            let new = ledger.scope_task(TASK_B);
+            let new = ledger.scope_task(TASK_B).unwrap();
             let registered = registrant.join().unwrap();
             match &registered {
                 Ok(()) => {}
@@ -268,8 +313,8 @@ fn a_stale_scope_drop_racing_a_registration_in_the_newer_scope_changes_nothing()
         Coverage::Exhaustive,
         move || {
             let ledger = Arc::new(Delegations::new());
-            let old = ledger.scope_task(TASK_A);
-            let new = ledger.scope_task(TASK_B);
+            let old = ledger.scope_task(TASK_A).unwrap();
+            let new = ledger.scope_task(TASK_B).unwrap();
             let dropper = thread::spawn(move || drop(old));
             let child = Counted::new();
             assert_eq!(
@@ -301,7 +346,7 @@ fn a_scope_drop_racing_the_next_scope_ends_the_old_children_once_and_spares_the_
         move || {
             let (ledger, old, children) = scoped(&["dlg_a"], started);
             let dropper = thread::spawn(move || drop(old));
-            let new = ledger.scope_task(TASK_B);
+            let new = ledger.scope_task(TASK_B).unwrap();
             let child = Counted::new();
             assert_eq!(
                 ledger.register("dlg_b", delegation(TASK_B, started)),
@@ -319,6 +364,38 @@ fn a_scope_drop_racing_the_next_scope_ends_the_old_children_once_and_spares_the_
             assert_eq!(child.ended(), 0, "the new child untouched");
             drop(new);
             assert_eq!(child.ended(), 1, "D3");
+            assert_eq!(ledger.waiter_count(), 0);
+        },
+    );
+}
+
+/// D1 / D3: an arrival racing an `adopt` that replaces the entry's child
+/// (the arrival asks the child outside the lock, so it may ask the one
+/// replaced, and then asks the new one) is delivered exactly once, the
+/// replaced child is ended exactly once, and the new one is never.
+#[test]
+fn an_arrival_racing_a_replacing_adopt_is_delivered_once_and_ends_only_the_replaced_child() {
+    let started = Instant::now();
+    model(
+        "arrive ∥ adopt (replace)",
+        Coverage::Exhaustive,
+        move || {
+            let (ledger, _scope, children) = scoped(&["dlg_a"], started);
+            let replacement = Counted::new();
+            let adopter = {
+                let (ledger, replacement) = (Arc::clone(&ledger), Arc::clone(&replacement));
+                thread::spawn(move || ledger.adopt("dlg_a", replacement.handle()))
+            };
+            let arrival = ledger.arrive("dlg_a");
+            adopter.join().unwrap();
+            assert_eq!(
+                arrival,
+                Arrival::Delivered,
+                "D1: a child replaced is ended by adopt, not by arrive's asking"
+            );
+            assert_eq!(ledger.arrive("dlg_a"), Arrival::AlreadyDelivered, "D1");
+            assert_eq!(children[0].ended(), 1, "D3: the replaced child ended once");
+            assert_eq!(replacement.ended(), 0, "the new child keeps running");
             assert_eq!(ledger.waiter_count(), 0);
         },
     );

@@ -74,7 +74,7 @@ fn a_wait_for_arrival_is_woken_once_arrived_never_before_never_missed() {
             let (ledger, _scope, _children) = scoped(&["dlg_a"], started);
             let probe = {
                 let ledger = Arc::clone(&ledger);
-                WakeProbe::new(move || ledger.counts().1 == 1)
+                WakeProbe::new(move || ledger.counts().arrived == 1)
             };
             let waiting = pin!(ledger.wait_for_arrival());
             let arriving = Arc::clone(&ledger);

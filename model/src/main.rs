@@ -13,7 +13,7 @@
 //! complete within SECS seconds, with and without symmetry; `--variant
 //! NAME` checks a broken variant of `step` instead of the real one (to see
 //! a counterexample printed, and for the gate written as JSON; the
-//! ledger's variants `f_…`–`h_…` run the ledger's configurations, the
+//! ledger's variants `f_…`–`h_…` and `o_…` run the ledger's configurations, the
 //! durable variants `i_seal_before_append` and
 //! `j_reconcile_resumes_a_handed_off_run` the durable ones). Exits 1
 //! if a property fails or a broken variant goes uncaught.

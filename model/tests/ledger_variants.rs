@@ -73,6 +73,27 @@ fn an_arrival_with_no_stored_wake_up_is_caught_by_d6_in_3_steps() {
     }
 }
 
+/// Issue 22: the old coalescing rule (an arrival while a wake-up is
+/// outstanding stores nothing more) wakes only one of two pending waits.
+#[test]
+fn the_old_coalescing_rule_waking_one_of_two_pending_waits_is_caught_by_d6_in_7_steps() {
+    for setup in [SELF_TEST, CI.setup] {
+        let t = caught("o_", setup);
+        assert_eq!(
+            acts(&t),
+            [
+                Act::ScopeTask,
+                Act::Register(0, 0),
+                Act::Register(1, 0),
+                Act::StartWait(0),
+                Act::Arrive(0),
+                Act::StartWait(1),
+                Act::Arrive(1),
+            ]
+        );
+    }
+}
+
 #[test]
 fn every_ledger_variant_is_caught_by_its_expected_property() {
     for c in self_test(SELF_TEST) {
@@ -91,12 +112,16 @@ fn an_arrival_with_no_stored_wake_up_also_leaves_a_wait_pending_forever_caught_a
     let model = LedgerModel::with_step(SELF_TEST, v.step);
     let e = explore_all(&model);
     let Some(Verdict::Violated(t)) =
-        e.verdict("D6 a pending wait_for_arrival resolves once an arrival is owed")
+        e.verdict("D6 a wait that stays pending while a wake-up is given resolves")
     else {
         panic!("expected a D6 lasso");
     };
     println!("{}", render(&model, t));
     let start = t.loop_start.expect("a lasso");
     assert!(acts(t)[..start].contains(&Act::Arrive(0)));
-    assert!(acts(t)[start..].iter().all(|a| *a == Act::PollWait));
+    assert!(
+        acts(t)[start..]
+            .iter()
+            .all(|a| matches!(a, Act::PollWait(_)))
+    );
 }

@@ -4,12 +4,15 @@
 //! The ghost is the seed's shape on purpose: an unsorted list of entries
 //! scanned in full, a list of delivered ids, a flag for the stored wake-up.
 //! Nothing is indexed, so nothing can go stale; each operation's answer is
-//! computed the slow, obvious way, then sorted by id.
+//! computed the slow, obvious way, then sorted by id. Waits are kept as
+//! tokio's `Notify` keeps them: a list of pending waits, each flagged when
+//! an arrival notified it, a notified one dropped forwarding its
+//! notification (where the core only counts).
 
 use std::time::Duration;
 
-use crate::facts::check_id;
-use crate::ledger::core::{Arrival, RegisterError};
+use crate::facts::{IdError, check_id};
+use crate::ledger::core::{Arrival, Counts, RegisterError, Waited};
 
 /// The ghost's view of an entry (and of a taken one).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,6 +46,8 @@ pub enum Adopted {
 pub enum Seen {
     /// `scope_task`: the new token and the rows the old scope left.
     Scoped(u64, Vec<Row>),
+    /// `scope_task` refused an invalid task id.
+    ScopeRefused(IdError),
     /// `end_scope`: the rows left (`None`: the token was not current).
     ScopeEnded(Option<Vec<Row>>),
     /// `register`.
@@ -51,8 +56,8 @@ pub enum Seen {
     Adopted(Adopted),
     /// `arrive`.
     Arrived(Arrival),
-    /// `take_permit`: whether a stored wake-up was consumed.
-    Permit(bool),
+    /// `begin_wait`, `poll_wait`, `drop_wait`.
+    Waited(Waited),
     /// `discard`, `take_*`: the rows taken, in id order.
     Took(Vec<Row>),
     /// `next_overdue`.
@@ -74,6 +79,8 @@ pub struct Ghost {
     pub delivered: Vec<String>,
     /// The stored wake-up.
     pub permit: bool,
+    /// The pending waits, oldest first: whether an arrival notified each.
+    pub waits: Vec<bool>,
 }
 
 /// `rows` sorted by id (every answer lists rows in id order).
@@ -95,16 +102,21 @@ impl Ghost {
         taken
     }
 
-    /// Forgets the scope's entries, delivered ids and wake-up; returns the
-    /// entries in id order.
+    /// Forgets the scope's entries, delivered ids, stored wake-up and
+    /// notifications (the pending waits stay pending); returns the entries
+    /// in id order.
     fn clear(&mut self) -> Vec<Row> {
         self.delivered.clear();
         self.permit = false;
+        self.waits.fill(false);
         by_id(std::mem::take(&mut self.rows))
     }
 
     /// `scope_task(task)`.
     pub fn scope_task(&mut self, task: &str) -> Seen {
+        if let Err(error) = check_id(task) {
+            return Seen::ScopeRefused(error);
+        }
         let token = self.issued;
         self.issued = self.issued.saturating_add(1);
         let left = self.clear();
@@ -186,14 +198,69 @@ impl Ghost {
             Arrival::BeingEnded
         } else {
             row.arrived = true;
-            self.permit = true;
+            match self.waits.iter_mut().find(|notified| !**notified) {
+                Some(wait) => *wait = true,
+                None => self.permit = true,
+            }
             Arrival::Delivered
         })
     }
 
-    /// `take_permit()`.
-    pub fn take_permit(&mut self) -> Seen {
-        Seen::Permit(std::mem::take(&mut self.permit))
+    /// `begin_wait()`: takes the permit, or joins the pending waits.
+    pub fn begin_wait(&mut self) -> Seen {
+        Seen::Waited(if std::mem::take(&mut self.permit) {
+            Waited::Resolved
+        } else {
+            self.waits.push(false);
+            Waited::Pending
+        })
+    }
+
+    /// `poll_wait()`, as pending wait `pick` (modulo their number): it
+    /// resolves if it was notified, or if another was (the core does not
+    /// name its waits, so a notification goes to whichever polls first).
+    pub fn poll_wait(&mut self, pick: u8) -> Seen {
+        if self.waits.is_empty() {
+            return Seen::Waited(Waited::NotWaiting);
+        }
+        let at = usize::from(pick) % self.waits.len();
+        if !self.waits[at] {
+            match self.waits.iter().position(|notified| *notified) {
+                Some(other) => self.waits.swap(at, other),
+                None => return Seen::Waited(Waited::Pending),
+            }
+        }
+        self.waits.remove(at);
+        Seen::Waited(Waited::Resolved)
+    }
+
+    /// `drop_wait()`, as pending wait `pick`: a notified one forwards its
+    /// notification to a pending wait not notified, or to the permit.
+    pub fn drop_wait(&mut self, pick: u8) -> Seen {
+        if self.waits.is_empty() {
+            return Seen::Waited(Waited::NotWaiting);
+        }
+        let notified = self.waits.remove(usize::from(pick) % self.waits.len());
+        if notified {
+            match self.waits.iter_mut().find(|other| !**other) {
+                Some(other) => *other = true,
+                None => {
+                    self.permit = true;
+                    return Seen::Waited(Waited::PassedOn);
+                }
+            }
+        }
+        Seen::Waited(if self.waits.contains(&true) {
+            Waited::DroppedWakeOthers
+        } else {
+            Waited::Dropped
+        })
+    }
+
+    /// `(pending, given)`: the pending waits, and how many were notified.
+    pub fn waits(&self) -> (usize, usize) {
+        let given = self.waits.iter().filter(|notified| **notified).count();
+        (self.waits.len(), given)
     }
 
     /// `take_arrived()`.
@@ -225,9 +292,12 @@ impl Ghost {
         Seen::Took(self.take(|_| true))
     }
 
-    /// `(outstanding, arrived)` as D4 defines them.
-    pub fn counts(&self) -> (usize, usize) {
+    /// `counts()` as D4 defines them.
+    pub fn counts(&self) -> Counts {
         let arrived = self.rows.iter().filter(|row| row.arrived).count();
-        (self.rows.len() - arrived, arrived)
+        Counts {
+            outstanding: self.rows.len() - arrived,
+            arrived,
+        }
     }
 }

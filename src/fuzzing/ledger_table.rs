@@ -22,7 +22,9 @@ pub use super::ledger_ghost::{Adopted, Row, Seen};
 use super::ledger_ghost::Ghost;
 use super::{Rejected, Violation};
 use crate::facts::MAX_ID_BYTES;
-use crate::ledger::core::{Adoption, Arrival, Child, Event, Ledger, Outcome, ScopeToken, Taken};
+use crate::ledger::core::{
+    Adoption, Arrival, Child, Counts, Event, Ledger, Outcome, ScopeToken, Taken,
+};
 
 /// The most operations one input may hold; longer inputs are rejected.
 pub const MAX_OPS: usize = 64;
@@ -110,8 +112,38 @@ impl BoundPick {
     }
 }
 
+/// What a `wait_for_arrival` does, as [`Op::Wait`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitOp {
+    /// A new wait's first poll: `begin_wait()`.
+    Begin,
+    /// Pending wait `n` (modulo their number) polled again: `poll_wait()`.
+    Poll(u8),
+    /// Pending wait `n` (modulo their number) dropped: `drop_wait()`.
+    Drop(u8),
+}
+
+impl WaitOp {
+    /// The wait op of an [`Op::Wait`] whose variant choice read `raw`: its
+    /// low bits, which the choice of variant (its high bits) leaves free.
+    fn from_raw(raw: u32) -> Self {
+        let pick = ((raw / 3) % 4) as u8;
+        match raw % 3 {
+            0 => WaitOp::Begin,
+            1 => WaitOp::Poll(pick),
+            _ => WaitOp::Drop(pick),
+        }
+    }
+}
+
 /// One operation on the ledger (or its clock, or a child).
-#[derive(Clone, Debug, PartialEq, Eq, Arbitrary)]
+///
+/// Decoded as `derive(Arbitrary)` decoded the 13 variants of issue 6's
+/// `Op` (whose 8th, `TakePermit`, read no field): the same bytes give the
+/// same operations, except that the 8th is now a [`WaitOp`] chosen by the
+/// low bits of the variant's `u32`. So the committed corpus decodes as
+/// before, its permit polls becoming waits begun, polled and dropped.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
     /// `scope_task(task)`.
     ScopeTask(Task),
@@ -133,8 +165,8 @@ pub enum Op {
     Arrive(IdPick),
     /// Someone else begins ending the child of entry `id`, if it has one.
     EndChild(IdPick),
-    /// `take_permit()`: a poll of `wait_for_arrival`.
-    TakePermit,
+    /// A `wait_for_arrival` begins, is polled, or is dropped.
+    Wait(WaitOp),
     /// `take_arrived()`.
     TakeArrived,
     /// `take_overdue(bound, now)`.
@@ -145,6 +177,33 @@ pub enum Op {
     TakeAll,
     /// The clock moves `n` seconds on.
     Tick(u8),
+}
+
+impl<'a> Arbitrary<'a> for Op {
+    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
+        // `derive(Arbitrary)`'s choice of variant (multiply and shift), kept
+        // so that the committed corpus decodes as it did.
+        let raw = u32::arbitrary(u)?;
+        Ok(match (u64::from(raw) * 13) >> 32 {
+            0 => Op::ScopeTask(u.arbitrary()?),
+            1 => Op::EndScope(u.arbitrary()?),
+            2 => Op::Register {
+                id: u.arbitrary()?,
+                task: u.arbitrary()?,
+            },
+            3 => Op::Adopt(u.arbitrary()?),
+            4 => Op::Discard(u.arbitrary()?),
+            5 => Op::Arrive(u.arbitrary()?),
+            6 => Op::EndChild(u.arbitrary()?),
+            7 => Op::Wait(WaitOp::from_raw(raw)),
+            8 => Op::TakeArrived,
+            9 => Op::TakeOverdue(u.arbitrary()?),
+            10 => Op::NextOverdue(u.arbitrary()?),
+            11 => Op::TakeAll,
+            // 12: the shift leaves no other value.
+            _ => Op::Tick(u.arbitrary()?),
+        })
+    }
 }
 
 /// A child: a number, and the harness's record of which children are
@@ -271,7 +330,9 @@ impl Harness {
                 }
                 return (Seen::Ticked, Seen::Ticked);
             }
-            Op::TakePermit => (Event::TakePermit, self.ghost.take_permit()),
+            Op::Wait(WaitOp::Begin) => (Event::BeginWait, self.ghost.begin_wait()),
+            Op::Wait(WaitOp::Poll(pick)) => (Event::PollWait, self.ghost.poll_wait(*pick)),
+            Op::Wait(WaitOp::Drop(pick)) => (Event::DropWait, self.ghost.drop_wait(*pick)),
             Op::TakeArrived => (Event::TakeArrived, self.ghost.take_arrived()),
             Op::TakeOverdue(bound) => {
                 let (bound, now) = (bound.bound(), self.now);
@@ -298,6 +359,7 @@ impl Harness {
     fn seen(&mut self, outcome: Outcome<u32, Kid, Duration>) -> Seen {
         match outcome {
             Outcome::Scoped(token, left) => Seen::Scoped(token.get(), self.rows(left)),
+            Outcome::ScopeRefused(error) => Seen::ScopeRefused(error),
             Outcome::ScopeEnded(left) => Seen::ScopeEnded(left.map(|left| self.rows(left))),
             Outcome::Registered(result) => Seen::Registered(result),
             Outcome::Adopted(adoption) => Seen::Adopted(match adoption {
@@ -306,7 +368,7 @@ impl Harness {
                 Adoption::NotLive(child) => Adopted::NotLive(self.end(child)),
             }),
             Outcome::Arrived(arrival) => Seen::Arrived(arrival),
-            Outcome::Permit(permit) => Seen::Permit(permit),
+            Outcome::Waited(waited) => Seen::Waited(waited),
             Outcome::Took(taken) => Seen::Took(self.rows(taken)),
         }
     }
@@ -364,7 +426,7 @@ impl Harness {
     /// D1–D6 on the ledger it left.
     fn check(&mut self, op: &Op, seen: &Seen, expected: &Seen) -> Result<(), Violation> {
         let rule = match op {
-            Op::TakePermit => "D6 (the stored wake-up)",
+            Op::Wait(_) => "D6 (waits)",
             Op::Register { .. } => "D2 (register)",
             Op::ScopeTask(_) | Op::EndScope(_) => "D5 (scope end)",
             Op::Arrive(_) => "D1 (arrive)",
@@ -433,7 +495,12 @@ impl Harness {
         let arrived = rows.iter().filter(|row| row.arrived).count();
         let counts = self.ledger.counts();
         ensure!(
-            counts == (rows.len() - arrived, arrived) && counts == self.ghost.counts(),
+            counts
+                == Counts {
+                    outstanding: rows.len() - arrived,
+                    arrived,
+                }
+                && counts == self.ghost.counts(),
             "D4",
             "counts() = {counts:?} over the entries {rows:?} (ghost {:?})",
             self.ghost.counts()
@@ -453,6 +520,22 @@ impl Harness {
             "{} ids remembered, ghost {:?}",
             self.ledger.delivered_len(),
             self.ghost.delivered
+        );
+
+        let (waits, permit) = (self.ledger.waits(), self.ledger.permit());
+        ensure!(
+            waits == self.ghost.waits() && permit == self.ghost.permit,
+            "D6",
+            "waits (pending, given) {waits:?} and permit {permit}, ghost {:?} and {}",
+            self.ghost.waits(),
+            self.ghost.permit
+        );
+        ensure!(
+            waits.1 <= waits.0 && (!permit || waits.1 == waits.0),
+            "D6",
+            "{} wake-ups given to {} pending waits with permit {permit}",
+            waits.1,
+            waits.0
         );
 
         let in_ledger: BTreeSet<u32> = rows.iter().filter_map(|row| row.child).collect();

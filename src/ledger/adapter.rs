@@ -1,18 +1,25 @@
 //! The ledger's adapter: one [`WatchCell`] around the core [`Ledger`], RAII
 //! scopes, and taken entries that end their own children. Every method is
-//! "lock, call the core, wake, return"; children are ended after unlocking.
+//! "lock, call the core, wake, return"; children are ended after unlocking,
+//! and asked whether they are being ended outside every lock (`arrive`).
 
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use super::core::{Adoption, Arrival, Child, Ledger, Live, RegisterError, ScopeToken, Taken};
+use super::core::{
+    Adoption, Arrival, Child, Counts, Ledger, Live, RegisterError, ScopeToken, Taken, Waited,
+};
+use crate::facts::IdError;
 use crate::sync::Arc;
 use crate::waiter::WatchCell;
 
 /// A launched child as the ledger keeps it.
 pub type BoxedChild = Box<dyn Child + Send + Sync>;
 
-type Core = Ledger<Delegation, BoxedChild, Instant>;
+type Core = Ledger<Delegation, Shared, Instant>;
+
+mod shared;
+use shared::Shared;
 
 /// A child delegation of a task, as the runtime launched it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -34,11 +41,11 @@ pub struct Delegation {
 /// The delegation ledger of one agent. Clones share the ledger.
 ///
 /// ```
-/// use baton::ledger::{Arrival, Delegation, Delegations};
+/// use baton::ledger::{Arrival, Counts, Delegation, Delegations};
 /// use std::time::Instant;
 ///
 /// let ledger = Delegations::new();
-/// let scope = ledger.scope_task("tsk_a");
+/// let scope = ledger.scope_task("tsk_a")?;
 /// let delegation = Delegation {
 ///     task_id: "tsk_a".into(),
 ///     capsule: "researcher".into(),
@@ -52,8 +59,8 @@ pub struct Delegation {
 /// assert_eq!(ledger.arrive("dlg_1"), Arrival::AlreadyDelivered);
 /// assert_eq!(ledger.take_arrived().len(), 1);
 /// drop(scope); // ends the scope: the ledger is empty again
-/// assert_eq!(ledger.counts(), (0, 0));
-/// # Ok::<(), baton::ledger::RegisterError>(())
+/// assert_eq!(ledger.counts(), Counts { outstanding: 0, arrived: 0 });
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
 pub struct Delegations {
@@ -72,15 +79,17 @@ pub struct DelegationScope {
 /// A delegation taken out of the ledger. If it had not arrived, dropping it
 /// ends its child (D3: no child is silently dropped) unless the caller took
 /// the child with [`take_child`](Self::take_child).
+#[must_use = "dropping a taken delegation that has not arrived ends its child; \
+              call take_child() to keep the child running"]
 pub struct TakenDelegation {
-    taken: Taken<Delegation, BoxedChild, Instant>,
+    taken: Taken<Delegation, Shared, Instant>,
 }
 
 /// The live delegations at one moment, in id order, as listed by
 /// [`Delegations::live`]: a snapshot that later changes to the ledger leave
 /// as it was. Iterating it yields each delegation's id and what was
 /// registered.
-pub type LiveDelegations = Live<Delegation>;
+pub type DelegationsSnapshot = Live<Delegation>;
 
 impl Delegations {
     /// An empty ledger with no task in scope.
@@ -92,16 +101,24 @@ impl Delegations {
 
     /// Scopes `task`. The previous scope's entries are taken and its
     /// children not arrived are ended.
-    pub fn scope_task(&self, task: impl Into<String>) -> DelegationScope {
-        let (token, left) = self.cell.update(|ledger| {
-            let (token, left) = ledger.scope_task(task.into());
-            (true, (token, left))
-        });
+    ///
+    /// # Errors
+    ///
+    /// [`IdError`] if `task` is not an acceptable id (the check delegation
+    /// ids pass: non-empty, at most 256 bytes, no control character); the
+    /// ledger, and the scope before, are then unchanged.
+    pub fn scope_task(&self, task: impl Into<String>) -> Result<DelegationScope, IdError> {
+        let (token, left) = self
+            .cell
+            .update(|ledger| match ledger.scope_task(task.into()) {
+                Ok(scoped) => (true, Ok(scoped)),
+                Err(error) => (false, Err(error)),
+            })?;
         end(left);
-        DelegationScope {
+        Ok(DelegationScope {
             cell: Arc::clone(&self.cell),
             token,
-        }
+        })
     }
 
     /// The task in scope.
@@ -128,6 +145,7 @@ impl Delegations {
     /// Gives delegation `id` its launched child. A child replaced, or given
     /// to an id that is not live, is ended at once (D3).
     pub fn adopt(&self, id: &str, child: BoxedChild) {
+        let child = Shared::new(child);
         let adoption = self.cell.update(|ledger| {
             let adoption = ledger.adopt(id, child);
             (matches!(adoption, Adoption::Adopted), adoption)
@@ -138,37 +156,94 @@ impl Delegations {
         }
     }
 
-    /// Removes delegation `id`; the caller closes it itself.
+    /// Removes delegation `id` and returns it. Like every taken delegation,
+    /// dropping it ends its child unless it arrived (D3: no child is
+    /// silently left running); a caller that closes the child itself takes
+    /// it first with [`TakenDelegation::take_child`].
+    ///
+    /// ```compile_fail
+    /// #![deny(unused_must_use)]
+    /// let ledger = baton::ledger::Delegations::new();
+    /// ledger.discard("dlg_a"); // would end the child unseen: refused
+    /// ```
+    #[must_use = "dropping the discarded delegation ends its child unless it arrived; \
+                  call take_child() on it to keep the child running"]
     pub fn discard(&self, id: &str) -> Option<TakenDelegation> {
         self.take(|ledger| ledger.discard(id).into_iter().collect())
             .pop()
     }
 
     /// Delivers delegation `id`'s outcome (D1): `Delivered` once, waking one
-    /// `wait_for_arrival` (D6).
+    /// pending `wait_for_arrival` or storing one permit for the next (D6).
+    ///
+    /// The entry's child, if it has one, is asked [`Child::is_being_ended`]
+    /// outside the ledger's lock, so it may call back into the ledger: one
+    /// lock finds the child, the next decides (an entry with no child is
+    /// decided under the first). If the entry's child changed meanwhile
+    /// (an `adopt`), the new one is asked.
     pub fn arrive(&self, id: &str) -> Arrival {
-        self.cell.update(|ledger| {
-            let arrival = ledger.arrive(id);
-            (arrival == Arrival::Delivered, arrival)
-        })
+        // The child asked so far, and its answer.
+        let mut asked: Option<(Shared, bool)> = None;
+        loop {
+            let step = self.cell.update(|ledger| {
+                let being_ended = match (ledger.arrival_child(id), &asked) {
+                    (None, _) => false,
+                    (Some(now), Some((then, answer))) if Shared::same(now, then) => *answer,
+                    (Some(now), _) => return (false, Err(now.clone())),
+                };
+                let arrival = ledger.arrive_decided(id, being_ended);
+                (arrival == Arrival::Delivered, Ok(arrival))
+            });
+            match step {
+                Ok(arrival) => return arrival,
+                // Asked outside every lock, so that it may call back in.
+                Err(child) => {
+                    let answer = child.is_being_ended();
+                    asked = Some((child, answer));
+                }
+            }
+        }
     }
 
-    /// `(outstanding, arrived)` (D4).
-    pub fn counts(&self) -> (usize, usize) {
+    /// The delegations outstanding and arrived (D4).
+    pub fn counts(&self) -> Counts {
         self.cell.read(Ledger::counts)
     }
 
-    /// Resolves once an outcome was delivered since the last time a wait
-    /// resolved (D6). Like `tokio::sync::Notify::notify_one` with one stored
-    /// permit: arrivals coalesce, and each stored wake-up resolves exactly
-    /// one wait. Unlike `Notify`, arrivals also coalesce while several waits
-    /// are pending (two arrivals then wake one of two pending waits), and a
-    /// scope's end discards its wake-up: the ledger is meant to have one
-    /// consumer, which takes everything arrived when woken. Cancel-safe: a
-    /// dropped wait consumes nothing.
+    /// Resolves once an outcome is delivered for it (D6), exactly like
+    /// `tokio::sync::Notify::notify_one`'s `notified()`: each `Delivered`
+    /// wakes one pending wait (two arrivals with two pending waits resolve
+    /// both), or, with none pending without a wake-up, stores one permit
+    /// that the next wait takes at once; with no wait pending, arrivals
+    /// coalesce into that one permit. A scope's end discards the stored
+    /// permit and the wake-ups given to pending waits not yet resolved (the
+    /// arrivals they stood for were taken with the scope); those waits stay
+    /// pending, for the next scope's arrivals.
+    ///
+    /// A wait is pending from its first poll that does not resolve.
+    /// Cancel-safe: a wait dropped consumes nothing it was not given, and
+    /// a wake-up it was given is passed on to another pending wait or to
+    /// the stored permit, never lost.
     pub async fn wait_for_arrival(&self) {
+        let mut pending = false;
         self.cell
-            .wait_until(|ledger| ledger.take_permit().then_some(()))
+            .wait_until_or_leave(
+                move |ledger| {
+                    let waited = if pending {
+                        ledger.poll_wait()
+                    } else {
+                        ledger.begin_wait()
+                    };
+                    // `NotWaiting` cannot follow this future's own `Pending`
+                    // (nothing else ends a wait); were it ever answered, the
+                    // next poll would begin a wait again.
+                    pending = waited == Waited::Pending;
+                    (waited == Waited::Resolved).then_some(())
+                },
+                // Wake the others if wake-ups stay with them: one that
+                // became pending after the arrival was never woken for it.
+                |ledger| ledger.drop_wait() == Waited::DroppedWakeOthers,
+            )
             .await
     }
 
@@ -202,7 +277,7 @@ impl Delegations {
     /// use std::time::Instant;
     ///
     /// let ledger = Delegations::new();
-    /// let scope = ledger.scope_task("tsk_a");
+    /// let scope = ledger.scope_task("tsk_a").unwrap();
     /// let delegation = |capsule: &str| Delegation {
     ///     task_id: "tsk_a".into(),
     ///     capsule: capsule.into(),
@@ -221,7 +296,7 @@ impl Delegations {
     /// assert!(ledger.live().is_empty());
     /// # drop(scope);
     /// ```
-    pub fn live(&self) -> LiveDelegations {
+    pub fn live(&self) -> DelegationsSnapshot {
         self.cell.read(Ledger::live)
     }
 
@@ -238,7 +313,7 @@ impl Delegations {
 
     fn take(
         &self,
-        f: impl FnOnce(&mut Core) -> Vec<Taken<Delegation, BoxedChild, Instant>>,
+        f: impl FnOnce(&mut Core) -> Vec<Taken<Delegation, Shared, Instant>>,
     ) -> Vec<TakenDelegation> {
         let taken = self.cell.update(|ledger| {
             let taken = f(ledger);
@@ -258,7 +333,7 @@ impl Default for Delegations {
 }
 
 /// Ends the children of `left` that had not arrived (outside every lock).
-fn end(left: Vec<Taken<Delegation, BoxedChild, Instant>>) {
+fn end(left: Vec<Taken<Delegation, Shared, Instant>>) {
     drop(
         left.into_iter()
             .map(|taken| TakenDelegation { taken })
@@ -330,7 +405,7 @@ impl TakenDelegation {
 
     /// Takes the child out: the caller, not this handle's drop, now ends it.
     pub fn take_child(&mut self) -> Option<BoxedChild> {
-        self.taken.entry.child.take()
+        self.taken.entry.child.take().map(Shared::into_boxed)
     }
 }
 
@@ -344,7 +419,10 @@ impl Drop for TakenDelegation {
 
 impl fmt::Debug for Delegations {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (outstanding, arrived) = self.counts();
+        let Counts {
+            outstanding,
+            arrived,
+        } = self.counts();
         f.debug_struct("Delegations")
             .field("task_id", &self.task_id())
             .field("outstanding", &outstanding)

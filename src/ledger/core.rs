@@ -26,16 +26,33 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::facts::check_id;
+use crate::facts::{IdError, check_id};
 
 mod event;
 mod types;
+mod wait;
 
 pub use event::{Event, Outcome, step};
 pub use types::{
     Adoption, Arrival, Child, DelegationId, Entry, Live, LiveIter, Moment, RegisterError,
     ScopeToken, Taken,
 };
+pub use wait::Waited;
+
+/// What `counts()` answers (D4): the entries not yet arrived, and the
+/// arrived ones not yet taken.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Counts {
+    /// Entries whose outcome has not arrived.
+    pub outstanding: usize,
+    /// Entries whose outcome arrived and that were not taken yet.
+    pub arrived: usize,
+}
+
+/// What [`Ledger::scope_task`] returns: the new scope's token, and the
+/// entries the previous scope left (their children not arrived must be
+/// ended).
+pub type Scoped<D, C, T = Duration> = (ScopeToken, Vec<Taken<D, C, T>>);
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Scope {
@@ -43,8 +60,9 @@ struct Scope {
     token: ScopeToken,
 }
 
-/// The ledger: the task in scope, its delegations, the delivered memory and
-/// the one stored wake-up.
+/// The ledger: the task in scope, its delegations, the delivered memory,
+/// and the waits for arrivals (the pending ones, the wake-ups given to
+/// them, the one stored permit: see [`begin_wait`](Ledger::begin_wait)).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Ledger<D, C, T = Duration> {
     scope: Option<Scope>,
@@ -58,8 +76,13 @@ pub struct Ledger<D, C, T = Duration> {
     delivered: BTreeSet<DelegationId>,
     /// Every entry's data by id, shared with the callers of `live()`.
     live: Live<D>,
-    /// One stored wake-up for `wait_for_arrival` (Notify semantics).
+    /// One stored wake-up for the next wait (Notify's permit).
     permit: bool,
+    /// Waits pending (`begin_wait` answered `Pending`, neither resolved
+    /// nor dropped since).
+    pending: usize,
+    /// Wake-ups given to pending waits and not yet taken: `<= pending`.
+    given: usize,
 }
 
 impl<D, C, T: Moment> Default for Ledger<D, C, T> {
@@ -80,6 +103,8 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
             delivered: BTreeSet::new(),
             live: Live::new(),
             permit: false,
+            pending: 0,
+            given: 0,
         }
     }
 
@@ -93,12 +118,18 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     /// Scopes `task`: takes every entry of the previous scope (their
     /// children not arrived must be ended: [`Taken::child_to_end`]), forgets
     /// its delivered memory, and returns the new scope's token.
-    pub fn scope_task(&mut self, task: String) -> (ScopeToken, Vec<Taken<D, C, T>>) {
+    ///
+    /// # Errors
+    ///
+    /// An [`IdError`] if `task` is not an acceptable identifier (checked as
+    /// delegation ids are); the ledger is then unchanged.
+    pub fn scope_task(&mut self, task: String) -> Result<Scoped<D, C, T>, IdError> {
+        check_id(&task)?;
         let token = ScopeToken::new(self.scopes_issued);
         self.scopes_issued = self.scopes_issued.saturating_add(1);
         let left = self.clear();
         self.scope = Some(Scope { task, token });
-        (token, left)
+        Ok((token, left))
     }
 
     /// Ends the scope `token`: like [`scope_task`](Self::scope_task) without
@@ -112,12 +143,15 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
         Some(self.clear())
     }
 
+    /// Empties the scope. The wake-ups its arrivals stored or gave go with
+    /// the arrivals (taken with the scope); the pending waits stay pending.
     fn clear(&mut self) -> Vec<Taken<D, C, T>> {
         self.waiting.clear();
         self.arrived.clear();
         self.delivered.clear();
         self.live.clear();
         self.permit = false;
+        self.given = 0;
         std::mem::take(&mut self.entries)
             .into_iter()
             .map(|(id, entry)| Taken { id, entry })
@@ -173,8 +207,9 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
         }
     }
 
-    /// Removes delegation `id` (the caller closes it itself); an arrived
-    /// entry is remembered as delivered.
+    /// Removes delegation `id`; an arrived entry is remembered as
+    /// delivered. A child not arrived must be ended, or kept running by
+    /// its caller ([`Taken::child_to_end`]), like every entry taken.
     pub fn discard(&mut self, id: &str) -> Option<Taken<D, C, T>> {
         let (id, entry) = self.entries.remove_entry(id)?;
         Some(self.account(id, entry))
@@ -199,11 +234,35 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     }
 
     /// Delivers delegation `id`'s outcome: [`Arrival::Delivered`] once, and
-    /// then a stored wake-up for [`take_permit`](Self::take_permit) (D1, D6).
+    /// then one wake-up: to a pending wait that has none, else the stored
+    /// permit (D1, D6; [`begin_wait`](Self::begin_wait)).
     pub fn arrive(&mut self, id: &str) -> Arrival
     where
         C: Child,
     {
+        let being_ended = self.arrival_child(id).is_some_and(Child::is_being_ended);
+        self.arrive_decided(id, being_ended)
+    }
+
+    /// The child whose ending would refuse an arrival for `id` now: the
+    /// child of a live entry not arrived yet. A caller that must not ask it
+    /// under a lock (the adapter) asks it outside, then calls
+    /// [`arrive_decided`](Self::arrive_decided).
+    pub fn arrival_child(&self, id: &str) -> Option<&C> {
+        if self.delivered.contains(id) {
+            return None;
+        }
+        self.entries
+            .get(id)
+            .filter(|entry| !entry.arrived)
+            .and_then(|entry| entry.child.as_ref())
+    }
+
+    /// [`arrive`](Self::arrive) with the answer of
+    /// [`arrival_child`](Self::arrival_child)`(id)`'s
+    /// [`is_being_ended`](Child::is_being_ended) given: `being_ended` is
+    /// read only if there is such a child.
+    pub fn arrive_decided(&mut self, id: &str, being_ended: bool) -> Arrival {
         if self.delivered.contains(id) {
             return Arrival::AlreadyDelivered;
         }
@@ -213,7 +272,7 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
         if entry.arrived {
             return Arrival::AlreadyDelivered;
         }
-        if entry.child.as_ref().is_some_and(Child::is_being_ended) {
+        if entry.child.is_some() && being_ended {
             return Arrival::BeingEnded;
         }
         let (id, started) = (Arc::clone(id), entry.started);
@@ -222,20 +281,17 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
         }
         self.waiting.remove(&(started, Arc::clone(&id)));
         self.arrived.insert(id);
-        self.permit = true;
+        self.wake_one();
         Arrival::Delivered
     }
 
-    /// `(outstanding, arrived)`: entries not yet arrived, and arrived ones
-    /// not yet taken (D4). O(1).
-    pub fn counts(&self) -> (usize, usize) {
-        (self.waiting.len(), self.arrived.len())
-    }
-
-    /// Consumes the stored wake-up, if any: `wait_for_arrival` resolves
-    /// exactly when this returns `true`.
-    pub fn take_permit(&mut self) -> bool {
-        std::mem::take(&mut self.permit)
+    /// The entries not yet arrived, and the arrived ones not yet taken
+    /// (D4). O(1).
+    pub fn counts(&self) -> Counts {
+        Counts {
+            outstanding: self.waiting.len(),
+            arrived: self.arrived.len(),
+        }
     }
 
     /// Takes every arrived entry, in id order; each is remembered as

@@ -9,9 +9,9 @@ mod adapter;
 pub mod core;
 
 pub use adapter::{
-    BoxedChild, Delegation, DelegationScope, Delegations, LiveDelegations, TakenDelegation,
+    BoxedChild, Delegation, DelegationScope, Delegations, DelegationsSnapshot, TakenDelegation,
 };
-pub use core::{Arrival, Child, RegisterError, ScopeToken};
+pub use core::{Arrival, Child, Counts, RegisterError, ScopeToken};
 
 #[cfg(test)]
 mod tests;

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use super::core::{Adoption, Arrival, Child, Ledger, Live, RegisterError, ScopeToken, Taken};
+use super::core::{
+    Adoption, Arrival, Child, Counts, Ledger, Live, RegisterError, ScopeToken, Taken, Waited,
+};
 use crate::facts::IdError;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -36,7 +38,7 @@ fn secs(s: u64) -> Duration {
 
 fn scoped() -> (L, ScopeToken) {
     let mut ledger = L::new();
-    let (token, left) = ledger.scope_task(TASK.into());
+    let (token, left) = ledger.scope_task(TASK.into()).unwrap();
     assert!(left.is_empty());
     (ledger, token)
 }
@@ -56,7 +58,14 @@ fn check_counts(ledger: &L, ids: &[&str]) {
             None => {}
         }
     }
-    assert_eq!(ledger.counts(), (outstanding, arrived), "D4");
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding,
+            arrived
+        },
+        "D4"
+    );
 }
 
 #[test]
@@ -66,7 +75,7 @@ fn d2_register_needs_the_task_in_scope_and_a_fresh_valid_id() {
         ledger.register("dlg_a", TASK, "x", secs(0)),
         Err(RegisterError::NoTaskInScope)
     );
-    ledger.scope_task(TASK.into());
+    ledger.scope_task(TASK.into()).unwrap();
     assert_eq!(
         ledger.register("dlg_a", "tsk_b", "x", secs(0)),
         Err(RegisterError::OtherTask {
@@ -86,9 +95,66 @@ fn d2_register_needs_the_task_in_scope_and_a_fresh_valid_id() {
         ledger.register(&"x".repeat(257), TASK, "x", secs(0)),
         Err(RegisterError::InvalidId(IdError::TooLong(257)))
     );
-    assert_eq!(ledger.counts(), (0, 0), "S9-like: refusals change nothing");
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding: 0,
+            arrived: 0
+        },
+        "S9-like: refusals change nothing"
+    );
     assert_eq!(ledger.register("dlg_a", TASK, "first", secs(0)), Ok(()));
     check_counts(&ledger, &["dlg_a"]);
+}
+
+/// Issue 22: a task id is checked as delegation ids are; a refusal
+/// changes nothing (the scope before stays current).
+#[test]
+fn scope_task_refuses_an_invalid_task_id_and_changes_nothing() {
+    let (mut ledger, token) = scoped();
+    ledger.register("dlg_a", TASK, "x", secs(0)).unwrap();
+    let before = ledger.clone();
+    for (task, error) in [
+        (String::new(), IdError::Empty),
+        ("t\n".to_owned(), IdError::ControlCharacter),
+        ("t".repeat(257), IdError::TooLong(257)),
+    ] {
+        assert_eq!(ledger.scope_task(task), Err(error));
+        assert_eq!(ledger, before, "S9-like: a refusal changes nothing");
+    }
+    assert_eq!(ledger.scope(), Some((TASK, token)));
+}
+
+/// The adapter asks a child outside its lock: `arrival_child` names the
+/// child whose ending decides, `arrive_decided` takes its answer, and
+/// together they are `arrive`.
+#[test]
+fn arrival_child_names_the_child_that_decides_and_arrive_decided_takes_its_answer() {
+    let (mut ledger, _) = scoped();
+    ledger.register("dlg_a", TASK, "x", secs(0)).unwrap();
+    ledger.register("dlg_b", TASK, "x", secs(0)).unwrap();
+    assert_eq!(ledger.arrival_child("dlg_a"), None, "no child yet");
+    let _ = ledger.adopt("dlg_a", kid("a"));
+    assert_eq!(ledger.arrival_child("dlg_a"), Some(&kid("a")));
+    assert_eq!(ledger.arrival_child("dlg_gone"), None);
+    let before = ledger.clone();
+    assert_eq!(ledger.arrive_decided("dlg_a", true), Arrival::BeingEnded);
+    assert_eq!(ledger, before, "a refusal changes nothing");
+    assert_eq!(
+        ledger.arrive_decided("dlg_b", true),
+        Arrival::Delivered,
+        "no child: the answer is not read"
+    );
+    assert_eq!(ledger.arrive_decided("dlg_a", false), Arrival::Delivered);
+    assert_eq!(
+        ledger.arrival_child("dlg_a"),
+        None,
+        "arrived: nothing to ask"
+    );
+    assert_eq!(
+        ledger.arrive_decided("dlg_a", false),
+        Arrival::AlreadyDelivered
+    );
 }
 
 /// Seed defect (3): a duplicate id silently replaced (and orphaned) a live
@@ -160,7 +226,13 @@ fn d1_arrive_delivers_once_then_already_delivered_even_after_the_take() {
     assert_eq!(ledger.arrive("dlg_nobody"), Arrival::NotOutstanding);
     check_counts(&ledger, &["dlg_a", "dlg_b"]);
     assert_eq!(ids(&ledger.take_arrived()), ["dlg_a"]);
-    assert_eq!(ledger.counts(), (1, 0));
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding: 1,
+            arrived: 0
+        }
+    );
     assert_eq!(
         ledger.arrive("dlg_a"),
         Arrival::AlreadyDelivered,
@@ -183,31 +255,164 @@ fn an_arrival_whose_child_is_being_ended_is_refused_and_changes_nothing() {
     let before = ledger.clone();
     assert_eq!(ledger.arrive("dlg_a"), Arrival::BeingEnded);
     assert_eq!(ledger, before);
-    assert!(!ledger.take_permit());
+    assert!(!ledger.permit());
 }
 
 #[test]
-fn d6_each_delivery_stores_one_wake_up_and_arrivals_coalesce() {
+fn d6_with_no_wait_pending_deliveries_coalesce_into_one_stored_permit() {
     let (mut ledger, _) = scoped();
-    assert!(!ledger.take_permit());
+    assert_eq!(ledger.begin_wait(), Waited::Pending, "nothing stored yet");
+    assert_eq!(ledger.drop_wait(), Waited::Dropped);
     for id in ["dlg_a", "dlg_b", "dlg_c"] {
         ledger.register(id, TASK, "x", secs(0)).unwrap();
     }
     assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
-    assert!(ledger.take_permit(), "D6: the next wait resolves");
-    assert!(
-        !ledger.take_permit(),
-        "one wake-up per delivery already consumed"
-    );
+    assert_eq!(ledger.begin_wait(), Waited::Resolved, "D6: the next wait");
+    assert_eq!(ledger.begin_wait(), Waited::Pending, "the permit is taken");
+    assert_eq!(ledger.drop_wait(), Waited::Dropped);
     assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
     assert_eq!(ledger.arrive("dlg_c"), Arrival::Delivered);
-    assert!(ledger.take_permit());
-    assert!(
-        !ledger.take_permit(),
-        "two arrivals before a wait coalesce into one wake-up"
+    assert_eq!(ledger.begin_wait(), Waited::Resolved);
+    assert_eq!(
+        ledger.begin_wait(),
+        Waited::Pending,
+        "two arrivals before any wait coalesce into one permit"
     );
     assert_eq!(ledger.arrive("dlg_c"), Arrival::AlreadyDelivered);
-    assert!(!ledger.take_permit(), "a repeated arrival stores nothing");
+    assert_eq!(ledger.waits(), (1, 0), "a repeated arrival wakes nobody");
+    assert!(!ledger.permit(), "and stores nothing");
+}
+
+/// A wait's sub-machine in one state: `(pending, given, permit)`, reached
+/// by `pending` first polls and then `given + permit` deliveries.
+fn waits_in(pending: usize, given: usize, permit: bool) -> L {
+    let (mut ledger, _) = scoped();
+    for _ in 0..pending {
+        assert_eq!(ledger.begin_wait(), Waited::Pending);
+    }
+    for n in 0..given + usize::from(permit) {
+        let id = format!("dlg_{n}");
+        ledger.register(&id, TASK, "x", secs(0)).unwrap();
+        assert_eq!(ledger.arrive(&id), Arrival::Delivered);
+    }
+    assert_eq!(
+        (ledger.waits(), ledger.permit()),
+        ((pending, given), permit)
+    );
+    ledger
+}
+
+/// An event of the wait sub-machine, for [`d6_every_cell_of_the_wait_table`].
+#[derive(Clone, Copy, Debug)]
+enum WaitEvent {
+    Deliver,
+    Begin,
+    Poll,
+    Drop,
+    ScopeChange,
+}
+
+/// D6, cell by cell: every reachable `(pending, given, permit)` with up to
+/// two pending waits, under each event, as `Notify::notify_one` decides
+/// it. `None`: the event answers something else than a `Waited` (an
+/// arrival, a scope).
+#[test]
+fn d6_every_cell_of_the_wait_table() {
+    use WaitEvent::*;
+    use Waited::*;
+    type State = (usize, usize, bool);
+    #[rustfmt::skip]
+    let table: [(State, WaitEvent, Option<Waited>, State); 45] = [
+        // No wait pending.
+        ((0, 0, false), Deliver,     None,                    (0, 0, true)),
+        ((0, 0, false), Begin,       Some(Pending),           (1, 0, false)),
+        ((0, 0, false), Poll,        Some(NotWaiting),        (0, 0, false)),
+        ((0, 0, false), Drop,        Some(NotWaiting),        (0, 0, false)),
+        ((0, 0, false), ScopeChange, None,                    (0, 0, false)),
+        ((0, 0, true),  Deliver,     None,                    (0, 0, true)),
+        ((0, 0, true),  Begin,       Some(Resolved),          (0, 0, false)),
+        ((0, 0, true),  Poll,        Some(NotWaiting),        (0, 0, true)),
+        ((0, 0, true),  Drop,        Some(NotWaiting),        (0, 0, true)),
+        ((0, 0, true),  ScopeChange, None,                    (0, 0, false)),
+        // One wait pending.
+        ((1, 0, false), Deliver,     None,                    (1, 1, false)),
+        ((1, 0, false), Begin,       Some(Pending),           (2, 0, false)),
+        ((1, 0, false), Poll,        Some(Pending),           (1, 0, false)),
+        ((1, 0, false), Drop,        Some(Dropped),           (0, 0, false)),
+        ((1, 0, false), ScopeChange, None,                    (1, 0, false)),
+        ((1, 1, false), Deliver,     None,                    (1, 1, true)),
+        ((1, 1, false), Begin,       Some(Pending),           (2, 1, false)),
+        ((1, 1, false), Poll,        Some(Resolved),          (0, 0, false)),
+        ((1, 1, false), Drop,        Some(PassedOn),          (0, 0, true)),
+        ((1, 1, false), ScopeChange, None,                    (1, 0, false)),
+        ((1, 1, true),  Deliver,     None,                    (1, 1, true)),
+        ((1, 1, true),  Begin,       Some(Resolved),          (1, 1, false)),
+        ((1, 1, true),  Poll,        Some(Resolved),          (0, 0, true)),
+        ((1, 1, true),  Drop,        Some(PassedOn),          (0, 0, true)),
+        ((1, 1, true),  ScopeChange, None,                    (1, 0, false)),
+        // Two waits pending: two deliveries wake both (not one).
+        ((2, 0, false), Deliver,     None,                    (2, 1, false)),
+        ((2, 0, false), Begin,       Some(Pending),           (3, 0, false)),
+        ((2, 0, false), Poll,        Some(Pending),           (2, 0, false)),
+        ((2, 0, false), Drop,        Some(Dropped),           (1, 0, false)),
+        ((2, 0, false), ScopeChange, None,                    (2, 0, false)),
+        ((2, 1, false), Deliver,     None,                    (2, 2, false)),
+        ((2, 1, false), Begin,       Some(Pending),           (3, 1, false)),
+        ((2, 1, false), Poll,        Some(Resolved),          (1, 0, false)),
+        ((2, 1, false), Drop,        Some(DroppedWakeOthers), (1, 1, false)),
+        ((2, 1, false), ScopeChange, None,                    (2, 0, false)),
+        ((2, 2, false), Deliver,     None,                    (2, 2, true)),
+        ((2, 2, false), Begin,       Some(Pending),           (3, 2, false)),
+        ((2, 2, false), Poll,        Some(Resolved),          (1, 1, false)),
+        ((2, 2, false), Drop,        Some(PassedOn),          (1, 1, true)),
+        ((2, 2, false), ScopeChange, None,                    (2, 0, false)),
+        ((2, 2, true),  Deliver,     None,                    (2, 2, true)),
+        ((2, 2, true),  Begin,       Some(Resolved),          (2, 2, false)),
+        ((2, 2, true),  Poll,        Some(Resolved),          (1, 1, true)),
+        ((2, 2, true),  Drop,        Some(PassedOn),          (1, 1, true)),
+        ((2, 2, true),  ScopeChange, None,                    (2, 0, false)),
+    ];
+    for ((pending, given, permit), event, answer, after) in table {
+        let mut ledger = waits_in(pending, given, permit);
+        let got = match event {
+            Deliver => {
+                ledger.register("dlg_new", TASK, "x", secs(0)).unwrap();
+                assert_eq!(ledger.arrive("dlg_new"), Arrival::Delivered);
+                None
+            }
+            Begin => Some(ledger.begin_wait()),
+            Poll => Some(ledger.poll_wait()),
+            Drop => Some(ledger.drop_wait()),
+            ScopeChange => {
+                let (_, left) = ledger.scope_task("tsk_b".into()).unwrap();
+                drop(left);
+                None
+            }
+        };
+        let (waits, stored) = (ledger.waits(), ledger.permit());
+        assert_eq!(
+            (got, (waits.0, waits.1, stored)),
+            (answer, after),
+            "D6: {event:?} in {:?}",
+            (pending, given, permit)
+        );
+    }
+}
+
+/// D6 (`notify_one`): two pending waits and two arrivals resolve both; the
+/// old rule let the second arrival coalesce into the first's wake-up.
+#[test]
+fn d6_two_arrivals_wake_two_pending_waits() {
+    let mut ledger = waits_in(2, 0, false);
+    for id in ["dlg_a", "dlg_b"] {
+        ledger.register(id, TASK, "x", secs(0)).unwrap();
+        assert_eq!(ledger.arrive(id), Arrival::Delivered);
+    }
+    assert_eq!(
+        [ledger.poll_wait(), ledger.poll_wait()],
+        [Waited::Resolved, Waited::Resolved]
+    );
+    assert_eq!((ledger.waits(), ledger.permit()), ((0, 0), false));
 }
 
 #[test]
@@ -222,7 +427,13 @@ fn discard_removes_a_live_entry_once_and_remembers_an_arrived_one() {
     assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
     assert!(ledger.discard("dlg_b").is_some());
     assert_eq!(ledger.arrive("dlg_b"), Arrival::AlreadyDelivered, "D1");
-    assert_eq!(ledger.counts(), (0, 0));
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding: 0,
+            arrived: 0
+        }
+    );
 }
 
 #[test]
@@ -257,7 +468,13 @@ fn take_overdue_takes_only_not_arrived_entries_past_their_bound_in_id_order() {
         "D3: its child is to be ended"
     );
     assert_eq!(ledger.next_overdue(bound), Some(secs(100)));
-    assert_eq!(ledger.counts(), (1, 1));
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding: 1,
+            arrived: 1
+        }
+    );
     assert_eq!(
         ledger.next_overdue(Duration::MAX),
         None,
@@ -275,7 +492,13 @@ fn take_all_returns_everything_in_id_order_and_remembers_the_arrived() {
     assert_eq!(ledger.arrive("dlg_c"), Arrival::Delivered);
     let taken = ledger.take_all();
     assert_eq!(ids(&taken), ["dlg_a", "dlg_b", "dlg_c"]);
-    assert_eq!(ledger.counts(), (0, 0));
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding: 0,
+            arrived: 0
+        }
+    );
     assert_eq!(ledger.next_overdue(secs(1)), None);
     assert_eq!(ledger.arrive("dlg_c"), Arrival::AlreadyDelivered);
     assert_eq!(ledger.arrive("dlg_a"), Arrival::NotOutstanding);
@@ -379,7 +602,7 @@ fn d3_d5_a_scope_change_takes_everything_and_ends_only_children_not_arrived() {
     let _ = ledger.adopt("dlg_a", kid("a"));
     let _ = ledger.adopt("dlg_b", kid("b"));
     assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
-    let (second, left) = ledger.scope_task("tsk_b".into());
+    let (second, left) = ledger.scope_task("tsk_b".into()).unwrap();
     assert!(second > first);
     assert_eq!(second.get(), first.get() + 1);
     assert_eq!(ScopeToken::new(second.get()), second);
@@ -398,11 +621,14 @@ fn d3_d5_a_scope_change_takes_everything_and_ends_only_children_not_arrived() {
         ["a"],
         "D3: the arrived child is not ended, the outstanding one is"
     );
-    assert_eq!(ledger.counts(), (0, 0));
-    assert!(
-        !ledger.take_permit(),
-        "the old scope's wake-up went with it"
+    assert_eq!(
+        ledger.counts(),
+        Counts {
+            outstanding: 0,
+            arrived: 0
+        }
     );
+    assert!(!ledger.permit(), "the old scope's wake-up went with it");
     assert_eq!(ledger.scope(), Some(("tsk_b", second)));
     assert_eq!(
         ledger.arrive("dlg_b"),
@@ -416,7 +642,7 @@ fn d3_d5_a_scope_change_takes_everything_and_ends_only_children_not_arrived() {
 #[test]
 fn ending_an_older_scope_changes_nothing_and_ending_the_current_frees_its_memory() {
     let (mut ledger, old) = scoped();
-    let (new, _) = ledger.scope_task("tsk_b".into());
+    let (new, _) = ledger.scope_task("tsk_b".into()).unwrap();
     ledger.register("dlg_a", "tsk_b", "x", secs(0)).unwrap();
     ledger.register("dlg_b", "tsk_b", "x", secs(0)).unwrap();
     assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
@@ -429,7 +655,7 @@ fn ending_an_older_scope_changes_nothing_and_ending_the_current_frees_its_memory
     assert_eq!(ids(&left), ["dlg_a"]);
     assert_eq!(
         (ledger.scope(), ledger.delivered_len(), ledger.counts()),
-        (None, 0, (0, 0)),
+        (None, 0, Counts::default()),
         "D5"
     );
     assert_eq!(ledger.end_scope(new), None, "ending twice is inert");

@@ -1,7 +1,7 @@
 //! `sometimes` properties: each interesting situation of the ledger system
 //! is really reached, so no invariant of [`super::props`] passes vacuously.
 
-use baton::ledger::core::{Adoption, Arrival, RegisterError};
+use baton::ledger::core::{Adoption, Arrival, RegisterError, Waited};
 
 use super::LedgerModel;
 use super::state::{Act, LStep, LSys, Outcome};
@@ -60,14 +60,54 @@ pub fn coverage() -> Vec<Property<M>> {
             "reached: arrivals coalesce into one stored wake-up",
             |_, a, t, _| arrived(t, Arrival::Delivered) && a.owed,
         ),
-        sometimes("reached: a wait resolves after a delivery", |_, a, t, _| {
-            t.act == Act::PollWait
-                && a.owed
-                && matches!(t.outcome.as_deref(), Some(Outcome::Permit(true)))
-        }),
+        sometimes(
+            "reached: two arrivals wake two pending waits",
+            |_, a, t, b| arrived(t, Arrival::Delivered) && a.given == 1 && b.given == 2,
+        ),
+        sometimes(
+            "reached: a wait takes the stored permit at once",
+            |_, _, t, _| {
+                matches!(t.act, Act::StartWait(_))
+                    && matches!(
+                        t.outcome.as_deref(),
+                        Some(Outcome::Waited(Waited::Resolved))
+                    )
+            },
+        ),
+        sometimes(
+            "reached: a pending wait resolves after a delivery",
+            |_, _, t, _| {
+                matches!(t.act, Act::PollWait(_))
+                    && matches!(
+                        t.outcome.as_deref(),
+                        Some(Outcome::Waited(Waited::Resolved))
+                    )
+            },
+        ),
         sometimes(
             "reached: a wait finds no wake-up and keeps waiting",
-            |_, _, t, _| matches!(t.outcome.as_deref(), Some(Outcome::Permit(false))),
+            |_, _, t, _| {
+                matches!(t.act, Act::PollWait(_))
+                    && matches!(t.outcome.as_deref(), Some(Outcome::Waited(Waited::Pending)))
+            },
+        ),
+        sometimes(
+            "reached: a woken wait dropped passes its wake-up on to another pending wait",
+            |_, _, t, _| {
+                matches!(
+                    t.outcome.as_deref(),
+                    Some(Outcome::Waited(Waited::DroppedWakeOthers))
+                )
+            },
+        ),
+        sometimes(
+            "reached: a woken wait dropped passes its wake-up on to the stored permit",
+            |_, _, t, _| {
+                matches!(
+                    t.outcome.as_deref(),
+                    Some(Outcome::Waited(Waited::PassedOn))
+                )
+            },
         ),
         sometimes(
             "reached: an owed wake-up ends with its scope",
@@ -82,7 +122,7 @@ pub fn coverage() -> Vec<Property<M>> {
             },
         ),
         sometimes("kept: a delegation not overdue yet", |m, a, t, b| {
-            t.act == Act::TakeOverdue && m.seen(b).counts.0 > 0 && a.ledger == b.ledger
+            t.act == Act::TakeOverdue && m.seen(b).counts.outstanding > 0 && a.ledger == b.ledger
         }),
         sometimes(
             "taken: arrived delegations, remembered as delivered",

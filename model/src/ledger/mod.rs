@@ -7,7 +7,7 @@
 //! States are stored exactly. A state holds its ledger as an index into the
 //! model's table of every distinct ledger reached (interned by
 //! whole-value equality, never by hash alone), so equal indices mean equal
-//! ledgers; the rest of the state packs losslessly into 40 bits. Because
+//! ledgers; the rest of the state packs losslessly into 42 bits. Because
 //! the core is pure, each `(ledger, event, children being ended)` is
 //! stepped once — on a copy of the ledger, mutated in place — and the
 //! answer memoised; the memo is exact (keyed by everything the step reads)
@@ -32,7 +32,8 @@ use crate::explore::{Model, Successor};
 use child::{World, within};
 pub use seen::{Seen, SeenEntry};
 use state::{
-    Act, Event, Held, L, LStep, LSys, MAX_CHILDREN, MAX_IDS, MAX_SCOPES, MAX_TICKS, Outcome, Setup,
+    Act, Event, Held, L, LStep, LSys, MAX_CHILDREN, MAX_IDS, MAX_SCOPES, MAX_TICKS, MAX_WAITERS,
+    Outcome, Setup,
 };
 
 /// A step function with the real ledger `step`'s signature; the model
@@ -49,7 +50,8 @@ pub struct Named {
 }
 
 /// Every actor, with `ids` delegation ids, `children` children each,
-/// `scopes` scopes and `ticks` clock ticks (overdue after one tick).
+/// `scopes` scopes and `ticks` clock ticks (overdue after one tick), and
+/// two waiters.
 pub const fn full(ids: u8, children: u8, scopes: u8, ticks: u8) -> Setup {
     Setup {
         ids,
@@ -57,7 +59,7 @@ pub const fn full(ids: u8, children: u8, scopes: u8, ticks: u8) -> Setup {
         scopes,
         ticks,
         bound: 1,
-        waiter: true,
+        waiters: 2,
         bad_input: true,
     }
 }
@@ -65,9 +67,10 @@ pub const fn full(ids: u8, children: u8, scopes: u8, ticks: u8) -> Setup {
 /// The configuration CI runs: two delegations with up to two children
 /// each (so one can be replaced), two scopes (a change, and the stale
 /// older scope's drop), one clock tick (so a delegation can be overdue or
-/// not yet), the waiter and bad input.
+/// not yet), two waiters (so that two arrivals can wake two pending waits)
+/// and bad input.
 pub const CI: Named = Named {
-    name: "ci: 2 delegations × 2 children, 2 scopes, 1 tick, waiter",
+    name: "ci: 2 delegations × 2 children, 2 scopes, 1 tick, 2 waiters",
     setup: full(2, 2, 2, 1),
 };
 
@@ -138,9 +141,11 @@ impl LedgerModel {
             (1..=MAX_IDS).contains(&setup.ids)
                 && setup.ids * setup.children <= MAX_CHILDREN
                 && (1..=MAX_SCOPES).contains(&setup.scopes)
-                && setup.ticks <= MAX_TICKS,
+                && setup.ticks <= MAX_TICKS
+                && setup.waiters <= MAX_WAITERS,
             "1..={MAX_IDS} ids, at most {MAX_CHILDREN} children in all, \
-             1..={MAX_SCOPES} scopes, at most {MAX_TICKS} ticks"
+             1..={MAX_SCOPES} scopes, at most {MAX_TICKS} ticks, \
+             at most {MAX_WAITERS} waiters"
         );
         let mut ledgers = Ledgers {
             ids: setup.ids,
@@ -223,7 +228,7 @@ const HELD: [Held; 4] = [Held::Gone, Held::Outstanding, Held::Arrived, Held::Tak
 impl Model for LedgerModel {
     type State = LSys;
     type Action = LStep;
-    /// The ledger's index, and the rest packed (40 bits).
+    /// The ledger's index, and the rest packed (42 bits).
     type Key = (u32, u64);
 
     fn pack(&self, s: &LSys) -> (u32, u64) {
@@ -234,7 +239,8 @@ impl Model for LedgerModel {
         }
         put(&mut w, s.issued, 2);
         put(&mut w, s.scopes, MAX_SCOPES.into());
-        put(&mut w, u8::from(s.waiting), 1);
+        put(&mut w, s.waiting, MAX_WAITERS.into());
+        put(&mut w, s.given, 2);
         put(&mut w, u8::from(s.owed), 1);
         for held in s.ids {
             let i = HELD.iter().position(|h| *h == held).expect("every Held");
@@ -254,7 +260,8 @@ impl Model for LedgerModel {
         s.finished = take(&mut w, children);
         s.issued = take(&mut w, 2);
         s.scopes = take(&mut w, MAX_SCOPES.into());
-        s.waiting = take(&mut w, 1) == 1;
+        s.waiting = take(&mut w, MAX_WAITERS.into());
+        s.given = take(&mut w, 2);
         s.owed = take(&mut w, 1) == 1;
         for held in &mut s.ids {
             *held = HELD[take(&mut w, 2) as usize];

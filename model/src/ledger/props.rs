@@ -2,16 +2,16 @@
 //! states and transitions, the answers SPEC §2 gives each operation, and D6
 //! as liveness. Names start with the SPEC id they check.
 //!
-//! The ghost ([`Held`], `owed`, `handed`, `finished`, `World::ended`)
+//! The ghost ([`Held`], `given`, `owed`, `handed`, `finished`, `World::ended`)
 //! records what SPEC §2 promises from what the actors were told; the
 //! properties compare it with what the real ledger's public queries answer
 //! ([`super::Seen`]). In a predicate, a `_ => true` arm means "not a
 //! situation this property is about".
 
-use baton::ledger::core::{Adoption, Arrival, RegisterError};
+use baton::ledger::core::{Adoption, Arrival, Counts, RegisterError, Waited};
 
 use super::LedgerModel;
-use super::state::{Act, Held, LStep, LSys, Outcome, index};
+use super::state::{Act, Held, LStep, LSys, Outcome, Setup, index};
 use crate::explore::{Check, Property};
 
 type M = LedgerModel;
@@ -124,7 +124,7 @@ pub fn properties() -> Vec<Property<M>> {
             });
             let outstanding = seen.ids_where(|e| !e.arrived).len();
             let arrived = seen.ids_where(|e| e.arrived).len();
-            per_id && seen.counts == (outstanding, arrived) && seen.live == outstanding + arrived
+            per_id && seen.counts == Counts { outstanding, arrived } && seen.live == outstanding + arrived
         }),
         always("D5 with no task in scope the ledger is empty", |m, s| {
             let seen = m.seen(s);
@@ -148,14 +148,41 @@ pub fn properties() -> Vec<Property<M>> {
                 _ => true,
             }
         }),
-        step("D6 an arrival is never lost: after Delivered the wake-up is stored", |m, _, t, b| {
+        step("D6 an arrival is never lost: after Delivered a pending wait without a wake-up is given one, else the permit is stored", |m, a, t, b| {
             match (t.act, t.outcome.as_deref()) {
-                (Act::Arrive(_), Some(Outcome::Arrived(Arrival::Delivered))) => m.seen(b).permit,
+                (Act::Arrive(_), Some(Outcome::Arrived(Arrival::Delivered))) => {
+                    let (before, after) = (m.seen(a), m.seen(b));
+                    let (pending, given) = before.waits;
+                    if given < pending {
+                        after.waits == (pending, given + 1) && after.permit == before.permit
+                    } else {
+                        after.waits == before.waits && after.permit
+                    }
+                }
                 _ => true,
             }
         }),
-        always("D6 an owed wake-up stays stored until a wait takes it or its scope ends", |m, s| {
-            !s.owed || m.seen(s).permit
+        always("D6 the wake-ups given to pending waits and the stored permit are those SPEC §2 owes", |m, s| {
+            let seen = m.seen(s);
+            seen.waits == (usize::from(Setup::pending(s)), usize::from(s.given)) && seen.permit == s.owed
+        }),
+        step("D6 a wait resolves only with a wake-up: the permit at its first poll, one given to the pending waits later", |_, a, t, _| {
+            let resolved = matches!(t.outcome.as_deref(), Some(Outcome::Waited(Waited::Resolved)));
+            match t.act {
+                Act::StartWait(_) => resolved == a.owed,
+                Act::PollWait(_) => resolved == (a.given > 0),
+                _ => true,
+            }
+        }),
+        step("D6 a dropped wait consumes nothing it was not given and loses no wake-up (but one merged into the stored permit)", |m, a, t, b| {
+            if !matches!(t.act, Act::DropWait(_)) {
+                return true;
+            }
+            let (before, after) = (m.seen(a), m.seen(b));
+            let held = |waits: (usize, usize), permit: bool| waits.1 + usize::from(permit);
+            let (then, now) = (held(before.waits, before.permit), held(after.waits, after.permit));
+            let merged = before.permit && before.waits.1 == before.waits.0;
+            after.waits.0 + 1 == before.waits.0 && (now == then || (merged && now + 1 == then))
         }),
         step("take_* take exactly what SPEC §2 says, in id order, as they were", |m, a, t, b| {
             let Some(Outcome::Took(taken)) = t.outcome.as_deref() else {
@@ -183,8 +210,8 @@ pub fn properties() -> Vec<Property<M>> {
             seen.next_overdue == earliest.map(|started| started + m.setup.bound)
         }),
         Property {
-            name: "D6 a pending wait_for_arrival resolves once an arrival is owed",
-            check: Check::Eventually(|_, s: &LSys| u64::from(s.waiting && s.owed)),
+            name: "D6 a wait that stays pending while a wake-up is given resolves",
+            check: Check::Eventually(|_, s: &LSys| if s.given > 0 { u64::from(s.waiting) } else { 0 }),
         },
     ]
     .into_iter()

@@ -8,11 +8,12 @@ use super::{LedgerModel, Named, StepFn, full, props, show};
 use crate::explore::{Exploration, Options, Trace, Verdict, explore};
 use crate::report::{SelfTestRow, format_self_test_block, thousands, trace_shape, verdict_lines};
 
-/// The configuration the self-test runs the broken variants on: one
-/// delegation with one child, two scopes, one tick, the waiter — enough
-/// for each variant's shortest trace (the tests find the same lengths on
-/// the CI configuration).
-pub const SELF_TEST: Setup = full(1, 1, 2, 1);
+/// The configuration the self-test runs the broken variants on: two
+/// delegations with one child each, two scopes, one tick, two waiters —
+/// enough for each variant's shortest trace (the tests find the same
+/// lengths on the CI configuration). Two delegations since issue 22: the
+/// coalescing variant needs two arrivals in one scope.
+pub const SELF_TEST: Setup = full(2, 1, 2, 1);
 
 /// One checked configuration.
 pub struct Checked {

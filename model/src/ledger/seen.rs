@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use baton::ledger::core::Entry;
+use baton::ledger::core::{Counts, Entry};
 
 use super::child::ModelChild;
 use super::state::{self, L, MAX_IDS};
@@ -40,7 +40,7 @@ impl SeenEntry {
 }
 
 /// What a ledger's public queries answer (`scope`, `entry` of each model
-/// id, `live`, `counts`, `delivered_len`, and `take_permit` on a copy).
+/// id, `live`, `counts`, `delivered_len`, `permit`, `waits`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Seen {
     /// The task index in scope and the scope's token.
@@ -52,11 +52,13 @@ pub struct Seen {
     /// The tasks the `live()` entries' data name, one bit each.
     pub live_tasks: u8,
     /// `counts()`.
-    pub counts: (usize, usize),
+    pub counts: Counts,
     /// `delivered_len()`.
     pub delivered: usize,
-    /// Whether a wake-up is stored (`take_permit` on a copy).
+    /// Whether a permit is stored (`permit()`).
     pub permit: bool,
+    /// `waits()`: the pending waits and the wake-ups given to them.
+    pub waits: (usize, usize),
     /// `next_overdue(bound)`, in ticks.
     pub next_overdue: Option<u8>,
 }
@@ -82,7 +84,8 @@ impl Seen {
             live_tasks: live.iter().fold(0, |acc, (_, task)| acc | 1 << **task),
             counts: ledger.counts(),
             delivered: ledger.delivered_len(),
-            permit: ledger.clone().take_permit(),
+            permit: ledger.permit(),
+            waits: ledger.waits(),
             next_overdue: ledger
                 .next_overdue(Duration::from_secs(bound.into()))
                 .map(|due| u8::try_from(due.as_secs()).expect("few ticks")),
@@ -91,7 +94,7 @@ impl Seen {
 
     /// Whether the ledger is empty in every respect D5 names.
     pub fn empty(&self) -> bool {
-        self.live == 0 && self.counts == (0, 0) && self.delivered == 0 && !self.permit
+        self.live == 0 && self.counts == Counts::default() && self.delivered == 0 && !self.permit
     }
 
     /// The model ids with an entry that satisfies `keep`, in id order.

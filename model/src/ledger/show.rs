@@ -3,6 +3,8 @@
 
 use std::fmt::Write as _;
 
+use baton::ledger::core::Counts;
+
 use super::LedgerModel;
 use super::state::{Held, LStep, LSys, Outcome, name};
 use crate::explore::Trace;
@@ -17,13 +19,14 @@ fn outcome(o: &Outcome) -> String {
     };
     match o {
         Outcome::Scoped(token, left) => format!("scope #{} {}", token.get(), ids(left)),
+        Outcome::ScopeRefused(e) => format!("refused: {e}"),
         Outcome::ScopeEnded(Some(left)) => format!("ended {}", ids(left)),
         Outcome::ScopeEnded(None) => "stale: ignored".into(),
         Outcome::Registered(Ok(())) => "Ok".into(),
         Outcome::Registered(Err(e)) => format!("Err {e}"),
         Outcome::Adopted(a) => format!("{a:?}"),
         Outcome::Arrived(a) => format!("{a:?}"),
-        Outcome::Permit(p) => format!("permit {p}"),
+        Outcome::Waited(w) => format!("{w:?}"),
         Outcome::Took(taken) => format!("took {}", ids(taken)),
     }
 }
@@ -68,7 +71,10 @@ pub fn show(m: &LedgerModel, s: &LSys) -> String {
             }
         }
     }
-    let (outstanding, arrived) = ledger.counts();
+    let Counts {
+        outstanding,
+        arrived,
+    } = ledger.counts();
     let _ = write!(
         out,
         " counts=({outstanding},{arrived}) delivered={} permit={} now={}",
@@ -96,8 +102,17 @@ pub fn show(m: &LedgerModel, s: &LSys) -> String {
     if s.scopes != 0 {
         let _ = write!(out, " handles={{{}}}", bits(s.scopes).replace('c', "#"));
     }
-    if s.waiting {
-        out.push_str(" waiting");
+    let (pending, given) = m.seen(s).waits;
+    if pending != 0 || given != 0 {
+        let _ = write!(out, " waits=({pending},{given})");
+    }
+    for w in 0..m.setup.waiters {
+        if s.waiting & (1 << w) != 0 {
+            let _ = write!(out, " w{w}:pending");
+        }
+    }
+    if s.given != 0 {
+        let _ = write!(out, " given={}", s.given);
     }
     if s.owed {
         out.push_str(" owed");

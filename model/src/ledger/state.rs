@@ -28,7 +28,9 @@ pub const MAX_CHILDREN: u8 = 6;
 pub const MAX_SCOPES: u8 = 3;
 /// The most clock ticks.
 pub const MAX_TICKS: u8 = 3;
-/// The fairness class of the `wait_for_arrival` waiter.
+/// The most `wait_for_arrival` waiters.
+pub const MAX_WAITERS: u8 = 2;
+/// The fairness class of `wait_for_arrival` waiter `w` is `WAITER + w`.
 pub const WAITER: u8 = 0;
 
 /// Which actors a configuration has, and how far each may go.
@@ -45,8 +47,10 @@ pub struct Setup {
     pub ticks: u8,
     /// `take_overdue`'s bound, in ticks.
     pub bound: u8,
-    /// A `wait_for_arrival` waiter.
-    pub waiter: bool,
+    /// `wait_for_arrival` waiters (0..=[`MAX_WAITERS`]), each with one
+    /// wait at a time; two are needed for `notify_one` to differ from one
+    /// coalescing wake-up.
+    pub waiters: u8,
     /// A registration with an invalid id.
     pub bad_input: bool,
 }
@@ -81,10 +85,14 @@ pub struct LSys {
     pub issued: u8,
     /// The live `DelegationScope` handles, one bit per token.
     pub scopes: u8,
-    /// A `wait_for_arrival` future is pending.
-    pub waiting: bool,
-    /// Ghost (D6): a `Delivered` whose wake-up no wait has taken yet, in
-    /// this scope.
+    /// The waiters whose `wait_for_arrival` is pending, one bit each.
+    pub waiting: u8,
+    /// Ghost (D6): wake-ups `Delivered` gave to pending waits and no wait
+    /// has taken yet (SPEC §2: one per arrival, while a pending wait has
+    /// none).
+    pub given: u8,
+    /// Ghost (D6): a `Delivered` whose wake-up no pending wait could take,
+    /// stored for the next wait, in this scope.
     pub owed: bool,
     /// Ghost: each id's SPEC state.
     pub ids: [Held; MAX_IDS as usize],
@@ -122,12 +130,13 @@ pub enum Act {
     TakeAll,
     /// The clock ticks.
     Tick,
-    /// A `wait_for_arrival` future is made.
-    StartWait,
-    /// The pending `wait_for_arrival` future is polled (`take_permit`).
-    PollWait,
-    /// The pending `wait_for_arrival` future is dropped.
-    DropWait,
+    /// Waiter `w` makes a `wait_for_arrival` future and polls it
+    /// (`begin_wait`).
+    StartWait(u8),
+    /// Waiter `w`'s pending future is polled again (`poll_wait`).
+    PollWait(u8),
+    /// Waiter `w`'s pending future is dropped (`drop_wait`).
+    DropWait(u8),
 }
 
 /// One transition: the act, and the real event with the real outcome.
@@ -173,7 +182,8 @@ impl Setup {
             world: World::default(),
             issued: 0,
             scopes: 0,
-            waiting: false,
+            waiting: 0,
+            given: 0,
             owed: false,
             ids: [Held::Gone; MAX_IDS as usize],
             handed: 0,
@@ -184,6 +194,11 @@ impl Setup {
     /// The `k`-th child of delegation `d`.
     pub fn child(&self, d: u8, k: u8) -> ModelChild {
         ModelChild(d * self.children + k)
+    }
+
+    /// The number of pending waits in `s`.
+    pub fn pending(s: &LSys) -> u8 {
+        s.waiting.count_ones() as u8
     }
 
     /// The children handed to delegation `d` so far.

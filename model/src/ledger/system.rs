@@ -3,15 +3,16 @@
 //! too), a launcher that registers delegations and adopts children,
 //! children whose outcomes arrive, a consumer that takes (arrived, overdue
 //! under a ticking clock, all, one by discard), the world ending children
-//! on its own, and a `wait_for_arrival` waiter. Every step is one call of
+//! on its own, and two `wait_for_arrival` waiters. Every step is one call of
 //! the core's `step` (or none), followed by exactly what the adapter does
 //! with the outcome: it begins ending every child handed back to it that
 //! had not arrived (`TakenDelegation`'s drop, `adopt`'s refusal).
 //!
-//! **Fairness**: only the waiter must keep polling (class [`WAITER`]) while
-//! its future is pending; every other actor may stop at any time.
+//! **Fairness**: only a waiter must keep polling (class [`WAITER`] + its
+//! number) while its future is pending; every other actor may stop at any
+//! time.
 
-use baton::ledger::core::{Adoption, Arrival};
+use baton::ledger::core::{Adoption, Arrival, Waited};
 
 use super::LedgerModel;
 use super::child::ModelChild;
@@ -36,10 +37,11 @@ pub(super) fn follow_up(outcome: &Outcome) {
             baton::ledger::Child::begin_ending(child)
         }
         Outcome::Adopted(Adoption::Adopted)
+        | Outcome::ScopeRefused(_)
         | Outcome::ScopeEnded(None)
         | Outcome::Registered(_)
         | Outcome::Arrived(_)
-        | Outcome::Permit(_) => {}
+        | Outcome::Waited(_) => {}
     }
 }
 
@@ -60,11 +62,12 @@ fn took(s: &mut LSys, taken: &[Taken]) {
 }
 
 /// A scope ended (replaced or dropped): its entries were taken, its
-/// delivered memory and wake-up go with it.
+/// delivered memory and wake-ups (stored or given) go with it.
 fn scope_ended(s: &mut LSys, left: &[Taken]) {
     took(s, left);
     s.ids = [Held::Gone; MAX_IDS as usize];
     s.owed = false;
+    s.given = 0;
 }
 
 /// The ghosts (and handles) after `act` returned `outcome`.
@@ -94,7 +97,13 @@ fn account(s: &mut LSys, setup: &Setup, act: Act, outcome: Option<&Outcome>) {
         Act::Arrive(d) => {
             if let Some(Outcome::Arrived(Arrival::Delivered)) = outcome {
                 s.ids[d as usize] = Held::Arrived;
-                s.owed = true;
+                // SPEC §2 (`notify_one`): a pending wait without a wake-up
+                // gets one, else one permit is stored.
+                if s.given < Setup::pending(s) {
+                    s.given += 1;
+                } else {
+                    s.owed = true;
+                }
             }
         }
         Act::EndedElsewhere(c) => s.world.being_ended |= ModelChild(c).bit(),
@@ -104,14 +113,24 @@ fn account(s: &mut LSys, setup: &Setup, act: Act, outcome: Option<&Outcome>) {
             }
         }
         Act::Tick => s.now += 1,
-        Act::StartWait => s.waiting = true,
-        Act::PollWait => {
-            if let Some(Outcome::Permit(true)) = outcome {
-                s.waiting = false;
-                s.owed = false;
+        Act::StartWait(w) => match outcome {
+            Some(Outcome::Waited(Waited::Resolved)) => s.owed = false,
+            _ => s.waiting |= 1 << w,
+        },
+        Act::PollWait(w) => {
+            if let Some(Outcome::Waited(Waited::Resolved)) = outcome {
+                s.waiting &= !(1 << w);
+                s.given = s.given.saturating_sub(1);
             }
         }
-        Act::DropWait => s.waiting = false,
+        Act::DropWait(w) => {
+            s.waiting &= !(1 << w);
+            // A wake-up no other pending wait can take is passed on.
+            if s.given > Setup::pending(s) {
+                s.given -= 1;
+                s.owed = true;
+            }
+        }
     }
 }
 
@@ -207,13 +226,17 @@ pub fn successors(m: &LedgerModel, s: &LSys, out: &mut Vec<Successor<LStep, LSys
     if s.now < setup.ticks {
         fire(Act::Tick, None, optional);
     }
-    if setup.waiter {
-        if s.waiting {
-            let poll = || Event::TakePermit;
-            fire(Act::PollWait, Some((0, &poll)), Fairness::Fair(WAITER));
-            fire(Act::DropWait, None, optional);
+    for w in 0..setup.waiters {
+        if s.waiting & (1 << w) != 0 {
+            let poll = || Event::PollWait;
+            fire(
+                Act::PollWait(w),
+                Some((0, &poll)),
+                Fairness::Fair(WAITER + w),
+            );
+            fire(Act::DropWait(w), Some((0, &|| Event::DropWait)), optional);
         } else {
-            fire(Act::StartWait, None, optional);
+            fire(Act::StartWait(w), Some((0, &|| Event::BeginWait)), optional);
         }
     }
 }

@@ -50,19 +50,50 @@ fn scope_drop_forgets_children(l: &mut L, e: Event) -> Outcome {
     }
 }
 
-/// (h) An arrival stores no wake-up: `Delivered`, but the permit is gone.
+/// Takes back the wake-up the arrival that just left `l` gave, with the
+/// real wait events only: a wake-up given to a pending wait is taken by a
+/// poll and the wait begun again; a permit stored is taken by a first poll.
+fn take_back(l: &mut L, given_before: usize, permit_before: bool) {
+    if l.waits().1 > given_before {
+        let _ = l.poll_wait();
+        let _ = l.begin_wait();
+    } else if l.permit() && !permit_before {
+        let _ = l.begin_wait();
+    }
+}
+
+/// (h) An arrival wakes nobody: `Delivered`, but its wake-up is gone.
 fn arrival_without_wake_up(l: &mut L, e: Event) -> Outcome {
+    let (given, permit) = (l.waits().1, l.permit());
     match step(l, e) {
         Outcome::Arrived(Arrival::Delivered) => {
-            let _ = l.take_permit();
+            take_back(l, given, permit);
             Outcome::Arrived(Arrival::Delivered)
         }
         other => other,
     }
 }
 
-/// The three ledger variants of issue 6.
-pub const VARIANTS: [Variant; 3] = [
+/// (o) The old coalescing rule where only `notify_one` differs from it
+/// (issue 22): an arrival while a pending wait already holds a wake-up
+/// gives no wake-up to another pending wait, so two arrivals wake only one
+/// of two pending waits. (Elsewhere it keeps the real rule, so the checker
+/// must find two pending waits to catch it.)
+fn coalescing_wakes_one_of_two(l: &mut L, e: Event) -> Outcome {
+    let (permit, (pending, given)) = (l.permit(), l.waits());
+    match step(l, e) {
+        Outcome::Arrived(Arrival::Delivered) => {
+            if given > 0 && given < pending {
+                take_back(l, given, permit);
+            }
+            Outcome::Arrived(Arrival::Delivered)
+        }
+        other => other,
+    }
+}
+
+/// The ledger variants of issues 6 and 22.
+pub const VARIANTS: [Variant; 4] = [
     Variant {
         name: "f_double_delivery",
         bug: "an arrival for an entry already arrived is Delivered again",
@@ -77,11 +108,20 @@ pub const VARIANTS: [Variant; 3] = [
     },
     Variant {
         name: "h_arrival_without_wake_up",
-        bug: "an arrival stores no wake-up",
+        bug: "an arrival wakes nobody and stores no wake-up",
         step: arrival_without_wake_up,
-        caught_by: "D6 an arrival is never lost: after Delivered the wake-up is stored",
+        caught_by: D6_ARRIVAL,
+    },
+    Variant {
+        name: "o_coalescing_wakes_one_of_two",
+        bug: "an arrival while a pending wait holds a wake-up wakes no other: two arrivals wake one of two pending waits",
+        step: coalescing_wakes_one_of_two,
+        caught_by: D6_ARRIVAL,
     },
 ];
+
+/// The property that catches an arrival's lost wake-up.
+const D6_ARRIVAL: &str = "D6 an arrival is never lost: after Delivered a pending wait without a wake-up is given one, else the permit is stored";
 
 /// The ledger variant called `name`.
 pub fn by_name(name: &str) -> Option<StepFn> {

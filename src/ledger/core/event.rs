@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use super::{Adoption, Arrival, Child, Ledger, Moment, RegisterError, ScopeToken, Taken};
+use crate::facts::IdError;
+
+use super::{Adoption, Arrival, Child, Ledger, Moment, RegisterError, ScopeToken, Taken, Waited};
 
 /// An event of SPEC §2, for drivers that feed the ledger a sequence (the
 /// model checker, the fuzzer). Each maps to one method of [`Ledger`].
@@ -34,8 +36,12 @@ pub enum Event<D, C, T = Duration> {
     Discard(String),
     /// [`Ledger::arrive`]
     Arrive(String),
-    /// [`Ledger::take_permit`] (what `wait_for_arrival` does when polled)
-    TakePermit,
+    /// [`Ledger::begin_wait`]: a `wait_for_arrival`'s first poll.
+    BeginWait,
+    /// [`Ledger::poll_wait`]: a pending `wait_for_arrival` polled again.
+    PollWait,
+    /// [`Ledger::drop_wait`]: a pending `wait_for_arrival` dropped.
+    DropWait,
     /// [`Ledger::take_arrived`]
     TakeArrived,
     /// [`Ledger::take_overdue`]
@@ -55,6 +61,8 @@ pub enum Event<D, C, T = Duration> {
 pub enum Outcome<D, C, T = Duration> {
     /// A new scope, and what the previous one left.
     Scoped(ScopeToken, Vec<Taken<D, C, T>>),
+    /// `scope_task` refused an invalid task id; nothing changed.
+    ScopeRefused(IdError),
     /// The scope ended (`Some`) or the token was stale (`None`).
     ScopeEnded(Option<Vec<Taken<D, C, T>>>),
     /// The result of `register`.
@@ -63,8 +71,8 @@ pub enum Outcome<D, C, T = Duration> {
     Adopted(Adoption<C>),
     /// The result of `arrive`.
     Arrived(Arrival),
-    /// Whether a stored wake-up was consumed.
-    Permit(bool),
+    /// What a wait's event decided.
+    Waited(Waited),
     /// Entries taken (`discard`, `take_*`), in id order.
     Took(Vec<Taken<D, C, T>>),
 }
@@ -75,10 +83,10 @@ pub fn step<D, C: Child, T: Moment>(
     event: Event<D, C, T>,
 ) -> Outcome<D, C, T> {
     match event {
-        Event::ScopeTask(task) => {
-            let (token, left) = ledger.scope_task(task);
-            Outcome::Scoped(token, left)
-        }
+        Event::ScopeTask(task) => match ledger.scope_task(task) {
+            Ok((token, left)) => Outcome::Scoped(token, left),
+            Err(error) => Outcome::ScopeRefused(error),
+        },
         Event::EndScope(token) => Outcome::ScopeEnded(ledger.end_scope(token)),
         Event::Register {
             id,
@@ -89,7 +97,9 @@ pub fn step<D, C: Child, T: Moment>(
         Event::Adopt { id, child } => Outcome::Adopted(ledger.adopt(&id, child)),
         Event::Discard(id) => Outcome::Took(ledger.discard(&id).into_iter().collect()),
         Event::Arrive(id) => Outcome::Arrived(ledger.arrive(&id)),
-        Event::TakePermit => Outcome::Permit(ledger.take_permit()),
+        Event::BeginWait => Outcome::Waited(ledger.begin_wait()),
+        Event::PollWait => Outcome::Waited(ledger.poll_wait()),
+        Event::DropWait => Outcome::Waited(ledger.drop_wait()),
         Event::TakeArrived => Outcome::Took(ledger.take_arrived()),
         Event::TakeOverdue { bound, now } => Outcome::Took(ledger.take_overdue(bound, now)),
         Event::TakeAll => Outcome::Took(ledger.take_all()),

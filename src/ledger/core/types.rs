@@ -66,10 +66,9 @@ pub trait Child {
     fn begin_ending(&self);
     /// Whether the child is being ended (by the ledger or anyone else).
     ///
-    /// Called **under the ledger's lock** (an arrival asks it, so that an
-    /// outcome from a child being ended is refused in the same step): it
-    /// must not block, and must not call back into the [`Delegations`]
-    /// that holds the child, which would deadlock.
+    /// An arrival asks it, so that an outcome from a child being ended is
+    /// refused. [`Delegations`] asks it outside its lock: it may call back
+    /// into the ledger; it should not block (the arrival waits for it).
     ///
     /// [`Delegations`]: crate::ledger::Delegations
     fn is_being_ended(&self) -> bool;
