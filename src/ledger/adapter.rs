@@ -248,12 +248,14 @@ impl Delegations {
     }
 
     /// Takes every arrived delegation, in id order.
+    #[must_use = "the taken delegations are the arrived outcomes"]
     pub fn take_arrived(&self) -> Vec<TakenDelegation> {
         self.take(Ledger::take_arrived)
     }
 
     /// Takes the delegations not arrived with `started + bound <= now`, in
     /// id order. Dropping them ends their children.
+    #[must_use = "dropping the taken delegations ends their children; take_child() keeps one"]
     pub fn take_overdue(&self, bound: Duration, now: Instant) -> Vec<TakenDelegation> {
         self.take(|ledger| ledger.take_overdue(bound, now))
     }
@@ -263,7 +265,9 @@ impl Delegations {
         self.cell.read(|ledger| ledger.next_overdue(bound))
     }
 
-    /// Takes every delegation, in id order.
+    /// Takes every delegation, in id order. Dropping one that has not
+    /// arrived ends its child.
+    #[must_use = "dropping the taken delegations ends the children not arrived; take_child() keeps one"]
     pub fn take_all(&self) -> Vec<TakenDelegation> {
         self.take(Ledger::take_all)
     }

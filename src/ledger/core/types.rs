@@ -61,6 +61,41 @@ impl Moment for std::time::Instant {
 }
 
 /// A launched child (a process, a session) that can be asked to end.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::time::Instant;
+///
+/// use baton::ledger::{Arrival, Child, Delegation, Delegations};
+///
+/// /// A child session: ending it only raises a flag its runner watches.
+/// struct Session(Arc<AtomicBool>);
+///
+/// impl Child for Session {
+///     fn begin_ending(&self) {
+///         self.0.store(true, Ordering::SeqCst); // must not block
+///     }
+///     fn is_being_ended(&self) -> bool {
+///         self.0.load(Ordering::SeqCst)
+///     }
+/// }
+///
+/// let ledger = Delegations::new();
+/// let scope = ledger.scope_task("task-1")?;
+/// # let delegation = Delegation {
+/// #     task_id: "task-1".into(), capsule: "researcher".into(), version: "1.0.0".into(),
+/// #     child_session_id: "session-child".into(), child_workdir: "/tmp/child".into(),
+/// #     started: Instant::now(),
+/// # };
+/// ledger.register("child-1", delegation).unwrap();
+/// let ended = Arc::new(AtomicBool::new(false));
+/// ledger.adopt("child-1", Box::new(Session(Arc::clone(&ended))));
+/// drop(scope); // D3: the scope's end begins ending every child not arrived
+/// assert!(ended.load(Ordering::SeqCst));
+/// assert_eq!(ledger.arrive("child-1"), Arrival::NotOutstanding);
+/// # Ok::<(), baton::facts::IdError>(())
+/// ```
 pub trait Child {
     /// Begins ending the child. Must not block; called outside every lock.
     fn begin_ending(&self);
