@@ -178,6 +178,7 @@
 #![warn(missing_docs)]
 
 mod sync;
+mod trace;
 mod waiter;
 #[cfg(test)]
 mod within;
