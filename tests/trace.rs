@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use baton::durable::{Claim, HandoffLog, MemoryLog, SealError, append_then_seal};
 use baton::durable::{Receipt, append_then_seal_async};
+use baton::gate::core::StateKind;
 use baton::{CancelSignal, CommitError, HandoffExecution, HandoffRequester, Phase};
 use common::*;
 use tracing::field::{Field, Visit};
@@ -107,6 +108,8 @@ struct Capture {
     stack: Mutex<Vec<u64>>,
     next: AtomicU64,
     probe: Option<Arc<Probe>>,
+    /// Panics on a transition of this event (a subscriber is user code).
+    panic_on: Option<&'static str>,
 }
 
 impl Capture {
@@ -160,6 +163,10 @@ impl Subscriber for Capture {
         let mut fields = Fields::new();
         event.record(&mut Collect(&mut fields));
         self.check(&format!("event {fields:?}"));
+        let event_name = fields.get("event").map(String::as_str);
+        if self.panic_on.is_some() && event_name == self.panic_on {
+            panic!("the subscriber panics on {event_name:?}");
+        }
         let span = self
             .stack
             .lock()
@@ -492,5 +499,31 @@ fn r2_an_acknowledged_async_append_records_written_and_sealed() {
     assert_eq!(
         seal.span.as_ref().map(|(name, _)| name.as_str()),
         Some("append")
+    );
+}
+
+/// S1: a subscriber that panics on a reserve's transition (emitted after
+/// the lock, once the reservation's handle exists) leaves no reservation
+/// behind: the handle drops in the unwinding and releases the Run, so the
+/// next reserve is not `Busy` forever.
+#[test]
+fn s1_a_subscriber_panicking_on_a_reserve_leaves_the_run_released() {
+    let gate = gate();
+    let capture = Capture {
+        panic_on: Some("Reserve"),
+        ..Capture::default()
+    };
+    let (panicked, capture) = with_capture(capture, async {
+        let requester = gate.requester();
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| requester.reserve(intent())))
+            .is_err()
+    });
+    assert!(panicked, "the subscriber's panic reaches the caller");
+    assert_eq!(gate.requester().state().kind(), StateKind::Running);
+    let seen = seen(&capture);
+    assert_eq!(
+        transitions(&seen),
+        [("Cancel", "Requested", "Running", Some("0"))],
+        "the Reserve transition panicked, the handle's drop released"
     );
 }

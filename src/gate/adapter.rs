@@ -517,18 +517,20 @@ impl<P: PartialEq + Clone> HandoffRequester<P> {
             let (changed, result) = shared.enter_locked(slot, outcome, None);
             (changed, (result.map(|_| slot.state.ticket()), note))
         });
-        shared.emit(note);
-        let ticket = ticket?;
         // `Reserve` only ever moves to `Requested{new T}`; the table test
         // pins that, so this is never `Busy` in practice.
-        let ticket = ticket.ok_or(GateError::Busy)?;
-        Ok(HandoffReservation {
+        let reservation = ticket.and_then(|ticket| ticket.ok_or(GateError::Busy));
+        let reservation = reservation.map(|ticket| HandoffReservation {
             release: Release {
                 shared: Arc::clone(shared),
                 ticket,
                 armed: true,
             },
-        })
+        });
+        // After the handle exists: a subscriber that panics here drops it,
+        // which releases the Run rather than leaving it reserved by nobody.
+        shared.emit(note);
+        reservation
     }
 
     /// The logical Run every handoff of this gate keeps.
