@@ -223,6 +223,10 @@ impl CancelSignal {
     /// Fires the signal. Idempotent; wakes every waiter the first time.
     /// Once it returns, [`is_canceled`](Self::is_canceled) answers `true`
     /// and every `canceled()` future resolves at its next poll.
+    ///
+    /// With the `tracing` feature the first fire is a `fired` event
+    /// (target `baton::cancel`, `DEBUG`) with the phase noted, emitted
+    /// after the latch's lock is released.
     pub fn cancel(&self) {
         let before = self.shared.bits.fetch_or(FIRED, Ordering::SeqCst);
         // Only the first cancel, and only if a waiter announced itself,
@@ -231,6 +235,8 @@ impl CancelSignal {
             // Nothing in the latch changes: waiters read `FIRED` when woken.
             self.shared.latch.update(|_| (true, ()));
         }
+        // The first fire (nothing at all without the feature).
+        crate::trace::cancel_fired!(before & FIRED == 0, self.phase());
     }
 
     /// Whether the signal has fired. One atomic load, no lock.

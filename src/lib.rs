@@ -161,6 +161,20 @@
 //!   (bundled: no system library needed).
 //! - `tokio-util`: [`Cancellation`] for `tokio_util::sync::CancellationToken`,
 //!   so a token can stand where a [`CancelSignal`] does.
+//! - `tracing`: events and spans through the `tracing` crate. Target
+//!   `baton::gate`: a `transition` event at `DEBUG` for every change of a
+//!   gate's state (fields `root_run_id`, `ticket`, `event`, and the state
+//!   kinds `before` and `after`), `refused` and `ignored` events at
+//!   `TRACE` (a `Busy` reserve, a refused commit, a stale release), and a
+//!   `boundary` span at `DEBUG` around each
+//!   [`boundary`](HandoffGate::boundary) future (`root_run_id`,
+//!   `ticket`). Target `baton::cancel`: a `fired` event at `DEBUG` with the
+//!   `phase`, once per signal. Target `baton::durable`: an `append` span at
+//!   `DEBUG` around [`durable::append_then_seal`] and its async form
+//!   (`root_run_id`, `run_id`, `epoch`, then `outcome`: `written`,
+//!   `already_durable`, `fenced`, `failed` or `not_committed`, and
+//!   `sealed`). Every event is emitted after baton's locks are released.
+//!   Without the feature no tracing code is compiled at all.
 //! - `fuzzing`: the bodies of the repository's cargo-fuzz targets, with
 //!   `arbitrary`; for baton's own verification, not part of the API.
 //!
@@ -182,7 +196,9 @@
 //! it, and none of them may call back into the same baton object:
 //! [`Cancellation::is_canceled`] (read by a commit),
 //! [`ledger::Child::is_being_ended`] (read by an arrival), and the
-//! payload's `PartialEq` and `Clone` when a pause is sealed.
+//! payload's `PartialEq` and `Clone` when a pause is sealed. A `tracing`
+//! subscriber is not among them: baton emits only after it unlocks, so a
+//! subscriber may read the gate it hears from.
 #![forbid(unsafe_code)]
 // docs.rs (`--cfg docsrs`, Cargo.toml's [package.metadata.docs.rs]) marks
 // each feature-gated item with the feature it needs.
@@ -190,6 +206,7 @@
 #![warn(missing_docs)]
 
 mod sync;
+mod trace;
 mod waiter;
 #[cfg(test)]
 mod within;

@@ -11,6 +11,7 @@ use super::log::{HandoffLog, LogError, Receipt};
 use crate::facts::HandoffPause;
 use crate::gate::HandoffGate;
 use crate::gate::core::State;
+use crate::trace;
 
 /// Why [`append_then_seal`] (or [`append_then_seal_async`]) did not seal.
 #[derive(Debug, Error)]
@@ -131,6 +132,12 @@ pub fn seal_step(appended: Result<Receipt, LogError>) -> SealStep {
 /// An append is idempotent, so calling this again after a crash-free
 /// failure is safe while the gate is still committed.
 ///
+/// With the `tracing` feature the step runs in an `append` span (target
+/// `baton::durable`) with the root Run, the run id and the epoch, which
+/// records the append's `outcome` (`written`, `already_durable`, `fenced`,
+/// `failed`, or `not_committed` when nothing was appended) and whether the
+/// gate was `sealed`.
+///
 /// ```
 /// use baton::durable::{Claim, HandoffLog, MemoryLog, Receipt, SealError, append_then_seal};
 /// use baton::{CancelSignal, HandoffGate, HandoffIntent, HandoffPause, Invocation};
@@ -194,9 +201,15 @@ where
     P: PartialEq + Clone,
     L: HandoffLog<P> + ?Sized,
 {
-    committed_to(gate, pause)?;
-    let step = seal_step(log.append(gate.root_run_id(), gate.source(), epoch, pause));
-    apply(gate, pause, step)
+    let _span = trace::append_span!(gate, epoch);
+    let _entered = trace::enter!(_span);
+    let result = committed_to(gate, pause).and_then(|()| {
+        let step = seal_step(log.append(gate.root_run_id(), gate.source(), epoch, pause));
+        trace::append_step!(_span, &step);
+        apply(gate, pause, step)
+    });
+    trace::append_end!(_span, &result);
+    result
 }
 
 /// [`append_then_seal`] for async code: the same step, with the append
@@ -256,6 +269,9 @@ where
 /// if the append committed). Dropping the future before its first poll
 /// does nothing.
 ///
+/// With the `tracing` feature the future runs in the same `append` span as
+/// [`append_then_seal`]'s, entered on each of its polls.
+///
 /// # Errors
 ///
 /// See [`SealError`].
@@ -269,11 +285,19 @@ where
     P: PartialEq + Clone,
     L: AsyncHandoffLog<P>,
 {
-    committed_to(gate, pause)?;
-    let appended = log
-        .append_async(gate.root_run_id(), gate.source(), epoch, pause)
-        .await;
-    apply(gate, pause, seal_step(appended))
+    let _span = trace::append_span!(gate, epoch);
+    let step = async {
+        committed_to(gate, pause)?;
+        let appended = log
+            .append_async(gate.root_run_id(), gate.source(), epoch, pause)
+            .await;
+        let step = seal_step(appended);
+        trace::append_step!(_span, &step);
+        apply(gate, pause, step)
+    };
+    let result: Result<Receipt, SealError> = trace::instrument!(step, _span).await;
+    trace::append_end!(_span, &result);
+    result
 }
 
 /// `Ok` if `gate` is committed to `pause`, else [`SealError::NotCommitted`].

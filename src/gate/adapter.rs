@@ -19,6 +19,7 @@ use super::ended::{BoundaryError, CommitError, ReadyError, WaitError};
 use crate::cancel::Cancellation;
 use crate::facts::{HandoffIntent, HandoffPause, Invocation};
 use crate::sync::{Arc, Mirror};
+use crate::trace::{self, GateNote};
 use crate::waiter::WatchCell;
 
 /// While a handoff is held: reads the worker's cancellation bit, so that
@@ -63,18 +64,33 @@ impl<P: PartialEq> Shared<P> {
     /// Feeds `event` to the core under the lock. `Ok(true)`: the state moved;
     /// `Ok(false)`: ignored. `held` is kept if the state becomes `Held`.
     fn apply(&self, event: Event<P>, held: Option<CancelBit>) -> Result<bool, Refusal> {
-        self.cell
-            .update(|slot| self.apply_locked(slot, event, held))
+        let (result, note) = self
+            .cell
+            .update(|slot| self.apply_locked(slot, event, held));
+        self.emit(note);
+        result
     }
 
+    /// [`apply`](Self::apply) under a lock the caller holds, with the note
+    /// of the step, which the caller emits once the lock is released.
     fn apply_locked(
         &self,
         slot: &mut Slot<P>,
         event: Event<P>,
         held: Option<CancelBit>,
-    ) -> (bool, Result<bool, Refusal>) {
+    ) -> (bool, (Result<bool, Refusal>, GateNote)) {
+        let begun = trace::gate_begin!(&slot.state, &event);
         let outcome = core::step(&self.config, &slot.state, event);
-        self.enter_locked(slot, outcome, held)
+        let note = trace::gate_end!(begun, &outcome);
+        let (changed, result) = self.enter_locked(slot, outcome, held);
+        (changed, (result, note))
+    }
+
+    /// Emits the note of a step (with the `tracing` feature). Never under
+    /// the lock: a subscriber is user code, and may call into the gate.
+    #[inline(always)]
+    fn emit(&self, note: GateNote) {
+        trace::gate_emit!(note, self.config.root_run_id());
     }
 
     /// Carries out the core's `outcome` under the lock: a state it moved to
@@ -333,10 +349,38 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
     /// (`Cancel(T)`); so does a panicking preflight. Once committed,
     /// nothing is undone: dropping the future then changes nothing, and the
     /// next `boundary` returns the committed pause.
+    ///
+    /// # Tracing
+    ///
+    /// With the `tracing` feature the future runs in a `boundary` span
+    /// (target `baton::gate`), entered on each of its polls, with the root
+    /// Run id and the ticket once a request is found.
     pub async fn boundary<C, F, Fut>(
         &self,
         cancel: &C,
         preflight: F,
+    ) -> Result<Option<std::sync::Arc<HandoffPause<P>>>, BoundaryError>
+    where
+        C: Cancellation,
+        F: FnOnce(std::sync::Arc<HandoffIntent>) -> Fut,
+        Fut: Future<Output = Option<HandoffPause<P>>>,
+    {
+        #[cfg(feature = "tracing")]
+        {
+            let span = trace::boundary_span(self.root_run_id());
+            let future = self.boundary_in(cancel, preflight, &span);
+            return tracing::Instrument::instrument(future, span.clone()).await;
+        }
+        #[cfg(not(feature = "tracing"))]
+        self.boundary_in(cancel, preflight).await
+    }
+
+    /// The body of [`boundary`](Self::boundary); `span` is its span.
+    async fn boundary_in<C, F, Fut>(
+        &self,
+        cancel: &C,
+        preflight: F,
+        #[cfg(feature = "tracing")] span: &tracing::Span,
     ) -> Result<Option<std::sync::Arc<HandoffPause<P>>>, BoundaryError>
     where
         C: Cancellation,
@@ -362,6 +406,7 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
             Begun::Requested(ticket, intent) => (ticket, intent),
             Begun::Committed(pause) => return Ok(Some(pause)),
         };
+        trace::boundary_ticket!(span, ticket);
         let release = Release {
             shared: Arc::clone(shared),
             ticket,
@@ -369,20 +414,21 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
         };
         let pause = preflight(intent).await;
         let bit = cancel.clone();
-        let held = shared.cell.update(|slot| {
+        let (held, note) = shared.cell.update(|slot| {
             let event = Event::Preflight {
                 ticket,
                 pause,
                 canceled: cancel.is_canceled(),
             };
             let bit: CancelBit = Box::new(move || bit.is_canceled());
-            let (changed, _) = shared.apply_locked(slot, event, Some(bit));
+            let (changed, (_, note)) = shared.apply_locked(slot, event, Some(bit));
             let held = match slot.state {
                 State::Held { ticket: t, .. } if t == ticket => Ok(()),
                 _ => Err(slot.state.kind().gone()),
             };
-            (changed, held)
+            (changed, (held, note))
         });
+        shared.emit(note);
         if let Err(gone) = held {
             release.disarm();
             return nothing(gone);
@@ -425,16 +471,18 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
     /// the gate's own: neither may call back into the gate.
     pub fn sealed(&self, pause: &HandoffPause<P>) -> bool {
         let shared = &self.shared;
-        shared.cell.update(|slot| {
+        let (sealed, note) = shared.cell.update(|slot| {
             // Offer the gate's own pause when it is the one reported (no
             // copy), else a copy of `pause`: either way `step` decides.
             let offered = match slot.state.pause() {
                 Some(stored) if **stored == *pause => std::sync::Arc::clone(stored),
                 Some(_) | None => std::sync::Arc::new(pause.clone()),
             };
-            let (changed, result) = shared.apply_locked(slot, Event::Seal(offered), None);
-            (changed, result == Ok(true))
-        })
+            let (changed, (result, note)) = shared.apply_locked(slot, Event::Seal(offered), None);
+            (changed, (result == Ok(true), note))
+        });
+        shared.emit(note);
+        sealed
     }
 
     /// Closes the gate: no handoff from now on; every waiter resolves with
@@ -503,37 +551,50 @@ impl<P: PartialEq + Clone> HandoffRequester<P> {
         intent: impl Into<std::sync::Arc<HandoffIntent>>,
     ) -> Result<HandoffReservation<P>, GateError> {
         let shared = &self.shared;
+        let root = shared.config.root_run_id();
         let intent = intent.into();
         // The table's `Reserve` row in two halves. S9 first: bad input is
         // refused as such in every state, and the config never changes, so
         // the check needs no lock.
-        intent.validate_for(shared.config.source(), shared.config.root_run_id())?;
+        if let Err(error) = intent.validate_for(shared.config.source(), root) {
+            let refusal = GateError::from(error);
+            trace::gate_refused!(root, None, &refusal);
+            return Err(refusal);
+        }
         // Every kind of state but `Running` refuses a valid intent by its
         // kind alone (S1): read from the kind's copy, without the lock,
         // where the copy may answer (not in `Held`, S3).
         let kind = shared.kind();
         if let Some(refusal) = core::reserve_refusal(kind).filter(|_| kind.copy_may_answer()) {
+            trace::gate_refused!(root, Some(kind), &refusal);
             return Err(refusal);
         }
-        let ticket = shared
-            .cell
-            .update(|slot| match core::reserve_next(&slot.state, intent) {
+        let (ticket, note) = shared.cell.update(|slot| {
+            let begun = trace::gate_begin_reserve!(&slot.state);
+            let next = core::reserve_next(&slot.state, intent);
+            let note = trace::gate_end_reserve!(begun, &next);
+            match next {
                 Ok(next) => {
                     let _ = shared.enter_locked(slot, Outcome::Moved(next), None);
-                    (true, Ok(slot.state.ticket()))
+                    (true, (Ok(slot.state.ticket()), note))
                 }
-                Err(refusal) => (false, Err(refusal)),
-            })?;
+                Err(refusal) => (false, (Err(refusal), note)),
+            }
+        });
         // `Reserve` only ever moves to `Requested{new T}`; the table test
         // pins that, so this is never `Busy` in practice.
-        let ticket = ticket.ok_or(GateError::Busy)?;
-        Ok(HandoffReservation {
+        let reservation = ticket.and_then(|ticket| ticket.ok_or(GateError::Busy));
+        let reservation = reservation.map(|ticket| HandoffReservation {
             release: Release {
                 shared: Arc::clone(shared),
                 ticket,
                 armed: true,
             },
-        })
+        });
+        // After the handle exists: a subscriber that panics here drops it,
+        // which releases the Run rather than leaving it reserved by nobody.
+        shared.emit(note);
+        reservation
     }
 
     /// The logical Run every handoff of this gate keeps.
@@ -626,17 +687,18 @@ impl<P: PartialEq + Clone> HeldHandoff<P> {
     pub fn commit(self) -> Result<PendingSeal<P>, CommitError> {
         let shared = &self.release.shared;
         let ticket = self.release.ticket;
-        let committed = shared.cell.update(|slot| {
+        let (committed, note) = shared.cell.update(|slot| {
             let canceled = slot.cancel.as_ref().is_some_and(|bit| bit());
             let event = Event::Commit { ticket, canceled };
-            let (changed, result) = shared.apply_locked(slot, event, None);
+            let (changed, (result, note)) = shared.apply_locked(slot, event, None);
             let committed = match result {
                 Ok(true) => Ok(()),
                 Err(Refusal::Canceled) => Err(CommitError::Canceled),
                 Ok(false) | Err(_) => Err(slot.state.kind().gone().into()),
             };
-            (changed, committed)
+            (changed, (committed, note))
         });
+        shared.emit(note);
         // On an error `self` drops here: `Cancel(T)` releases the Run if
         // still held.
         committed?;

@@ -299,14 +299,17 @@ pub enum Event<P> {
 /// requester's [`GateError`]s; the commit refusals stay in the core: the
 /// adapter answers them as [`CommitError`](super::CommitError)s, with the
 /// reason read from the state (`Released`, `HandedOff`, `Closed`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum Refusal {
     /// A reserve refused: bad input (S9), another live reservation (S1),
     /// or a final gate.
+    #[error("{0}")]
     Reserve(GateError),
     /// A commit whose ticket is not the held one (released, stale).
+    #[error("the reservation is not held")]
     NotHeld,
     /// A commit while the Run is canceled (S3).
+    #[error("the Run is canceled")]
     Canceled,
 }
 
