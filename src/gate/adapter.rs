@@ -694,7 +694,9 @@ impl<P: PartialEq + Clone> HeldHandoff<P> {
             let committed = match result {
                 Ok(true) => Ok(()),
                 Err(Refusal::Canceled) => Err(CommitError::Canceled),
-                Ok(false) | Err(_) => Err(slot.state.kind().gone().into()),
+                Ok(false) | Err(Refusal::NotHeld | Refusal::Reserve(_)) => {
+                    Err(slot.state.kind().gone().into())
+                }
             };
             (changed, (committed, note))
         });
