@@ -828,3 +828,92 @@ async fn a_commit_after_the_worker_closed_the_gate_says_closed() {
         Err(CommitError::Closed)
     ));
 }
+
+/// A payload whose `PartialEq` takes the gate's lock (through a requester's
+/// `waiter_count`) and is not reflexive: equal to every other value, never
+/// to itself (as `f64::NAN` is the other way round).
+#[derive(Debug)]
+struct Reentrant {
+    requester: Arc<std::sync::OnceLock<baton::HandoffRequester<Reentrant>>>,
+    compared: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl PartialEq for Reentrant {
+    fn eq(&self, other: &Self) -> bool {
+        if let Some(requester) = self.requester.get() {
+            let _ = requester.waiter_count();
+        }
+        self.compared
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        !std::ptr::eq(self, other)
+    }
+}
+
+/// S5 without user code under the gate's lock: `sealed` knows the pause
+/// `boundary` returned by pointer, calling no `PartialEq` (this payload
+/// is not equal to itself); another pause is compared outside the lock (this
+/// payload's `PartialEq` takes the gate's lock: under it, a deadlock) and
+/// seals the gate's own `Arc`. Both failed before: `sealed` compared by value
+/// under the lock.
+#[test]
+fn s5_sealed_knows_its_own_pause_by_pointer_and_compares_others_unlocked() {
+    fn committed(
+        copy: bool,
+    ) -> (
+        bool,
+        Arc<baton::HandoffPause<Reentrant>>,
+        Arc<std::sync::atomic::AtomicUsize>,
+    ) {
+        let gate = baton::HandoffGate::<Reentrant>::new(source(), "run".into());
+        let requester = Arc::new(std::sync::OnceLock::new());
+        let _ = requester.set(gate.requester());
+        let compared = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let payload = || Reentrant {
+            requester: Arc::clone(&requester),
+            compared: Arc::clone(&compared),
+        };
+        let cancel = CancelSignal::new();
+        let reservation = gate.requester().reserve(intent()).unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let (paused, _pending) = runtime.block_on(async {
+            tokio::join!(
+                gate.boundary(&cancel, |intent| std::future::ready(Some(
+                    baton::HandoffPause::new(intent, payload())
+                ))),
+                async { reservation.ready().await.unwrap().commit().unwrap() }
+            )
+        });
+        let paused = paused.unwrap().expect("committed");
+        let sealed = if copy {
+            gate.sealed(&baton::HandoffPause::new(intent(), payload()))
+        } else {
+            gate.sealed(&paused)
+        };
+        assert!(
+            matches!(gate.state(), State::Sealed { pause, .. } if Arc::ptr_eq(&pause, &paused))
+                == sealed
+        );
+        (sealed, paused, compared)
+    }
+
+    /// `committed(copy)` on a thread of its own: a deadlock fails the test.
+    fn returns(copy: bool) -> (bool, usize) {
+        let (done, outcome) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (sealed, _, compared) = committed(copy);
+            let _ = done.send((sealed, compared.load(std::sync::atomic::Ordering::Relaxed)));
+        });
+        outcome
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("sealed returns: no payload code runs under the gate's lock")
+    }
+
+    let (sealed, compared) = returns(false);
+    assert!(sealed, "S5: the pause boundary returned seals by pointer");
+    assert_eq!(compared, 0, "its own pause: no PartialEq called");
+    let (sealed, compared) = returns(true);
+    assert!(sealed, "S5: an equal pause seals the gate's own");
+    assert_eq!(compared, 1, "compared once, outside the lock");
+}

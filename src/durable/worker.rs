@@ -198,7 +198,7 @@ pub fn append_then_seal<P, L>(
     pause: &HandoffPause<P>,
 ) -> Result<Receipt, SealError>
 where
-    P: PartialEq + Clone,
+    P: PartialEq,
     L: HandoffLog<P> + ?Sized,
 {
     let _span = trace::append_span!(gate, epoch);
@@ -282,7 +282,7 @@ pub async fn append_then_seal_async<P, L>(
     pause: &HandoffPause<P>,
 ) -> Result<Receipt, SealError>
 where
-    P: PartialEq + Clone,
+    P: PartialEq,
     L: AsyncHandoffLog<P>,
 {
     let _span = trace::append_span!(gate, epoch);
@@ -301,14 +301,14 @@ where
 }
 
 /// `Ok` if `gate` is committed to `pause`, else [`SealError::NotCommitted`].
-fn committed_to<P: PartialEq + Clone>(
+fn committed_to<P: PartialEq>(
     gate: &HandoffGate<P>,
     pause: &HandoffPause<P>,
 ) -> Result<(), SealError> {
     let committed = match gate.state() {
         State::Committed {
             pause: committed, ..
-        } => *committed == *pause,
+        } => std::ptr::eq(&*committed, pause) || *committed == *pause,
         State::Running { .. }
         | State::Requested { .. }
         | State::Held { .. }
@@ -323,7 +323,7 @@ fn committed_to<P: PartialEq + Clone>(
 }
 
 /// Carries out `step` on the gate.
-fn apply<P: PartialEq + Clone>(
+fn apply<P: PartialEq>(
     gate: &HandoffGate<P>,
     pause: &HandoffPause<P>,
     step: SealStep,

@@ -276,7 +276,7 @@ pub struct PendingSeal<P: PartialEq> {
     ticket: Ticket,
 }
 
-impl<P: PartialEq + Clone> HandoffGate<P> {
+impl<P: PartialEq> HandoffGate<P> {
     /// A gate for the Run executing as `source`, within the logical Run
     /// `root_run_id`.
     pub fn new(source: Invocation, root_run_id: String) -> Self {
@@ -353,26 +353,28 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
     /// # Tracing
     ///
     /// With the `tracing` feature the future runs in a `boundary` span
-    /// (target `baton::gate`), entered on each of its polls, with the root
-    /// Run id and the ticket once a request is found.
-    pub async fn boundary<C, F, Fut>(
+    /// (target `baton::gate`), made when `boundary` is called and entered on
+    /// each of the future's polls, with the root Run id and the ticket once
+    /// a request is found.
+    pub fn boundary<C, F, Fut>(
         &self,
         cancel: &C,
         preflight: F,
-    ) -> Result<Option<std::sync::Arc<HandoffPause<P>>>, BoundaryError>
+    ) -> impl Future<Output = Result<Option<std::sync::Arc<HandoffPause<P>>>, BoundaryError>>
     where
         C: Cancellation,
         F: FnOnce(std::sync::Arc<HandoffIntent>) -> Fut,
         Fut: Future<Output = Option<HandoffPause<P>>>,
     {
+        // Not an `async fn` around the body: without the feature the body's
+        // own future is returned, with no layer of its own (zero cost).
         #[cfg(feature = "tracing")]
         {
             let span = trace::boundary_span(self.root_run_id());
-            let future = self.boundary_in(cancel, preflight, &span);
-            return tracing::Instrument::instrument(future, span.clone()).await;
+            tracing::Instrument::instrument(self.boundary_in(cancel, preflight, span.clone()), span)
         }
         #[cfg(not(feature = "tracing"))]
-        self.boundary_in(cancel, preflight).await
+        self.boundary_in(cancel, preflight)
     }
 
     /// The body of [`boundary`](Self::boundary); `span` is its span.
@@ -380,7 +382,7 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
         &self,
         cancel: &C,
         preflight: F,
-        #[cfg(feature = "tracing")] span: &tracing::Span,
+        #[cfg(feature = "tracing")] span: tracing::Span,
     ) -> Result<Option<std::sync::Arc<HandoffPause<P>>>, BoundaryError>
     where
         C: Cancellation,
@@ -466,23 +468,43 @@ impl<P: PartialEq + Clone> HandoffGate<P> {
     /// Reports that `pause` is durably appended to the canonical log. Seals
     /// the gate if `pause` is the committed one (S5); returns whether it did.
     ///
-    /// `pause` is compared with the committed one under the gate's lock
-    /// (`P`'s `PartialEq`), and copied there (`P`'s `Clone`) unless it is
-    /// the gate's own: neither may call back into the gate.
+    /// Pass the `Arc` that [`boundary`](Self::boundary) returned (or its
+    /// contents): it is recognised by pointer under the gate's lock, in one
+    /// step. Any other pause is compared by value (`P`'s `PartialEq`)
+    /// outside the lock, and on a match the gate seals its own `Arc`: `P`'s
+    /// code never runs under the lock, and `P` is never copied.
     pub fn sealed(&self, pause: &HandoffPause<P>) -> bool {
         let shared = &self.shared;
-        let (sealed, note) = shared.cell.update(|slot| {
-            // Offer the gate's own pause when it is the one reported (no
-            // copy), else a copy of `pause`: either way `step` decides.
-            let offered = match slot.state.pause() {
-                Some(stored) if **stored == *pause => std::sync::Arc::clone(stored),
-                Some(_) | None => std::sync::Arc::new(pause.clone()),
-            };
-            let (changed, (result, note)) = shared.apply_locked(slot, Event::Seal(offered), None);
-            (changed, (result == Ok(true), note))
+        let (sealed, first) = shared.cell.update(|slot| match slot.state.pause() {
+            Some(stored) if std::ptr::eq(&**stored, pause) => {
+                let offered = Event::Seal(std::sync::Arc::clone(stored));
+                let (changed, (result, note)) = shared.apply_locked(slot, offered, None);
+                (changed, (result == Ok(true), Some(note)))
+            }
+            // Not the gate's own allocation: compared below, unlocked.
+            Some(_) | None => (false, (false, None)),
         });
-        shared.emit(note);
-        sealed
+        if let Some(note) = first {
+            shared.emit(note);
+            return sealed;
+        }
+        // The committed pause cannot change while the gate is `Committed`
+        // (S4: only `Sealed` or `Closed` follow), so comparing a snapshot of
+        // it and then offering that same `Arc` decides as one step would.
+        let committed = shared.cell.read(|slot| match &slot.state {
+            State::Committed { pause, .. } => Some(std::sync::Arc::clone(pause)),
+            State::Running { .. }
+            | State::Requested { .. }
+            | State::Held { .. }
+            | State::Sealed { .. }
+            | State::Closed => None,
+        });
+        match committed {
+            Some(committed) if *committed == *pause => {
+                shared.apply(Event::Seal(committed), None) == Ok(true)
+            }
+            Some(_) | None => false,
+        }
     }
 
     /// Closes the gate: no handoff from now on; every waiter resolves with
@@ -509,7 +531,7 @@ impl<P: PartialEq> Drop for HandoffGate<P> {
     }
 }
 
-impl<P: PartialEq + Clone> HandoffRequester<P> {
+impl<P: PartialEq> HandoffRequester<P> {
     /// Asks for a handoff with `intent`: a [`HandoffIntent`], or an
     /// `Arc<HandoffIntent>` the caller keeps, which the gate then shares
     /// without copying it.
@@ -626,7 +648,7 @@ impl<P: PartialEq> Clone for HandoffRequester<P> {
     }
 }
 
-impl<P: PartialEq + Clone> HandoffReservation<P> {
+impl<P: PartialEq> HandoffReservation<P> {
     /// This reservation's ticket.
     pub fn ticket(&self) -> Ticket {
         self.release.ticket
@@ -663,7 +685,7 @@ impl<P: PartialEq + Clone> HandoffReservation<P> {
     }
 }
 
-impl<P: PartialEq + Clone> HeldHandoff<P> {
+impl<P: PartialEq> HeldHandoff<P> {
     /// The prepared pause (its intent is the one reserved).
     pub fn preview(&self) -> &HandoffPause<P> {
         &self.pause
@@ -709,7 +731,7 @@ impl<P: PartialEq + Clone> HeldHandoff<P> {
     }
 }
 
-impl<P: PartialEq + Clone> PendingSeal<P> {
+impl<P: PartialEq> PendingSeal<P> {
     /// This handoff's ticket.
     pub fn ticket(&self) -> Ticket {
         self.ticket

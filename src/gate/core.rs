@@ -86,8 +86,9 @@ impl Config {
     }
 }
 
-/// The state of a gate.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// The state of a gate. Cloning it costs reference counts, never a copy of
+/// `P` (it needs no `P: Clone`).
+#[derive(Debug, PartialEq, Eq, Hash)]
 pub enum State<P> {
     /// The worker runs; no handoff is asked. `next` is the ticket the next
     /// successful `Reserve` issues.
@@ -126,6 +127,31 @@ pub enum State<P> {
     },
     /// Terminal: the worker closed the gate; no handoff happened or will.
     Closed,
+}
+
+impl<P> Clone for State<P> {
+    fn clone(&self) -> Self {
+        match self {
+            State::Running { next } => State::Running { next: *next },
+            State::Requested { ticket, intent } => State::Requested {
+                ticket: *ticket,
+                intent: Arc::clone(intent),
+            },
+            State::Held { ticket, pause } => State::Held {
+                ticket: *ticket,
+                pause: Arc::clone(pause),
+            },
+            State::Committed { ticket, pause } => State::Committed {
+                ticket: *ticket,
+                pause: Arc::clone(pause),
+            },
+            State::Sealed { ticket, pause } => State::Sealed {
+                ticket: *ticket,
+                pause: Arc::clone(pause),
+            },
+            State::Closed => State::Closed,
+        }
+    }
 }
 
 /// The six kinds of [`State`], without their data.
@@ -288,8 +314,10 @@ pub enum Event<P> {
         canceled: bool,
     },
     /// The worker reports `pause` durably appended to the canonical log.
-    /// Compared by value with the committed pause (by pointer first when
-    /// `P: Eq`), so the adapter can offer the gate's own `Arc` without a copy.
+    /// The committed pause's own `Arc` matches by pointer, without calling
+    /// `P`'s `PartialEq`; any other matches if equal by value. The adapter
+    /// offers only the gate's own `Arc`, having compared by value (if at all)
+    /// outside its lock.
     Seal(Arc<HandoffPause<P>>),
     /// The worker exits: no handoff from now on.
     Close,
@@ -407,10 +435,14 @@ pub fn step<P: PartialEq>(config: &Config, state: &State<P>, event: Event<P>) ->
             | State::Closed => Refused(Refusal::NotHeld),
         },
         Event::Seal(offered) => match state {
-            State::Committed { ticket, pause } if *pause == offered => Moved(State::Sealed {
-                ticket: *ticket,
-                pause: Arc::clone(pause),
-            }),
+            State::Committed { ticket, pause }
+                if Arc::ptr_eq(pause, &offered) || *pause == offered =>
+            {
+                Moved(State::Sealed {
+                    ticket: *ticket,
+                    pause: Arc::clone(pause),
+                })
+            }
             State::Running { .. }
             | State::Requested { .. }
             | State::Held { .. }
