@@ -173,16 +173,22 @@
 //!   `DEBUG` around [`durable::append_then_seal`] and its async form
 //!   (`root_run_id`, `run_id`, `epoch`, then `outcome`: `written`,
 //!   `already_durable`, `fenced`, `failed` or `not_committed`, and
-//!   `sealed`). Every event is emitted after baton's locks are released.
-//!   Without the feature no tracing code is compiled at all.
+//!   `sealed`). Target `baton::ledger`: `DEBUG` events for its transitions
+//!   (`scoped`, `scope_ended`, `registered`, `adopted`, `delivered`, and
+//!   `taken` with `how` and `count`), one `overdue` event per delegation an
+//!   overdue take took (`id`, `task`, `waited_ms`), a `child_ended` event
+//!   for every child the ledger ends (`why`: `taken`, `replaced`,
+//!   `not_live`), and `refused` at `TRACE` (a refused `register`, `arrive`
+//!   or `scope_task`). Every event is emitted after baton's locks are
+//!   released. Without the feature no tracing code is compiled at all.
 //! - `fuzzing`: the bodies of the repository's cargo-fuzz targets, with
 //!   `arbitrary`; for baton's own verification, not part of the API.
 //!
 //! # Futures
 //!
-//! The library's futures come from `async fn`s (`boundary`, `ready`, `wait`,
-//! `canceled`, `wait_for_arrival`, the async log's methods), so their types
-//! have no names. Every one is `Send`, and those that consume their handle
+//! The library's futures come from `async fn`s or `impl Future` (`boundary`,
+//! `ready`, `wait`, `canceled`, `wait_for_arrival`, the async log's
+//! methods), so their types have no names. Every one is `Send`, and those that consume their handle
 //! (`ready`, `wait`) are `'static` too (a test pins both), so they can be
 //! spawned, or stored as `Pin<Box<dyn Future<Output = …> + Send>>`. Named
 //! future types would mean hand-written state machines for each, with
@@ -192,13 +198,16 @@
 //!
 //! # Locks and your code
 //!
-//! Each adapter keeps one lock. A few calls into your code happen under
-//! it, and none of them may call back into the same baton object:
-//! [`Cancellation::is_canceled`] (read by a commit),
-//! [`ledger::Child::is_being_ended`] (read by an arrival), and the
-//! payload's `PartialEq` and `Clone` when a pause is sealed. A `tracing`
-//! subscriber is not among them: baton emits only after it unlocks, so a
-//! subscriber may read the gate it hears from.
+//! Each adapter keeps one lock. Two calls into your code happen under it,
+//! and neither may call back into the same baton object:
+//! [`Cancellation::is_canceled`] (read by a commit), and the payload's
+//! `Drop` when the gate lets go of a pause's last `Arc` as it changes
+//! state. Everything else runs outside: [`ledger::Child::is_being_ended`]
+//! (an arrival asks it before deciding, and may be called back from it),
+//! the payload's `PartialEq` in [`HandoffGate::sealed`] (which knows the
+//! pause `boundary` returned by pointer and copies nothing), and a
+//! `tracing` subscriber (baton emits only after it unlocks, so a
+//! subscriber may read the machine it hears from).
 #![forbid(unsafe_code)]
 // docs.rs (`--cfg docsrs`, Cargo.toml's [package.metadata.docs.rs]) marks
 // each feature-gated item with the feature it needs.

@@ -12,6 +12,15 @@
 //! | `baton::gate` | span | `DEBUG` | `boundary` | `root_run_id`, `ticket` (once a request is found) |
 //! | `baton::cancel` | event | `DEBUG` | `fired` | `phase` |
 //! | `baton::durable` | span | `DEBUG` | `append` | `root_run_id`, `run_id`, `epoch`, `outcome`, `sealed` |
+//! | `baton::ledger` | event | `DEBUG` | `scoped` | `task`, `left` (entries the previous scope left) |
+//! | `baton::ledger` | event | `DEBUG` | `scope_ended` | `scope` (its token), `left` |
+//! | `baton::ledger` | event | `DEBUG` | `registered` | `id`, `task` |
+//! | `baton::ledger` | event | `DEBUG` | `adopted` | `id`, `adoption` (`adopted`, `replaced`, `not_live`) |
+//! | `baton::ledger` | event | `DEBUG` | `delivered` | `id` |
+//! | `baton::ledger` | event | `DEBUG` | `taken` | `how` (`arrived`, `overdue`, `all`, `discard`), `count` |
+//! | `baton::ledger` | event | `DEBUG` | `overdue` | `id`, `task`, `waited_ms` (one per delegation an overdue take took) |
+//! | `baton::ledger` | event | `DEBUG` | `child_ended` | `id` (absent for a child given to no live id), `why` (`taken`, `replaced`, `not_live`) |
+//! | `baton::ledger` | event | `TRACE` | `refused` | `op` (`register`, `arrive`, `scope_task`), `id` or `task`, `error` (or `arrival`) |
 //!
 //! `event` is the table's event (`Reserve`, `Preflight`, `Cancel`,
 //! `Commit`, `Seal`, `Close`); `before` and `after` are
@@ -24,7 +33,9 @@
 //! **Never under a lock.** A subscriber is user code, and may call back
 //! into the machine it hears from: the gate's adapter builds a note of the
 //! step under its lock ([`GateBegin`], [`GateNote`]) and emits it only once
-//! the lock is released; the cancel signal emits after its latch's lock.
+//! the lock is released; the cancel signal emits after its latch's lock;
+//! the ledger's adapter emits from what its lock returned, and a child's
+//! end where the child is ended, outside every lock.
 
 #[cfg(feature = "tracing")]
 use crate::durable::{Epoch, Receipt, SealError, SealStep};
@@ -379,7 +390,38 @@ macro_rules! boundary_ticket {
     };
 }
 
+/// A ledger event at `DEBUG` (target `baton::ledger`): `tracing::debug!`'s
+/// arguments; not one of them is evaluated without the feature.
+macro_rules! ledger_debug {
+    ($($arg:tt)*) => {{
+        #[cfg(feature = "tracing")]
+        tracing::debug!(target: "baton::ledger", $($arg)*);
+    }};
+}
+
+/// A ledger refusal at `TRACE` (target `baton::ledger`, message
+/// `refused`); nothing without the feature.
+macro_rules! ledger_refused {
+    ($($arg:tt)*) => {{
+        #[cfg(feature = "tracing")]
+        tracing::trace!(target: "baton::ledger", $($arg)*, "refused");
+    }};
+}
+
+/// The name of an [`Arrival`](crate::ledger::Arrival), for its event.
+#[cfg(feature = "tracing")]
+pub(crate) fn arrival_name(arrival: crate::ledger::Arrival) -> &'static str {
+    use crate::ledger::Arrival;
+    match arrival {
+        Arrival::Delivered => "delivered",
+        Arrival::AlreadyDelivered => "already_delivered",
+        Arrival::NotOutstanding => "not_outstanding",
+        Arrival::BeingEnded => "being_ended",
+    }
+}
+
 pub(crate) use {
     append_end, append_span, append_step, boundary_ticket, cancel_fired, enter, gate_begin,
     gate_begin_reserve, gate_emit, gate_end, gate_end_reserve, gate_refused, instrument,
+    ledger_debug, ledger_refused,
 };

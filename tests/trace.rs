@@ -1,5 +1,6 @@
-//! The `tracing` feature (issue 21): what the gate, the cancel signal and
-//! the durable append emit, and that nothing is emitted under a lock.
+//! The `tracing` feature (issue 21): what the gate, the cancel signal, the
+//! durable append and the ledger emit, and that nothing is emitted under a
+//! lock.
 //!
 //! Each test installs its own capturing subscriber on its own thread
 //! (`tracing::subscriber::with_default`, a current-thread runtime), so no
@@ -71,12 +72,13 @@ impl Visit for Collect<'_> {
     }
 }
 
-/// Checks, from inside the subscriber, that the gate's lock is free: a
-/// second thread takes it (`state()`), and must be done within the bound.
-/// Under a held lock it would wait for this callback to return, so the
-/// defect shows as a timeout here instead of a deadlock.
+/// Checks, from inside the subscriber, that a machine's lock is free: a
+/// second thread takes it (the gate's `state()`, the ledger's `counts()`),
+/// and must be done within the bound. Under a held lock it would wait for
+/// this callback to return, so the defect shows as a timeout here instead
+/// of a deadlock.
 struct Probe {
-    requester: HandoffRequester<HandoffExecution>,
+    lock: Arc<dyn Fn() + Send + Sync>,
     violations: Mutex<Vec<String>>,
     checks: AtomicU64,
 }
@@ -84,17 +86,17 @@ struct Probe {
 impl Probe {
     fn check(&self, what: &str) {
         self.checks.fetch_add(1, Ordering::SeqCst);
-        let requester = self.requester.clone();
+        let lock = Arc::clone(&self.lock);
         let (done, finished) = mpsc::channel();
         std::thread::spawn(move || {
-            let _ = requester.state();
+            lock();
             let _ = done.send(());
         });
         if finished.recv_timeout(Duration::from_secs(2)).is_err() {
             self.violations
                 .lock()
                 .unwrap()
-                .push(format!("{what}: emitted while the gate's lock was held"));
+                .push(format!("{what}: emitted while the lock was held"));
         }
     }
 }
@@ -113,9 +115,17 @@ struct Capture {
 }
 
 impl Capture {
+    /// Probes the gate's lock.
     fn probed(requester: HandoffRequester<HandoffExecution>) -> (Self, Arc<Probe>) {
+        Self::probing(move || {
+            let _ = requester.state();
+        })
+    }
+
+    /// Probes the lock `lock` takes.
+    fn probing(lock: impl Fn() + Send + Sync + 'static) -> (Self, Arc<Probe>) {
         let probe = Arc::new(Probe {
-            requester,
+            lock: Arc::new(lock),
             violations: Mutex::new(Vec::new()),
             checks: AtomicU64::new(0),
         });
@@ -526,4 +536,98 @@ fn s1_a_subscriber_panicking_on_a_reserve_leaves_the_run_released() {
         [("Cancel", "Requested", "Running", Some("0"))],
         "the Reserve transition panicked, the handle's drop released"
     );
+}
+
+/// A child that records its end.
+struct Ending(Arc<std::sync::atomic::AtomicBool>);
+
+impl baton::ledger::Child for Ending {
+    fn begin_ending(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+    fn is_being_ended(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// The ledger's events (target `baton::ledger`), none under its lock (the
+/// probe takes it from another thread at every callback): a scope, two
+/// registrations and a refused one, an adoption, a delivery (D1) and a
+/// refused duplicate, the overdue take with one `overdue` event per
+/// delegation taken and its child's end (D3), the arrived take, the scope's
+/// end.
+#[test]
+fn d3_the_ledger_traces_overdue_takes_and_ended_children_outside_its_lock() {
+    use baton::ledger::{Arrival, Delegation, Delegations};
+    use std::time::Instant;
+
+    let ledger = Delegations::new();
+    let probed = ledger.clone();
+    let (capture, probe) = Capture::probing(move || {
+        let _ = probed.counts();
+    });
+    let ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let start = Instant::now();
+    let ((), capture) = with_capture(capture, async {
+        let delegation = |capsule: &str| Delegation {
+            task_id: "tsk_a".into(),
+            capsule: capsule.into(),
+            version: "1.0.0".into(),
+            child_session_id: "ses_1".into(),
+            child_workdir: "/tmp/1".into(),
+            started: start,
+        };
+        let scope = ledger.scope_task("tsk_a").expect("a valid task");
+        ledger.register("dlg_a", delegation("researcher")).unwrap();
+        ledger.register("dlg_b", delegation("writer")).unwrap();
+        assert!(ledger.register("dlg_a", delegation("again")).is_err());
+        ledger.adopt("dlg_b", Box::new(Ending(Arc::clone(&ended))));
+        assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
+        assert_eq!(ledger.arrive("dlg_a"), Arrival::AlreadyDelivered);
+        let overdue = ledger.take_overdue(Duration::from_secs(1), start + Duration::from_secs(5));
+        assert_eq!(overdue.len(), 1, "dlg_b is overdue");
+        drop(overdue);
+        assert_eq!(ledger.take_arrived().len(), 1);
+        drop(scope);
+    });
+    assert!(
+        ended.load(Ordering::SeqCst),
+        "D3: the overdue child was ended"
+    );
+    let violations = probe.violations.lock().unwrap().clone();
+    assert!(violations.is_empty(), "{violations:#?}");
+    let ledger_events: Vec<_> = seen(&capture)
+        .into_iter()
+        .filter(|seen| seen.target == "baton::ledger")
+        .collect();
+    let named: Vec<(&str, Level)> = ledger_events
+        .iter()
+        .map(|seen| (seen.message().unwrap_or("?"), seen.level))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("scoped", Level::DEBUG),
+            ("registered", Level::DEBUG),
+            ("registered", Level::DEBUG),
+            ("refused", Level::TRACE),
+            ("adopted", Level::DEBUG),
+            ("delivered", Level::DEBUG),
+            ("refused", Level::TRACE),
+            ("taken", Level::DEBUG),
+            ("overdue", Level::DEBUG),
+            ("child_ended", Level::DEBUG),
+            ("taken", Level::DEBUG),
+            ("scope_ended", Level::DEBUG),
+        ]
+    );
+    let overdue = &ledger_events[8];
+    assert_eq!(overdue.field("id"), Some("dlg_b"));
+    assert_eq!(overdue.field("task"), Some("tsk_a"));
+    assert_eq!(overdue.field("waited_ms"), Some("5000"));
+    assert_eq!(ledger_events[7].field("how"), Some("overdue"));
+    assert_eq!(ledger_events[9].field("why"), Some("taken"));
+    assert_eq!(ledger_events[6].field("arrival"), Some("already_delivered"));
+    assert_eq!(ledger_events[3].field("op"), Some("register"));
+    assert!(probe.checks.load(Ordering::SeqCst) >= 12);
 }

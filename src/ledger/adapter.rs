@@ -11,6 +11,7 @@ use super::core::{
 };
 use crate::facts::IdError;
 use crate::sync::Arc;
+use crate::trace;
 use crate::waiter::WatchCell;
 
 /// A launched child as the ledger keeps it.
@@ -108,12 +109,21 @@ impl Delegations {
     /// ids pass: non-empty, at most 256 bytes, no control character); the
     /// ledger, and the scope before, are then unchanged.
     pub fn scope_task(&self, task: impl Into<String>) -> Result<DelegationScope, IdError> {
-        let (token, left) = self
-            .cell
-            .update(|ledger| match ledger.scope_task(task.into()) {
-                Ok(scoped) => (true, Ok(scoped)),
-                Err(error) => (false, Err(error)),
-            })?;
+        let task: String = task.into();
+        #[cfg(feature = "tracing")]
+        let traced = task.clone();
+        let scoped = self.cell.update(|ledger| match ledger.scope_task(task) {
+            Ok(scoped) => (true, Ok(scoped)),
+            Err(error) => (false, Err(error)),
+        });
+        let (token, left) = match scoped {
+            Ok(scoped) => scoped,
+            Err(error) => {
+                trace::ledger_refused!(op = "scope_task", task = traced, error = %error);
+                return Err(error);
+            }
+        };
+        trace::ledger_debug!(task = traced, left = left.len(), "scoped");
         end(left);
         Ok(DelegationScope {
             cell: Arc::clone(&self.cell),
@@ -134,12 +144,17 @@ impl Delegations {
     /// [`RegisterError`]: an invalid id, no task in scope, another task, or
     /// an id already used in this scope. The ledger is then unchanged.
     pub fn register(&self, id: &str, delegation: Delegation) -> Result<(), RegisterError> {
-        self.cell.update(|ledger| {
-            let task = delegation.task_id.clone();
+        let task = delegation.task_id.clone();
+        let result = self.cell.update(|ledger| {
             let started = delegation.started;
             let result = ledger.register(id, &task, delegation, started);
             (result.is_ok(), result)
-        })
+        });
+        match &result {
+            Ok(()) => trace::ledger_debug!(id, task, "registered"),
+            Err(_error) => trace::ledger_refused!(op = "register", id, error = %_error),
+        }
+        result
     }
 
     /// Gives delegation `id` its launched child. A child replaced, or given
@@ -151,8 +166,17 @@ impl Delegations {
             (matches!(adoption, Adoption::Adopted), adoption)
         });
         match adoption {
-            Adoption::Adopted => {}
-            Adoption::Replaced(child) | Adoption::NotLive(child) => child.begin_ending(),
+            Adoption::Adopted => trace::ledger_debug!(id, adoption = "adopted", "adopted"),
+            Adoption::Replaced(child) => {
+                trace::ledger_debug!(id, adoption = "replaced", "adopted");
+                child.begin_ending();
+                trace::ledger_debug!(id, why = "replaced", "child_ended");
+            }
+            Adoption::NotLive(child) => {
+                trace::ledger_debug!(id, adoption = "not_live", "adopted");
+                child.begin_ending();
+                trace::ledger_debug!(why = "not_live", "child_ended");
+            }
         }
     }
 
@@ -169,7 +193,7 @@ impl Delegations {
     #[must_use = "dropping the discarded delegation ends its child unless it arrived; \
                   call take_child() on it to keep the child running"]
     pub fn discard(&self, id: &str) -> Option<TakenDelegation> {
-        self.take(|ledger| ledger.discard(id).into_iter().collect())
+        self.take("discard", |ledger| ledger.discard(id).into_iter().collect())
             .pop()
     }
 
@@ -195,7 +219,19 @@ impl Delegations {
                 (arrival == Arrival::Delivered, Ok(arrival))
             });
             match step {
-                Ok(arrival) => return arrival,
+                Ok(arrival) => {
+                    match arrival {
+                        Arrival::Delivered => trace::ledger_debug!(id, "delivered"),
+                        Arrival::AlreadyDelivered
+                        | Arrival::NotOutstanding
+                        | Arrival::BeingEnded => trace::ledger_refused!(
+                            op = "arrive",
+                            id,
+                            arrival = trace::arrival_name(arrival)
+                        ),
+                    }
+                    return arrival;
+                }
                 // Asked outside every lock, so that it may call back in.
                 Err(child) => {
                     let answer = child.is_being_ended();
@@ -250,14 +286,29 @@ impl Delegations {
     /// Takes every arrived delegation, in id order.
     #[must_use = "the taken delegations are the arrived outcomes"]
     pub fn take_arrived(&self) -> Vec<TakenDelegation> {
-        self.take(Ledger::take_arrived)
+        self.take("arrived", Ledger::take_arrived)
     }
 
     /// Takes the delegations not arrived with `started + bound <= now`, in
     /// id order. Dropping them ends their children.
     #[must_use = "dropping the taken delegations ends their children; take_child() keeps one"]
     pub fn take_overdue(&self, bound: Duration, now: Instant) -> Vec<TakenDelegation> {
-        self.take(|ledger| ledger.take_overdue(bound, now))
+        let taken = self.take("overdue", |ledger| ledger.take_overdue(bound, now));
+        #[cfg(feature = "tracing")]
+        for taken in &taken {
+            let delegation = taken.delegation();
+            trace::ledger_debug!(
+                id = taken.id(),
+                task = delegation.task_id,
+                waited_ms = u64::try_from(
+                    now.saturating_duration_since(delegation.started)
+                        .as_millis()
+                )
+                .unwrap_or(u64::MAX),
+                "overdue"
+            );
+        }
+        taken
     }
 
     /// When the next delegation not arrived becomes overdue under `bound`.
@@ -269,7 +320,7 @@ impl Delegations {
     /// arrived ends its child.
     #[must_use = "dropping the taken delegations ends the children not arrived; take_child() keeps one"]
     pub fn take_all(&self) -> Vec<TakenDelegation> {
-        self.take(Ledger::take_all)
+        self.take("all", Ledger::take_all)
     }
 
     /// The live delegations in id order, as a snapshot. The lock is held
@@ -315,14 +366,20 @@ impl Delegations {
         self.cell.waiter_count()
     }
 
+    /// Takes what `f` takes under the lock; `_how` names the take for its
+    /// event.
     fn take(
         &self,
+        _how: &'static str,
         f: impl FnOnce(&mut Core) -> Vec<Taken<Delegation, Shared, Instant>>,
     ) -> Vec<TakenDelegation> {
         let taken = self.cell.update(|ledger| {
             let taken = f(ledger);
             (!taken.is_empty(), taken)
         });
+        if !taken.is_empty() {
+            trace::ledger_debug!(how = _how, count = taken.len(), "taken");
+        }
         taken
             .into_iter()
             .map(|taken| TakenDelegation { taken })
@@ -361,6 +418,7 @@ impl Drop for DelegationScope {
             (left.is_some(), left)
         });
         if let Some(left) = left {
+            trace::ledger_debug!(scope = token.get(), left = left.len(), "scope_ended");
             end(left);
         }
     }
@@ -417,6 +475,7 @@ impl Drop for TakenDelegation {
     fn drop(&mut self) {
         if let Some(child) = self.taken.child_to_end() {
             child.begin_ending();
+            trace::ledger_debug!(id = self.id(), why = "taken", "child_ended");
         }
     }
 }
