@@ -117,6 +117,23 @@ impl FromStr for Phase {
 /// `tokio_util::sync::CancellationToken`. The gate keeps a clone while a
 /// handoff is held, so that `commit` reads the bit at the moment it commits
 /// (S3).
+///
+/// # Under loom
+///
+/// Built with `--cfg loom`, [`CancelSignal`] runs on loom's primitives, so
+/// a loom model explores every interleaving of its fire with the gate.
+/// `CancellationToken` does not (its atomics and locks are tokio's, which
+/// loom cannot see): a model using it would pass without exploring one
+/// cancel interleaving. So under `--cfg loom` it is not a `Cancellation`,
+/// and passing one fails to compile, with a message naming `CancelSignal`.
+#[cfg_attr(
+    loom,
+    diagnostic::on_unimplemented(
+        message = "`{Self}` is not a baton `Cancellation` under `--cfg loom`: loom cannot interleave it, so a model using it would pass without exploring a cancel",
+        label = "not modelled by loom",
+        note = "use `baton::CancelSignal` in loom models: under `--cfg loom` it is built on loom's primitives"
+    )
+)]
 pub trait Cancellation: Clone + Send + Sync + 'static {
     /// Whether cancellation has fired.
     ///
@@ -311,7 +328,9 @@ impl Cancellation for CancelSignal {
     }
 }
 
-#[cfg(feature = "tokio-util")]
+/// Not under `--cfg loom`: loom cannot interleave a token (see
+/// [`Cancellation`]'s "Under loom").
+#[cfg(all(feature = "tokio-util", not(loom)))]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio-util")))]
 impl Cancellation for tokio_util::sync::CancellationToken {
     fn is_canceled(&self) -> bool {
