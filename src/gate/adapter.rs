@@ -337,6 +337,40 @@ impl<P: PartialEq> HandoffGate<P> {
     /// worker that merely keeps reaching boundaries always ends a committed
     /// handoff (L3).
     ///
+    /// ```
+    /// use baton::{BoundaryError, CancelSignal, HandoffGate, HandoffIntent, HandoffPause, Invocation};
+    ///
+    /// # let source = Invocation {
+    /// #     session_id: "s".into(), turn_id: "t".into(), run_id: "run".into(), invocation_id: "i".into(),
+    /// # };
+    /// # let intent = HandoffIntent {
+    /// #     handoff_id: "h".into(), host_epoch: "e".into(), root_run_id: "run".into(),
+    /// #     successor_run_id: "run-2".into(), successor_invocation_id: "i-2".into(), claim_id: "c".into(),
+    /// # };
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let gate = HandoffGate::<&str>::new(source, "run".into());
+    /// let cancel = CancelSignal::new();
+    /// let prepare = |intent| async move { Some(HandoffPause::new(intent, "state at step 3")) };
+    ///
+    /// // No handoff asked: answered at once, preflight never runs.
+    /// assert_eq!(gate.boundary(&cancel, prepare).await, Ok(None));
+    ///
+    /// // A requester asks, and commits once the worker holds the pause.
+    /// let reservation = gate.requester().reserve(intent)?;
+    /// let requester = async { reservation.ready().await.ok()?.commit().ok() };
+    /// let (paused, pending) = tokio::join!(gate.boundary(&cancel, prepare), requester);
+    /// let pause = paused?.expect("committed: stop the Run");
+    /// assert_eq!(pause.execution, "state at step 3");
+    ///
+    /// // … append `pause` to the canonical log, then seal; the requester's
+    /// // wait resolves with the very same pause.
+    /// assert!(gate.sealed(&pause));
+    /// assert_eq!(pending.expect("committed").wait().await, Ok(pause));
+    /// assert_eq!(gate.boundary(&cancel, prepare).await, Err(BoundaryError::HandedOff));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # }).unwrap();
+    /// ```
+    ///
     /// # Errors
     ///
     /// The gate has no more handoffs to offer, and the worker should stop
