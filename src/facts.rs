@@ -35,6 +35,7 @@ pub const MAX_ID_BYTES: usize = 256;
 ///
 /// Decodes only from a JSON object with exactly these fields (SPEC §1).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Invocation {
     /// The conversation session.
     pub session_id: String,
@@ -50,6 +51,7 @@ pub struct Invocation {
 ///
 /// Decodes only from a JSON object with exactly these fields (SPEC §1).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct HandoffIntent {
     /// Identifies this handoff.
     pub handoff_id: String,
@@ -76,6 +78,7 @@ pub struct HandoffIntent {
 ///
 /// Decodes only from a JSON object with exactly these fields (SPEC §1).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct HandoffPause<P> {
     /// The intent this pause answers; must equal the requested one.
     pub intent: Arc<HandoffIntent>,

@@ -181,6 +181,12 @@
 //!   `not_live`), and `refused` at `TRACE` (a refused `register`, `arrive`
 //!   or `scope_task`). Every event is emitted after baton's locks are
 //!   released. Without the feature no tracing code is compiled at all.
+//! - `arbitrary`: `arbitrary::Arbitrary` for the fact types
+//!   ([`Invocation`], [`HandoffIntent`], [`HandoffPause`],
+//!   [`HandoffExecution`] and its parts, [`Phase`]), for your own fuzz
+//!   targets and property tests. A generated [`facts::Digest`] is always
+//!   well formed, so every generated fact survives the wire; ids are any
+//!   strings, valid or not, as a fuzzer wants them.
 //! - `fuzzing`: the bodies of the repository's cargo-fuzz targets, with
 //!   `arbitrary`; for baton's own verification, not part of the API.
 //!

@@ -60,6 +60,24 @@ impl Digest {
     }
 }
 
+/// Only well-formed digests: 32 arbitrary bytes as `sha256:` and 64
+/// lowercase hex digits, so a generated [`HandoffExecution`] is one
+/// [`Digest::parse`] accepts.
+#[cfg(feature = "arbitrary")]
+#[cfg_attr(docsrs, doc(cfg(feature = "arbitrary")))]
+impl<'a> arbitrary::Arbitrary<'a> for Digest {
+    fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
+        use std::fmt::Write as _;
+        let bytes: [u8; DIGEST_HEX_LEN / 2] = u.arbitrary()?;
+        let mut text = String::with_capacity(DIGEST_PREFIX.len() + DIGEST_HEX_LEN);
+        text.push_str(DIGEST_PREFIX);
+        for byte in bytes {
+            let _ = write!(text, "{byte:02x}");
+        }
+        Ok(Self(text))
+    }
+}
+
 impl TryFrom<String> for Digest {
     type Error = DigestError;
 
@@ -84,6 +102,7 @@ impl std::fmt::Display for Digest {
 ///
 /// Decodes only from a JSON object with exactly these fields (SPEC §1).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ReplayEvidence {
     /// Format version; this crate writes [`REPLAY_VERSION`].
     pub version: u32,
@@ -97,6 +116,7 @@ pub struct ReplayEvidence {
 ///
 /// Decodes only from a JSON object with exactly these fields (SPEC §1).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct HandoffTools {
     /// Digest of the tool catalog.
     pub catalog_digest: Digest,
@@ -107,6 +127,7 @@ pub struct HandoffTools {
 /// Whether the Run may still compact its context.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum CompactionBudget {
     /// Compaction is still available.
     Available,
@@ -122,6 +143,7 @@ pub enum CompactionBudget {
 ///
 /// [`HandoffPause<P>`]: crate::HandoffPause
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct HandoffExecution {
     /// Replay evidence for the history so far.
     pub replay: ReplayEvidence,
