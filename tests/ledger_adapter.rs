@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::task::{Context, Waker};
 use std::time::{Duration, Instant};
 
-use baton::ledger::{Arrival, Child, Counts, Delegation, Delegations, RegisterError};
+use baton::ledger::{Arrival, BoxedChild, Child, Counts, Delegation, Delegations, RegisterError};
 use common::{poll_once, within};
 
 fn delegation(task: &str, started: Instant) -> Delegation {
@@ -675,5 +675,60 @@ fn a_discarded_delegation_dropped_ends_its_child_unless_it_arrived() {
         (ended(&running), ended(&done)),
         (1, 0),
         "D3: the discarded child not arrived is ended, the arrived one is not"
+    );
+}
+
+/// A child that, asked whether it is being ended, first has the ledger
+/// replace it (an `adopt` from inside the question), then says yes.
+struct ReplacedWhileAsked {
+    ledger: Delegations,
+    replacement: std::sync::Mutex<Option<BoxedChild>>,
+}
+
+impl Child for ReplacedWhileAsked {
+    fn begin_ending(&self) {}
+    fn is_being_ended(&self) -> bool {
+        if let Some(next) = self.replacement.lock().unwrap().take() {
+            self.ledger.adopt("dlg_a", next);
+        }
+        true
+    }
+}
+
+/// A child that is never being ended.
+struct Running;
+
+impl Child for Running {
+    fn begin_ending(&self) {}
+    fn is_being_ended(&self) -> bool {
+        false
+    }
+}
+
+/// D1/D3: an arrival decides on the answer of the child the entry has when
+/// it decides. The question is asked outside the lock, so the child can be
+/// replaced meanwhile (here from inside the question itself, so the order
+/// is fixed by construction): the old child's "being ended" must not refuse
+/// the new child's outcome; the new child is asked, and the outcome is
+/// delivered.
+#[test]
+fn d1_an_arrival_asks_again_when_the_child_was_replaced_while_it_was_asked() {
+    let (sender, answers) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (ledger, _scope) = scoped_with(&["dlg_a"]);
+        ledger.adopt(
+            "dlg_a",
+            Box::new(ReplacedWhileAsked {
+                ledger: ledger.clone(),
+                replacement: std::sync::Mutex::new(Some(Box::new(Running))),
+            }),
+        );
+        let _ = sender.send(ledger.arrive("dlg_a"));
+        drop(ledger.take_all());
+    });
+    assert_eq!(
+        answers.recv_timeout(Duration::from_secs(3)),
+        Ok(Arrival::Delivered),
+        "the replacement, not being ended, is the child the arrival decides on"
     );
 }
