@@ -4,6 +4,7 @@
 #![cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 
 use std::marker::PhantomData;
+use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -151,7 +152,10 @@ const ATTEMPTS: u32 = 8;
 pub struct PostgresLog<P> {
     config: PostgresConfig,
     timeout: Duration,
-    session: tokio::sync::Mutex<Session>,
+    /// Unwind safe as asserted: an operation interrupted mid-way (dropped,
+    /// or unwound by a panic) leaves `dirty` set, and the next operation
+    /// discards the connection it may have left inside a transaction.
+    session: AssertUnwindSafe<tokio::sync::Mutex<Session>>,
     /// The payload type of the pauses the log holds (`fn() -> P`: the log
     /// owns no `P`, so it is `Send` and `Sync` whatever `P` is).
     payload: PhantomData<fn() -> P>,
@@ -332,10 +336,10 @@ impl<P> PostgresLog<P> {
         let log = Self {
             config,
             timeout: timeout.max(Duration::from_millis(1)),
-            session: tokio::sync::Mutex::new(Session {
+            session: AssertUnwindSafe(tokio::sync::Mutex::new(Session {
                 connected: None,
                 dirty: false,
-            }),
+            })),
             payload: PhantomData,
         };
         in_runtime()?;
