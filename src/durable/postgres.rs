@@ -3,8 +3,11 @@
 //! `postgres`, on tokio-postgres).
 #![cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 
+use std::future::Future;
 use std::marker::PhantomData;
 use std::panic::AssertUnwindSafe;
+use std::pin::pin;
+use std::task::Poll;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -94,6 +97,13 @@ const ATTEMPTS: u32 = 8;
 /// and if another claim inserted it first (no row affected) its
 /// transaction runs again, now finding the row to lock. `facts` reads the
 /// epoch and the pause from one `REPEATABLE READ` snapshot.
+///
+/// **Two round trips.** Each transaction is sent in two flights
+/// (pipelined: tokio-postgres sends requests in the order their futures are
+/// first polled, and the server runs them in that order): `BEGIN`, the row
+/// lock and the pause read together; then the write and `COMMIT` together
+/// (`COMMIT` alone when there is nothing to write, `ROLLBACK` after a
+/// refusal). The pure rule decides in between, in Rust, as in every store.
 ///
 /// **Retries and refusals.** A serialization failure (SQLSTATE 40001) or a
 /// deadlock (40P01), and a connection lost before the commit was sent
@@ -606,183 +616,249 @@ where
     }
 }
 
-/// One attempt at `op`'s transaction: `BEGIN`, its statements, `COMMIT`;
-/// `ROLLBACK` after any failure short of a lost connection.
+/// Polls `a` then `b` until both are done. tokio-postgres sends a request
+/// when its future is first polled, so the two go to the server in one
+/// flight, in this order, and their answers come back in one round trip
+/// (pipelining).
+async fn flight2<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
+    let (mut a, mut b) = (pin!(a), pin!(b));
+    let (mut first, mut second) = (None, None);
+    std::future::poll_fn(|cx| {
+        if first.is_none() {
+            if let Poll::Ready(done) = a.as_mut().poll(cx) {
+                first = Some(done);
+            }
+        }
+        if second.is_none() {
+            if let Poll::Ready(done) = b.as_mut().poll(cx) {
+                second = Some(done);
+            }
+        }
+        match (first.take(), second.take()) {
+            (Some(a), Some(b)) => Poll::Ready((a, b)),
+            (a, b) => {
+                (first, second) = (a, b);
+                Poll::Pending
+            }
+        }
+    })
+    .await
+}
+
+/// [`flight2`] of three.
+async fn flight3<A: Future, B: Future, C: Future>(
+    a: A,
+    b: B,
+    c: C,
+) -> (A::Output, B::Output, C::Output) {
+    let ((a, b), c) = flight2(flight2(a, b), c).await;
+    (a, b, c)
+}
+
+/// One attempt at `op`'s transaction, in two flights: `BEGIN`, the Run's
+/// row lock and its pause read together; then the write and `COMMIT`
+/// together (or `COMMIT` alone when there is nothing to write, `ROLLBACK`
+/// after a refusal).
+///
+/// The server runs a flight's statements in order, each to its end before
+/// the next, so the pause is read by a statement of its own after the lock
+/// is held, with a snapshot taken then (`READ COMMITTED`): nothing written
+/// by another transaction of the Run can come between what this one reads
+/// and what it writes, as every writer takes the same lock first. If a
+/// statement fails, the server refuses the rest of its transaction, and a
+/// `COMMIT` sent with a failed write rolls back.
 async fn transaction<P>(connected: &Connected, op: &Op<'_, P>) -> Result<Answer<P>, Failure>
 where
     P: PartialEq + Clone + Serialize + DeserializeOwned + Send + Sync,
 {
-    let client = &connected.client;
-    let begin = match op {
-        Op::Facts { .. } => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-        Op::Claim { .. } | Op::Append { .. } => "BEGIN ISOLATION LEVEL READ COMMITTED",
-    };
-    client.batch_execute(begin).await?;
-    match body(client, &connected.statements, op).await {
-        Ok(answer) => match client.batch_execute("COMMIT").await {
-            Ok(()) => Ok(answer),
-            Err(error) => match Failure::from(error) {
-                // A serialization failure or a deadlock at the commit:
-                // nothing committed, run again.
-                retry @ Failure::Server { retry: true, .. } => Err(retry),
-                // Anything else once the commit was sent (a lost
-                // connection, the server ending the session): it may have
-                // committed.
-                Failure::Server { error, .. } | Failure::Lost(error) | Failure::Unknown(error) => {
-                    Err(Failure::Unknown(error))
-                }
-                other @ (Failure::Answer(_) | Failure::Raced) => Err(other),
-            },
-        },
-        Err(failure) => {
-            if !matches!(failure, Failure::Lost(_)) {
-                // Nothing to keep: a refusal wrote nothing, a failed
-                // statement aborted the transaction.
-                client.batch_execute("ROLLBACK").await?;
-            }
-            Err(failure)
-        }
-    }
-}
-
-/// The statements of `op`, inside its transaction.
-async fn body<P>(
-    client: &Client,
-    statements: &Statements,
-    op: &Op<'_, P>,
-) -> Result<Answer<P>, Failure>
-where
-    P: PartialEq + Clone + Serialize + DeserializeOwned + Send + Sync,
-{
-    match *op {
+    let (client, statements) = (&connected.client, &connected.statements);
+    let (root_run_id, run_id) = match *op {
         Op::Claim {
             root_run_id,
             run_id,
-        } => {
-            // The Run's row lock first; the pause is read after it is held,
-            // by a statement of its own (so with a snapshot taken after the
-            // lock: READ COMMITTED), and every writer takes the same lock.
-            let locked = client
-                .query_opt(&statements.lock_run, &[&root_run_id, &run_id])
-                .await?;
+        }
+        | Op::Facts {
+            root_run_id,
+            run_id,
+        } => (root_run_id, run_id),
+        Op::Append {
+            root_run_id,
+            source,
+            ..
+        } => (root_run_id, source.run_id.as_str()),
+    };
+    let key: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&root_run_id, &run_id];
+    let (begin, read_epoch) = match op {
+        Op::Facts { .. } => (
+            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+            &statements.read_epoch,
+        ),
+        Op::Claim { .. } | Op::Append { .. } => {
+            ("BEGIN ISOLATION LEVEL READ COMMITTED", &statements.lock_run)
+        }
+    };
+    let (begun, epoch_row, pause_row) = flight3(
+        client.batch_execute(begin),
+        client.query_opt(read_epoch, &key),
+        client.query_opt(&statements.read_pause, &key),
+    )
+    .await;
+    let read = begun
+        .map_err(Failure::from)
+        .and_then(|()| Ok((epoch_row?, pause_row?)))
+        .and_then(|(epoch_row, pause_row)| {
             let mut facts = RunFacts::empty(root_run_id, run_id);
-            if let Some(row) = &locked {
+            if let Some(row) = &epoch_row {
                 facts.epoch = epoch_of(row, run_id)?;
-                facts
-                    .pauses
-                    .extend(read_pause(client, statements, root_run_id, run_id).await?);
             }
-            let step = claim_step(&facts)?;
-            if let Some(epoch) = step.write {
-                let new = stored(epoch)?;
-                if locked.is_some() {
-                    let old = stored(facts.epoch)?;
-                    let updated = client
-                        .execute(
-                            &statements.update_epoch,
-                            &[&root_run_id, &run_id, &new, &old],
-                        )
-                        .await?;
-                    if updated != 1 {
-                        // Under the row lock the epoch cannot have moved.
-                        return Err(LogError::Storage(
-                            "the Run's epoch changed under its row lock".into(),
-                        )
-                        .into());
-                    }
-                } else {
-                    // No row to lock: the insert decides. Another first
-                    // claim that inserted the row first (this one waited
-                    // for it to commit) leaves no row affected: run again.
-                    let inserted = client
-                        .execute(&statements.insert_run, &[&root_run_id, &run_id, &new])
-                        .await?;
-                    if inserted != 1 {
-                        return Err(Failure::Raced);
-                    }
+            facts
+                .pauses
+                .extend(decode_pause(pause_row, root_run_id, run_id)?);
+            Ok((epoch_row.is_some(), facts))
+        });
+    let (locked, facts) = match read {
+        Ok(read) => read,
+        Err(failure) => return Err(abort(client, failure).await),
+    };
+    match *op {
+        Op::Facts { .. } => {
+            commit(client, None::<std::future::Ready<_>>).await?;
+            Ok(Answer::Facts(facts))
+        }
+        Op::Claim { .. } => {
+            let step = match claim_step(&facts) {
+                Ok(step) => step,
+                Err(refusal) => return Err(abort(client, refusal.into()).await),
+            };
+            let Some(epoch) = step.write else {
+                commit(client, None::<std::future::Ready<_>>).await?;
+                return Ok(Answer::Claim(step.answer));
+            };
+            let new = match stored(epoch) {
+                Ok(new) => new,
+                Err(refusal) => return Err(abort(client, refusal.into()).await),
+            };
+            if locked {
+                // Under the row lock the epoch cannot have moved: a count
+                // other than 1 is a store altered under baton.
+                let old = stored(facts.epoch)?;
+                let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+                    [&root_run_id, &run_id, &new, &old];
+                let updated = client.execute(&statements.update_epoch, &params);
+                if commit(client, Some(updated)).await? != 1 {
+                    return Err(LogError::Storage(
+                        "the Run's epoch changed under its row lock".into(),
+                    )
+                    .into());
+                }
+            } else {
+                // No row to lock: the insert decides. Another first claim
+                // that inserted the row first (this one waited for it to
+                // commit) leaves no row affected, and this transaction
+                // committed nothing: run again.
+                let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
+                    [&root_run_id, &run_id, &new];
+                let inserted = client.execute(&statements.insert_run, &params);
+                if commit(client, Some(inserted)).await? != 1 {
+                    return Err(Failure::Raced);
                 }
             }
             Ok(Answer::Claim(step.answer))
         }
         Op::Append {
-            root_run_id,
             source,
             epoch,
             pause,
             ref json,
+            ..
         } => {
-            let run_id = source.run_id.as_str();
-            let locked = client
-                .query_opt(&statements.lock_run, &[&root_run_id, &run_id])
-                .await?;
-            let (current, existing) = match &locked {
-                Some(row) => (
-                    epoch_of(row, run_id)?,
-                    read_pause(client, statements, root_run_id, run_id).await?,
-                ),
-                None => (Epoch::NONE, None),
-            };
-            let step = append_step(
+            let step = match append_step(
                 root_run_id,
-                current,
-                existing.as_ref(),
+                facts.epoch,
+                facts.pauses.first(),
                 epoch,
                 (source, pause),
-            )?;
+            ) {
+                Ok(step) => step,
+                Err(refusal) => return Err(abort(client, refusal.into()).await),
+            };
             if step == AppendStep::Write {
                 let intent = &pause.intent;
                 let at = stored(epoch)?;
-                client
-                    .execute(
-                        &statements.insert_pause,
-                        &[
-                            &root_run_id,
-                            &run_id,
-                            &source.session_id,
-                            &source.turn_id,
-                            &source.invocation_id,
-                            &intent.handoff_id,
-                            &intent.successor_run_id,
-                            &intent.successor_invocation_id,
-                            json,
-                            &at,
-                        ],
-                    )
-                    .await?;
+                let params: [&(dyn tokio_postgres::types::ToSql + Sync); 10] = [
+                    &root_run_id,
+                    &run_id,
+                    &source.session_id,
+                    &source.turn_id,
+                    &source.invocation_id,
+                    &intent.handoff_id,
+                    &intent.successor_run_id,
+                    &intent.successor_invocation_id,
+                    json,
+                    &at,
+                ];
+                let inserted = client.execute(&statements.insert_pause, &params);
+                commit(client, Some(inserted)).await?;
+            } else {
+                commit(client, None::<std::future::Ready<_>>).await?;
             }
             Ok(Answer::Append(step.receipt()))
-        }
-        Op::Facts {
-            root_run_id,
-            run_id,
-        } => {
-            let mut facts = RunFacts::empty(root_run_id, run_id);
-            if let Some(row) = client
-                .query_opt(&statements.read_epoch, &[&root_run_id, &run_id])
-                .await?
-            {
-                facts.epoch = epoch_of(&row, run_id)?;
-            }
-            facts
-                .pauses
-                .extend(read_pause(client, statements, root_run_id, run_id).await?);
-            Ok(Answer::Facts(facts))
         }
     }
 }
 
-/// The pause row stored for a Run, decoded and checked against its
-/// columns.
-async fn read_pause<P: DeserializeOwned>(
-    client: &Client,
-    statements: &Statements,
+/// Ends a transaction that will not commit (a refusal, a failed
+/// statement): `ROLLBACK`, unless the connection is gone. The failure to
+/// answer.
+async fn abort(client: &Client, failure: Failure) -> Failure {
+    if matches!(failure, Failure::Lost(_)) {
+        return failure;
+    }
+    match client.batch_execute("ROLLBACK").await {
+        Ok(()) => failure,
+        Err(error) => Failure::from(error),
+    }
+}
+
+/// Sends `write` (if any) and `COMMIT` in one flight; the write's count of
+/// affected rows (0 without a write).
+async fn commit<W>(client: &Client, write: Option<W>) -> Result<u64, Failure>
+where
+    W: Future<Output = Result<u64, tokio_postgres::Error>>,
+{
+    let (written, committed) = match write {
+        Some(write) => flight2(write, client.batch_execute("COMMIT")).await,
+        None => (Ok(0), client.batch_execute("COMMIT").await),
+    };
+    match (written, committed) {
+        (Ok(count), Ok(())) => Ok(count),
+        // The write failed on the server: its transaction was aborted, and
+        // the COMMIT sent with it rolled back.
+        (Err(error), Ok(())) if error.code().is_some() => Err(error.into()),
+        (Ok(_), Err(error)) | (Err(_), Err(error)) | (Err(error), Ok(())) => {
+            Err(match Failure::from(error) {
+                // A serialization failure or a deadlock at the commit:
+                // nothing committed, run again.
+                retry @ Failure::Server { retry: true, .. } => retry,
+                // Anything else once the commit was sent (a lost
+                // connection, the server ending the session): it may have
+                // committed.
+                Failure::Server { error, .. } | Failure::Lost(error) | Failure::Unknown(error) => {
+                    Failure::Unknown(error)
+                }
+                other @ (Failure::Answer(_) | Failure::Raced) => other,
+            })
+        }
+    }
+}
+
+/// The pause row read for a Run, decoded and checked against its columns.
+fn decode_pause<P: DeserializeOwned>(
+    row: Option<Row>,
     root_run_id: &str,
     run_id: &str,
 ) -> Result<Option<Appended<P>>, Failure> {
-    let Some(row) = client
-        .query_opt(&statements.read_pause, &[&root_run_id, &run_id])
-        .await?
-    else {
+    let Some(row) = row else {
         return Ok(None);
     };
     let source = Invocation {
