@@ -78,11 +78,20 @@ fn is_root() -> bool {
         .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
 }
 
-/// Says once per test binary that the PostgreSQL tests are skipped; past
-/// libtest's capture, so it shows in a passing run.
+/// Says that the PostgreSQL tests are skipped, past libtest's capture so
+/// that it shows in a passing run: once per `cargo test`, whichever of its
+/// test binaries (children of one cargo process) says it first — a marker
+/// file in the temp dir, named by cargo's pid, remembers that it was said.
 fn say_skipped() {
     static SAID: OnceLock<()> = OnceLock::new();
     SAID.get_or_init(|| {
+        let marker = std::env::temp_dir().join(format!(
+            "baton-postgres-skipped-{}",
+            std::os::unix::process::parent_id()
+        ));
+        if std::fs::File::create_new(marker).is_err() {
+            return; // another test binary of this run said it
+        }
         let _ = writeln!(
             std::io::stderr(),
             "baton: PostgreSQL tests SKIPPED: no initdb/pg_ctl in ${BIN}, on PATH or in \
