@@ -159,6 +159,10 @@
 //!
 //! - `sqlite`: `durable::SqliteLog`, the canonical log in one SQLite file
 //!   (bundled: no system library needed).
+//! - `postgres`: `durable::PostgresLog`, the canonical log on a PostgreSQL
+//!   server, for workers and owners on several hosts (tokio-postgres; its
+//!   futures need a tokio runtime). The README's "More than one host" says
+//!   what is guaranteed under which faults.
 //! - `tokio-util`: [`Cancellation`] for `tokio_util::sync::CancellationToken`,
 //!   so a token can stand where a [`CancelSignal`] does.
 //! - `tracing`: events and spans through the `tracing` crate. Target

@@ -19,6 +19,9 @@ fn every_handle_is_send_sync_unpin_and_unwind_safe() {
     // It now holds the sender of its thread's job queue (the async forms).
     #[cfg(feature = "sqlite")]
     movable_across_tasks_and_unwinds::<baton::durable::SqliteLog<()>>();
+    // One connection behind tokio's async mutex.
+    #[cfg(feature = "postgres")]
+    movable_across_tasks_and_unwinds::<baton::durable::PostgresLog<()>>();
 }
 
 /// A future a runtime can `tokio::spawn`: `Send + 'static`.

@@ -14,7 +14,8 @@
 //!   is durable, else issues a new [`Epoch`] and fences every older one;
 //!   [`append`](HandoffLog::append) writes a pause only under the Run's
 //!   current epoch. [`MemoryLog`] keeps it in memory (tests); `SqliteLog`
-//!   (feature `sqlite`) in one SQLite file.
+//!   (feature `sqlite`) in one SQLite file; `PostgresLog` (feature
+//!   `postgres`) on a PostgreSQL server, for runtimes on several hosts.
 //! - [`AsyncHandoffLog`] is the same log for async code (`claim_async`,
 //!   `append_async`, `facts_async`): `SqliteLog` runs the blocking work (the
 //!   transaction, the fsync) on a thread it owns, so no executor thread —
@@ -45,7 +46,11 @@ mod fence;
 mod log;
 #[cfg(feature = "sqlite")]
 mod offload;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod reconcile;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod row;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod worker;
@@ -53,6 +58,9 @@ mod worker;
 pub use async_log::AsyncHandoffLog;
 pub use fence::{AppendStep, Claim, ClaimStep, Epoch, append_step, claim_step};
 pub use log::{HandoffLog, LogError, MemoryLog, Receipt};
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresConfig, PostgresLog};
 pub use reconcile::{Appended, Decision, ReconcileError, RunFacts, RunField, reconcile};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]

@@ -16,7 +16,8 @@ use super::fence::{AppendStep, Claim, Epoch, append_step, claim_step};
 use super::log::{HandoffLog, LogError, Receipt, check_append, check_run};
 use super::offload::Offload;
 use super::reconcile::{Appended, RunFacts};
-use crate::facts::{HandoffPause, Invocation, from_json};
+use super::row::{checked_row, corrupt};
+use crate::facts::{HandoffPause, Invocation};
 use crate::sync::{Arc, Mutex, lock};
 
 /// The schema version this baton writes and reads, kept in SQLite's
@@ -127,13 +128,6 @@ impl<P> std::fmt::Debug for SqliteLog<P> {
 
 fn storage(error: rusqlite::Error) -> LogError {
     LogError::Storage(Box::new(error))
-}
-
-fn corrupt(run_id: &str, reason: impl std::fmt::Display) -> LogError {
-    LogError::Corrupt {
-        run_id: run_id.to_owned(),
-        reason: reason.to_string(),
-    }
 }
 
 impl<P> SqliteLog<P> {
@@ -287,21 +281,7 @@ impl<P> SqliteLog<P> {
         let Some((source, columns, json)) = row else {
             return Ok(None);
         };
-        let pause: HandoffPause<P> = from_json(json.as_bytes())
-            .map_err(|error| corrupt(run_id, format_args!("the pause does not decode: {error}")))?;
-        let intent = &pause.intent;
-        let in_json = [
-            &intent.handoff_id,
-            &intent.successor_run_id,
-            &intent.successor_invocation_id,
-        ];
-        if columns.iter().ne(in_json) || intent.root_run_id != root_run_id {
-            return Err(corrupt(
-                run_id,
-                "the key columns disagree with the stored pause",
-            ));
-        }
-        Ok(Some(Appended { source, pause }))
+        checked_row(root_run_id, source, columns, &json).map(Some)
     }
 }
 

@@ -20,6 +20,11 @@ pub use within::within;
 #[cfg(all(unix, feature = "sqlite"))]
 pub mod child;
 
+#[cfg(all(unix, feature = "postgres"))]
+pub mod postgres;
+#[cfg(all(unix, feature = "postgres"))]
+pub mod proxy;
+
 /// The promises the gate's tests await most, with their SPEC ids: the
 /// message a test fails with when one of them hangs.
 pub const COMMIT_AT_BOUNDARY: &str =

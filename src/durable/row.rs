@@ -1,0 +1,45 @@
+//! A stored pause row as the server stores read it back: decoded, and
+//! checked against the key columns broken out beside it.
+
+use serde::de::DeserializeOwned;
+
+use super::log::LogError;
+use super::reconcile::Appended;
+use crate::facts::{HandoffPause, Invocation, from_json};
+
+/// A row whose columns disagree with its pause, or whose pause does not
+/// decode: the store was altered outside baton.
+pub(crate) fn corrupt(run_id: &str, reason: impl std::fmt::Display) -> LogError {
+    LogError::Corrupt {
+        run_id: run_id.to_owned(),
+        reason: reason.to_string(),
+    }
+}
+
+/// Decodes the pause `json` of the row stored for `root_run_id`'s Run
+/// `source.run_id`, and checks its intent's ids against the row's `columns`
+/// (`handoff_id`, `successor_run_id`, `successor_invocation_id`) and its
+/// root Run against the key.
+pub(crate) fn checked_row<P: DeserializeOwned>(
+    root_run_id: &str,
+    source: Invocation,
+    columns: [String; 3],
+    json: &str,
+) -> Result<Appended<P>, LogError> {
+    let run_id = source.run_id.as_str();
+    let pause: HandoffPause<P> = from_json(json.as_bytes())
+        .map_err(|error| corrupt(run_id, format_args!("the pause does not decode: {error}")))?;
+    let intent = &pause.intent;
+    let in_json = [
+        &intent.handoff_id,
+        &intent.successor_run_id,
+        &intent.successor_invocation_id,
+    ];
+    if columns.iter().ne(in_json) || intent.root_run_id != root_run_id {
+        return Err(corrupt(
+            run_id,
+            "the key columns disagree with the stored pause",
+        ));
+    }
+    Ok(Appended { source, pause })
+}

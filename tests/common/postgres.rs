@@ -1,0 +1,341 @@
+//! A throwaway PostgreSQL cluster for the tests: `initdb` and `pg_ctl`
+//! from PATH (or Debian's `/usr/lib/postgresql/*/bin`), a fresh temp dir,
+//! a free loopback port, trust authentication; run as the `postgres` user
+//! (through `runuser`) when the tests run as root, since the server refuses
+//! to run as root. `scripts/postgres` starts the same server by hand.
+//!
+//! Removal is the job of a watchdog: a shell started beside the cluster
+//! that waits for its stdin (a pipe only this process holds) to close and
+//! then stops the server (`-m immediate`) and deletes the dir. The pipe
+//! closes when the [`Cluster`] is dropped, and also when the test process
+//! ends in any way (a panic, an abort, a SIGKILL): no cluster outlives its
+//! test binary.
+//!
+//! Without the server programs, [`Cluster::start`] prints one line saying
+//! the PostgreSQL tests are skipped and how to install the server, and
+//! answers `None` (the tests pass); with `BATON_REQUIRE_POSTGRES=1` (as
+//! `.ci/run` sets) it panics instead.
+
+use std::io::Write as _;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// The variable under which a missing server fails the tests.
+pub const REQUIRE: &str = "BATON_REQUIRE_POSTGRES";
+
+/// The database superuser `initdb` creates (trust authentication).
+pub const USER: &str = "baton";
+
+/// A running throwaway cluster.
+pub struct Cluster {
+    dir: PathBuf,
+    port: u16,
+    bin: PathBuf,
+    as_postgres: bool,
+    /// The watchdog's stdin: dropping it stops and removes the cluster.
+    watchdog: Option<(Child, ChildStdin)>,
+}
+
+/// The variable naming the directory of the server programs, instead of
+/// PATH and Debian's directories.
+pub const BIN: &str = "BATON_POSTGRES_BIN";
+
+/// Where the server programs are: `$BATON_POSTGRES_BIN` if set, else PATH
+/// first, then Debian's versioned directories (the newest), where
+/// `apt-get install postgresql` puts them.
+pub fn server_bin() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os(BIN) {
+        let dir = PathBuf::from(dir);
+        return (dir.join("initdb").is_file() && dir.join("pg_ctl").is_file()).then_some(dir);
+    }
+    let on_path = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .find(|dir| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file())
+    });
+    on_path.or_else(|| {
+        let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()?
+            .filter_map(|entry| {
+                let entry = entry.ok()?;
+                let version = entry.file_name().to_str()?.parse().ok()?;
+                let bin = entry.path().join("bin");
+                bin.join("initdb").is_file().then_some((version, bin))
+            })
+            .collect();
+        versions.sort();
+        versions.pop().map(|(_, bin)| bin)
+    })
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+}
+
+/// Says that the PostgreSQL tests are skipped, past libtest's capture so
+/// that it shows in a passing run: once per `cargo test`, whichever of its
+/// test binaries (children of one cargo process) says it first — a marker
+/// file in the temp dir, named by cargo's pid, remembers that it was said.
+fn say_skipped() {
+    static SAID: OnceLock<()> = OnceLock::new();
+    SAID.get_or_init(|| {
+        let marker = std::env::temp_dir().join(format!(
+            "baton-postgres-skipped-{}",
+            std::os::unix::process::parent_id()
+        ));
+        if std::fs::File::create_new(marker).is_err() {
+            return; // another test binary of this run said it
+        }
+        let _ = writeln!(
+            std::io::stderr(),
+            "baton: PostgreSQL tests SKIPPED: no initdb/pg_ctl in ${BIN}, on PATH or in \
+             /usr/lib/postgresql/*/bin (install the server: apt-get install -y postgresql; \
+             set {REQUIRE}=1 to fail instead)"
+        );
+    });
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("a free loopback port")
+}
+
+impl Cluster {
+    /// Starts a new cluster, or `None` if the server programs are missing
+    /// (and `BATON_REQUIRE_POSTGRES` is not `1`).
+    pub fn start() -> Option<Cluster> {
+        let Some(bin) = server_bin() else {
+            if std::env::var(REQUIRE).is_ok_and(|v| v == "1") {
+                panic!(
+                    "{REQUIRE}=1 but the PostgreSQL server programs (initdb, pg_ctl) are missing: \
+                     apt-get install -y postgresql"
+                );
+            }
+            say_skipped();
+            return None;
+        };
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "baton-pg-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("the cluster's temp dir");
+        let as_postgres = is_root();
+        let mut cluster = Cluster {
+            dir,
+            port: 0,
+            bin,
+            as_postgres,
+            watchdog: None,
+        };
+        if as_postgres {
+            cluster.run(Command::new("chown").arg("postgres").arg(&cluster.dir));
+        }
+        cluster.start_watchdog();
+        let mut initdb = cluster.command("initdb");
+        initdb.arg("-D").arg(cluster.data()).args([
+            "-A",
+            "trust",
+            "-U",
+            USER,
+            "--no-sync",
+            "-E",
+            "UTF8",
+        ]);
+        cluster.run(&mut initdb);
+        // A port found free may be taken before the server binds it: try
+        // again with another.
+        for attempt in 0.. {
+            cluster.port = free_port();
+            if cluster.try_start() {
+                break;
+            }
+            assert!(attempt < 3, "the server did not start: {}", cluster.log());
+        }
+        Some(cluster)
+    }
+
+    /// The cluster shared by the tests of this binary (removed when the
+    /// binary exits, by its watchdog).
+    pub fn shared() -> Option<&'static Cluster> {
+        static SHARED: OnceLock<Option<Cluster>> = OnceLock::new();
+        SHARED.get_or_init(Cluster::start).as_ref()
+    }
+
+    /// The server's loopback port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// A connection string to database `dbname`.
+    pub fn url(&self, dbname: &str) -> String {
+        format!(
+            "host=127.0.0.1 port={} user={USER} dbname={dbname} connect_timeout=5",
+            self.port
+        )
+    }
+
+    /// A connection string to `dbname` through `port` (a proxy's).
+    pub fn url_via(&self, port: u16, dbname: &str) -> String {
+        format!("host=127.0.0.1 port={port} user={USER} dbname={dbname} connect_timeout=2")
+    }
+
+    /// Creates a fresh database and answers its name.
+    pub async fn database(&self) -> String {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let name = format!("t{}", NEXT.fetch_add(1, Ordering::Relaxed));
+        let admin = self.connect("postgres").await;
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .expect("CREATE DATABASE");
+        name
+    }
+
+    /// A plain client connection to `dbname` (for a test's own SQL), its
+    /// connection driven by a task of the current runtime.
+    pub async fn connect(&self, dbname: &str) -> tokio_postgres::Client {
+        let (client, connection) =
+            tokio_postgres::connect(&self.url(dbname), tokio_postgres::NoTls)
+                .await
+                .expect("connect to the test cluster");
+        tokio::spawn(connection);
+        client
+    }
+
+    /// The server's crash: `pg_ctl stop -m immediate` (no checkpoint; WAL
+    /// replay at the next start).
+    pub fn crash(&self) {
+        let mut stop = self.command("pg_ctl");
+        stop.arg("-D")
+            .arg(self.data())
+            .args(["-m", "immediate", "-w", "stop"]);
+        self.run(&mut stop);
+    }
+
+    /// The harder crash: SIGKILL of the postmaster (its children then end
+    /// on their own; the next start replays the WAL).
+    pub fn kill_postmaster(&self) {
+        let pid = std::fs::read_to_string(self.data().join("postmaster.pid"))
+            .ok()
+            .and_then(|text| text.lines().next().map(str::to_owned))
+            .expect("the postmaster's pid");
+        let _ = Command::new("kill").args(["-KILL", &pid]).status();
+        // Its backends notice the postmaster's death and exit; wait until
+        // nothing listens any more, so a restart finds the port free.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            assert!(Instant::now() < deadline, "the killed server still listens");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Starts the (stopped or crashed) server again on the same port.
+    pub fn restart(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.try_start() {
+            assert!(
+                Instant::now() < deadline,
+                "the server did not restart: {}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn try_start(&self) -> bool {
+        let mut start = self.command("pg_ctl");
+        start
+            .arg("-D")
+            .arg(self.data())
+            .arg("-l")
+            .arg(self.dir.join("log"))
+            .args(["-w", "-t", "30", "start", "-o"])
+            .arg(format!(
+                "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=200",
+                self.port,
+                self.dir.display()
+            ));
+        start
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("log")).unwrap_or_default()
+    }
+
+    /// A server program, run as `postgres` if the tests run as root.
+    fn command(&self, program: &str) -> Command {
+        let path = self.bin.join(program);
+        if self.as_postgres {
+            let mut command = Command::new("runuser");
+            command.args(["-u", "postgres", "--"]).arg(path);
+            command
+        } else {
+            Command::new(path)
+        }
+    }
+
+    fn run(&self, command: &mut Command) {
+        let out = command.output().expect("run a server program");
+        assert!(
+            out.status.success(),
+            "{command:?} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// The shell that removes the cluster once its stdin closes.
+    fn start_watchdog(&mut self) {
+        let stop = self.command("pg_ctl");
+        let mut words: Vec<String> = vec![stop.get_program().to_string_lossy().into_owned()];
+        words.extend(stop.get_args().map(|a| a.to_string_lossy().into_owned()));
+        let script = format!(
+            "cat >/dev/null; {} -D '{}' -m immediate stop >/dev/null 2>&1; rm -rf '{}'",
+            words.join(" "),
+            self.data().display(),
+            self.dir.display()
+        );
+        let mut child = Command::new("sh")
+            .args(["-c", &script])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the cluster's watchdog");
+        let stdin = child.stdin.take().expect("the watchdog's stdin");
+        self.watchdog = Some((child, stdin));
+    }
+
+    /// The cluster's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if let Some((mut child, stdin)) = self.watchdog.take() {
+            drop(stdin);
+            let _ = child.wait();
+        }
+    }
+}

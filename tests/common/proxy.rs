@@ -1,0 +1,231 @@
+//! A loopback TCP proxy the test controls, between one client (a log, a
+//! worker process) and the server: it forwards, drops every connection,
+//! blackholes (holds every byte, both ways, until healed), delays, and can
+//! lose the reply to the next `COMMIT` it forwards (the server commits,
+//! the client never hears it). Plain threads, no runtime.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+/// What the proxy does with traffic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Mode {
+    /// Forward both ways.
+    Forward = 0,
+    /// Close every connection, and each new one at once: a partition the
+    /// client learns of (a reset).
+    Drop = 1,
+    /// Hold every byte both ways (and accept new connections, which then
+    /// hang): a partition nobody is told of.
+    Blackhole = 2,
+    /// Forward, each chunk after a delay (see [`Proxy::set_delay`]).
+    Delay = 3,
+}
+
+struct Shared {
+    mode: AtomicU8,
+    delay_ms: AtomicU64,
+    lose_commit_reply: AtomicBool,
+    /// Every live connection's two sockets, to close them on `Drop`.
+    live: Mutex<Vec<(TcpStream, TcpStream)>>,
+    /// How many replies to a COMMIT were lost.
+    lost: AtomicU64,
+}
+
+/// A proxy from a loopback port of its own to `127.0.0.1:target`.
+#[derive(Clone)]
+pub struct Proxy {
+    port: u16,
+    shared: Arc<Shared>,
+}
+
+impl Proxy {
+    /// Starts a proxy to `target`, forwarding.
+    pub fn start(target: u16) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a proxy port");
+        let port = listener.local_addr().expect("the proxy's port").port();
+        let shared = Arc::new(Shared {
+            mode: AtomicU8::new(Mode::Forward as u8),
+            delay_ms: AtomicU64::new(0),
+            lose_commit_reply: AtomicBool::new(false),
+            live: Mutex::new(Vec::new()),
+            lost: AtomicU64::new(0),
+        });
+        let accepting = Arc::clone(&shared);
+        thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                if mode(&accepting) == Mode::Drop {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                };
+                connect_pair(&accepting, client, server);
+            }
+        });
+        Proxy { port, shared }
+    }
+
+    /// The port clients connect to.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Sets the mode; [`Mode::Drop`] also closes every live connection.
+    pub fn set(&self, to: Mode) {
+        self.shared.mode.store(to as u8, Ordering::SeqCst);
+        if to == Mode::Drop {
+            for (a, b) in self.shared.live.lock().unwrap().drain(..) {
+                let _ = a.shutdown(Shutdown::Both);
+                let _ = b.shutdown(Shutdown::Both);
+            }
+        }
+    }
+
+    /// The delay of [`Mode::Delay`].
+    pub fn set_delay(&self, delay: Duration) {
+        self.shared
+            .delay_ms
+            .store(delay.as_millis() as u64, Ordering::SeqCst);
+    }
+
+    /// Loses the reply to the next `COMMIT` forwarded: the COMMIT reaches
+    /// the server, and after a moment (for the server to commit) both
+    /// sides of that connection are closed, the reply unsent.
+    pub fn lose_next_commit_reply(&self) {
+        self.shared.lose_commit_reply.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a loss armed by [`lose_next_commit_reply`](Self::lose_next_commit_reply)
+    /// is still waiting for its COMMIT.
+    pub fn commit_loss_pending(&self) -> bool {
+        self.shared.lose_commit_reply.load(Ordering::SeqCst)
+    }
+
+    /// How many replies to a COMMIT this proxy lost.
+    pub fn lost_replies(&self) -> u64 {
+        self.shared.lost.load(Ordering::SeqCst)
+    }
+}
+
+fn mode(shared: &Shared) -> Mode {
+    match shared.mode.load(Ordering::SeqCst) {
+        1 => Mode::Drop,
+        2 => Mode::Blackhole,
+        3 => Mode::Delay,
+        _ => Mode::Forward,
+    }
+}
+
+fn connect_pair(shared: &Arc<Shared>, client: TcpStream, server: TcpStream) {
+    let (Ok(c2), Ok(s2), Ok(c3), Ok(s3)) = (
+        client.try_clone(),
+        server.try_clone(),
+        client.try_clone(),
+        server.try_clone(),
+    ) else {
+        return;
+    };
+    shared.live.lock().unwrap().push((c3, s3));
+    let cut = Arc::new(AtomicBool::new(false));
+    let (up, down) = (Arc::clone(shared), Arc::clone(shared));
+    let (cut_up, cut_down) = (Arc::clone(&cut), cut);
+    thread::spawn(move || pump(&up, client, server, Some(&cut_up)));
+    thread::spawn(move || pump_down(&down, s2, c2, &cut_down));
+}
+
+/// Client to server; watches for a `COMMIT` simple query to lose the reply
+/// of.
+fn pump(shared: &Shared, mut from: TcpStream, mut to: TcpStream, cut: Option<&AtomicBool>) {
+    let _ = from.set_read_timeout(Some(Duration::from_millis(20)));
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        while mode(shared) == Mode::Blackhole {
+            thread::sleep(Duration::from_millis(10));
+        }
+        let n = match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => continue,
+            Err(_) => break,
+        };
+        let chunk = &buf[..n];
+        hold_while_blackholed_or_delay(shared);
+        if mode(shared) == Mode::Drop {
+            break;
+        }
+        let commit = contains(chunk, b"COMMIT\0");
+        if let Some(cut) = cut.filter(|_| commit) {
+            if shared
+                .lose_commit_reply
+                .compare_exchange(true, false, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                cut.store(true, Ordering::SeqCst);
+                let _ = to.write_all(chunk);
+                // Let the server commit, then close both sides unanswered.
+                thread::sleep(Duration::from_millis(300));
+                shared.lost.fetch_add(1, Ordering::SeqCst);
+                break;
+            }
+        }
+        if to.write_all(chunk).is_err() {
+            break;
+        }
+    }
+    let _ = from.shutdown(Shutdown::Both);
+    let _ = to.shutdown(Shutdown::Both);
+}
+
+/// Server to client; drops everything once the connection is cut.
+fn pump_down(shared: &Shared, mut from: TcpStream, mut to: TcpStream, cut: &AtomicBool) {
+    let _ = from.set_read_timeout(Some(Duration::from_millis(20)));
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        while mode(shared) == Mode::Blackhole {
+            thread::sleep(Duration::from_millis(10));
+        }
+        let n = match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => continue,
+            Err(_) => break,
+        };
+        hold_while_blackholed_or_delay(shared);
+        if cut.load(Ordering::SeqCst) {
+            continue; // the lost reply
+        }
+        if mode(shared) == Mode::Drop || to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = from.shutdown(Shutdown::Both);
+    let _ = to.shutdown(Shutdown::Both);
+}
+
+fn hold_while_blackholed_or_delay(shared: &Shared) {
+    loop {
+        match mode(shared) {
+            Mode::Blackhole => thread::sleep(Duration::from_millis(10)),
+            Mode::Delay => {
+                thread::sleep(Duration::from_millis(
+                    shared.delay_ms.load(Ordering::SeqCst),
+                ));
+                return;
+            }
+            Mode::Forward | Mode::Drop => return,
+        }
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}

@@ -1,0 +1,404 @@
+//! What only `PostgresLog` has: a versioned schema in a shared database, a
+//! network between it and the server, and a server that can crash. The
+//! contract's own tests run on it in `suite.rs`, unchanged.
+
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use baton::durable::{
+    AsyncHandoffLog, Claim, Epoch, LogError, POSTGRES_SCHEMA_VERSION, PostgresLog, Receipt,
+};
+
+use crate::Payload;
+use crate::common::postgres::Cluster;
+use crate::common::proxy::{Mode, Proxy};
+use crate::common::{self, poll_once, within};
+
+type Log = PostgresLog<Payload>;
+
+const ROOT: &str = "run";
+
+async fn connect(url: &str) -> Result<Log, LogError> {
+    within(
+        "R5: a connect resolves",
+        PostgresLog::connect(url.parse().unwrap()),
+    )
+    .await
+}
+
+async fn connect_with_timeout(url: &str, timeout: Duration) -> Log {
+    within(
+        "R5: a connect resolves",
+        PostgresLog::connect_with_timeout(url.parse().unwrap(), timeout),
+    )
+    .await
+    .expect("connect")
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A fresh database of the shared cluster: its name and connection string.
+async fn fresh(cluster: &Cluster) -> (String, String) {
+    let dbname = cluster.database().await;
+    let url = cluster.url(&dbname);
+    (dbname, url)
+}
+
+async fn owner(log: &Log) -> Epoch {
+    match within("R5", log.claim_async(ROOT, "run")).await {
+        Ok(Claim::Owner(epoch)) => epoch,
+        other => panic!("the Run is not open: {other:?}"),
+    }
+}
+
+fn pause() -> common::Pause {
+    common::pause_for(common::intent())
+}
+
+/// Logs connecting at once to a database without a schema create it once,
+/// whole, and record its version; reconnecting leaves it as it is.
+#[test]
+fn logs_connecting_at_once_create_the_schema_once_and_record_its_version() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        let url = Arc::new(url);
+        let connects: Vec<_> = (0..6)
+            .map(|_| {
+                let url = Arc::clone(&url);
+                tokio::spawn(async move { connect(&url).await.map(drop) })
+            })
+            .collect();
+        for connecting in connects {
+            connecting.await.unwrap().expect("every log connects");
+        }
+        let log = connect(&url).await.unwrap();
+        assert_eq!(owner(&log).await, Epoch::new(1));
+        let admin = cluster.connect(&dbname).await;
+        let version: i64 = admin
+            .query_one("SELECT version FROM baton_schema", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(version, POSTGRES_SCHEMA_VERSION);
+        let rows: i64 = admin
+            .query_one("SELECT count(*) FROM baton_schema", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(rows, 1, "one version row");
+        let debug = format!("{log:?}");
+        assert!(
+            debug.starts_with("PostgresLog { hosts: [Tcp(\"127.0.0.1\")]")
+                && debug.contains(&dbname),
+            "{debug}"
+        );
+    });
+}
+
+/// A database recording a newer schema version, or holding baton's table
+/// names without a version, is refused with a typed error, never guessed.
+#[test]
+fn an_unknown_schema_version_or_a_foreign_table_is_a_typed_error() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        drop(connect(&url).await.unwrap());
+        let admin = cluster.connect(&dbname).await;
+        admin
+            .batch_execute("UPDATE baton_schema SET version = 99")
+            .await
+            .unwrap();
+        assert!(matches!(
+            connect(&url).await,
+            Err(LogError::UnknownSchema {
+                found: 99,
+                expected: POSTGRES_SCHEMA_VERSION
+            })
+        ));
+
+        let (dbname, url) = fresh(cluster).await;
+        let admin = cluster.connect(&dbname).await;
+        admin
+            .batch_execute("CREATE TABLE baton_run (x integer)")
+            .await
+            .unwrap();
+        assert!(matches!(
+            connect(&url).await,
+            Err(LogError::UnknownSchema { found: 0, .. })
+        ));
+    });
+}
+
+/// A row altered outside baton is reported corrupt, never decoded into a
+/// decision; bad text the server cannot store (a NUL in the source's
+/// session id) is a typed error that writes nothing, not a panic.
+#[test]
+fn a_row_altered_outside_baton_is_corrupt_and_text_the_server_refuses_is_a_typed_error() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        let log = connect(&url).await.unwrap();
+        let epoch = owner(&log).await;
+        let mut nul = common::source();
+        nul.session_id = "session\u{0}".into();
+        assert!(matches!(
+            within("R5", log.append_async(ROOT, &nul, epoch, &pause())).await,
+            Err(LogError::Storage(_))
+        ));
+        let read = within("R5", log.facts_async(ROOT, "run")).await.unwrap();
+        assert!(read.pauses.is_empty(), "nothing written");
+
+        let _ = within(
+            "R5",
+            log.append_async(ROOT, &common::source(), epoch, &pause()),
+        )
+        .await
+        .unwrap();
+        let admin = cluster.connect(&dbname).await;
+        admin
+            .batch_execute("UPDATE baton_handoff_pause SET handoff_id = 'forged'")
+            .await
+            .unwrap();
+        assert!(matches!(
+            within("R5", log.facts_async(ROOT, "run")).await,
+            Err(LogError::Corrupt { .. })
+        ));
+        assert!(
+            matches!(
+                within("R5", log.claim_async(ROOT, "run")).await,
+                Err(LogError::Corrupt { .. })
+            ),
+            "a claim never decides on a corrupt row"
+        );
+        admin
+            .batch_execute(
+                "UPDATE baton_handoff_pause SET handoff_id = 'handoff', \
+                 pause = json_build_object('intent', 7)",
+            )
+            .await
+            .unwrap();
+        assert!(matches!(
+            within("R5", log.facts_async(ROOT, "run")).await,
+            Err(LogError::Corrupt { .. })
+        ));
+    });
+}
+
+/// The lost reply of SPEC §6, for real: the COMMIT of an append reaches
+/// the server, which commits, and the reply never comes back (the proxy
+/// closes the connection instead). The append answers `Storage` (outcome
+/// unknown); the same log, reconnecting, reads the facts, which resolve
+/// it (the pause is durable), and the identical append again is
+/// `AlreadyDurable`.
+#[test]
+fn a_lost_commit_reply_is_an_unknown_outcome_that_the_facts_resolve() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (_, url) = fresh(cluster).await;
+        drop(connect(&url).await.unwrap()); // the schema
+        let proxy = Proxy::start(cluster.port());
+        let via = url.replace(
+            &format!("port={}", cluster.port()),
+            &format!("port={}", proxy.port()),
+        );
+        let log = connect(&via).await.unwrap();
+        let epoch = owner(&log).await;
+        proxy.lose_next_commit_reply();
+        let appended = within(
+            "R5",
+            log.append_async(ROOT, &common::source(), epoch, &pause()),
+        )
+        .await;
+        assert!(
+            matches!(appended, Err(LogError::Storage(_))),
+            "{appended:?}"
+        );
+        assert_eq!(proxy.lost_replies(), 1, "the reply to the COMMIT was lost");
+        let read = within("R5", log.facts_async(ROOT, "run")).await.unwrap();
+        assert_eq!(read.pauses.len(), 1, "the append had committed");
+        assert_eq!(
+            within(
+                "R5",
+                log.append_async(ROOT, &common::source(), epoch, &pause())
+            )
+            .await
+            .unwrap(),
+            Receipt::AlreadyDurable
+        );
+    });
+}
+
+/// A connection lost before the commit (here the server ends the log's
+/// session) means nothing committed: the operation runs again on a new
+/// connection and answers, without the caller seeing the loss.
+#[test]
+fn a_connection_lost_before_the_commit_is_retried_on_a_new_connection() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        let log = connect(&url).await.unwrap();
+        assert_eq!(owner(&log).await, Epoch::new(1));
+        let admin = cluster.connect(&dbname).await;
+        let ended: i64 = admin
+            .query_one(
+                "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE datname = $1 AND pid <> pg_backend_pid()) ended",
+                &[&dbname],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(ended, 1, "the log's one connection");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(
+            owner(&log).await,
+            Epoch::new(2),
+            "the claim ran once, on a new connection"
+        );
+    });
+}
+
+/// A partition nobody is told of (the proxy holds every byte): the
+/// operation answers `Storage` once its timeout has passed, never hangs;
+/// the server ends the cut-off transaction (its idle and lock timeouts are
+/// the log's), so another host's claim goes through; once healed, the cut
+/// off log works again.
+#[test]
+fn a_blackholed_operation_times_out_and_its_row_lock_does_not_outlive_the_timeout() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (_, url) = fresh(cluster).await;
+        let timeout = Duration::from_millis(800);
+        let direct = connect_with_timeout(&url, timeout).await;
+        assert_eq!(owner(&direct).await, Epoch::new(1));
+        let proxy = Proxy::start(cluster.port());
+        let via = url.replace(
+            &format!("port={}", cluster.port()),
+            &format!("port={}", proxy.port()),
+        );
+        let cut_off = connect_with_timeout(&via, timeout).await;
+        proxy.set(Mode::Delay);
+        proxy.set_delay(Duration::from_millis(150));
+        // The claim's BEGIN and row lock get through, slowly; then the
+        // partition: it holds the lock, unanswered.
+        let claiming = tokio::spawn(async move {
+            let answer = cut_off.claim_async(ROOT, "run").await;
+            (cut_off, answer)
+        });
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        proxy.set(Mode::Blackhole);
+        let started = Instant::now();
+        let (cut_off, answer) = within("R5: the cut-off claim answers", claiming)
+            .await
+            .unwrap();
+        assert!(matches!(answer, Err(LogError::Storage(_))), "{answer:?}");
+        assert!(started.elapsed() < timeout * 2);
+        // The other host's claim waits at most for the server to end the
+        // cut-off transaction.
+        let epoch = owner(&direct).await;
+        assert!(epoch >= Epoch::new(2), "{epoch}");
+        proxy.set(Mode::Forward);
+        let healed = owner(&cut_off).await;
+        assert!(healed > epoch, "the healed log works again");
+    });
+}
+
+/// The server crashes (`pg_ctl -m immediate`, then SIGKILL of the
+/// postmaster) and restarts: an operation meanwhile answers `Storage`
+/// promptly, every acknowledged write survives, and the same log, its
+/// connection reopened, goes on.
+#[test]
+fn acknowledged_writes_survive_server_crashes_and_the_log_reconnects() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (_, url) = fresh(&cluster).await;
+        let log = connect_with_timeout(&url, Duration::from_secs(3)).await;
+        let epoch = owner(&log).await;
+        let mut second = common::source();
+        second.run_id = "second".into();
+        let mut onward = pause();
+        std::sync::Arc::make_mut(&mut onward.intent).successor_run_id = "third".into();
+        std::sync::Arc::make_mut(&mut onward.intent).successor_invocation_id = "third-i".into();
+        assert_eq!(
+            within(
+                "R5",
+                log.append_async(ROOT, &common::source(), epoch, &pause())
+            )
+            .await
+            .unwrap(),
+            Receipt::Written
+        );
+        tokio::task::block_in_place(|| cluster.crash());
+        assert!(matches!(
+            within("R5", log.facts_async(ROOT, "run")).await,
+            Err(LogError::Storage(_))
+        ));
+        tokio::task::block_in_place(|| cluster.restart());
+        assert_eq!(
+            within("R5", log.claim_async(ROOT, "run")).await.unwrap(),
+            Claim::HandedOff(pause()),
+            "the acknowledged append survived the crash"
+        );
+        let Ok(Claim::Owner(next)) = within("R5", log.claim_async(ROOT, "second")).await else {
+            panic!("open");
+        };
+        assert_eq!(
+            within("R5", log.append_async(ROOT, &second, next, &onward))
+                .await
+                .unwrap(),
+            Receipt::Written
+        );
+        tokio::task::block_in_place(|| {
+            cluster.kill_postmaster();
+            cluster.restart();
+        });
+        let read = within("R5", log.facts_async(ROOT, "second")).await.unwrap();
+        assert_eq!(read.epoch, next);
+        assert_eq!(
+            read.pauses.len(),
+            1,
+            "it survived SIGKILL of the postmaster"
+        );
+    });
+}
+
+/// Polled outside a tokio runtime, an operation answers `Storage` at once:
+/// no panic.
+#[test]
+fn an_operation_outside_a_tokio_runtime_is_a_typed_error_not_a_panic() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    let log = runtime().block_on(async {
+        let (_, url) = fresh(cluster).await;
+        connect(&url).await.unwrap()
+    });
+    let claimed = poll_once(pin!(log.claim_async(ROOT, "run")));
+    assert!(
+        matches!(claimed, Poll::Ready(Err(LogError::Storage(ref e))) if e.to_string().contains("tokio runtime")),
+        "{claimed:?}"
+    );
+}

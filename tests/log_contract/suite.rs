@@ -1,0 +1,632 @@
+//! The contract's tests, generic over a [`Store`]; named with the SPEC §6
+//! ids they check. Every operation is awaited within the shared bound, so
+//! each test also checks R5 for what it runs (every operation resolves).
+
+use std::pin::pin;
+use std::sync::Arc;
+
+use baton::durable::{
+    Appended, AsyncHandoffLog, Claim, Decision, Epoch, LogError, Receipt, RunFacts, RunField,
+    SealError, append_then_seal_async, reconcile,
+};
+use baton::facts::{Field, IdError, MAX_ID_BYTES};
+use baton::{CancelSignal, HandoffIntent, HandoffPause, IntentError, Invocation, WaitError};
+use tokio::sync::Barrier;
+
+use crate::common::{self, commit_at_boundary, execution, poll_once, within};
+use crate::{Payload, Store};
+
+/// The logical Run of the suite's Runs.
+const ROOT: &str = "root";
+
+type Pause = HandoffPause<Payload>;
+
+/// The invocation executing Run `run`.
+fn source(run: &str) -> Invocation {
+    Invocation {
+        session_id: "session".into(),
+        turn_id: "turn".into(),
+        run_id: run.into(),
+        invocation_id: format!("{run}-invocation"),
+    }
+}
+
+/// A pause handing Run `run` (within [`ROOT`]) off to `{run}-next`.
+fn pause(run: &str, handoff_id: &str) -> Pause {
+    HandoffPause::new(
+        HandoffIntent {
+            handoff_id: handoff_id.into(),
+            host_epoch: "host".into(),
+            root_run_id: ROOT.into(),
+            successor_run_id: format!("{run}-next"),
+            successor_invocation_id: format!("{run}-next-invocation"),
+            claim_id: "claim".into(),
+        },
+        execution(),
+    )
+}
+
+async fn claim<L: AsyncHandoffLog<Payload>>(
+    log: &L,
+    run: &str,
+) -> Result<Claim<Payload>, LogError> {
+    within("R5: a claim resolves", log.claim_async(ROOT, run)).await
+}
+
+/// Claims `run`, which must be open: the epoch its worker holds.
+async fn owner<L: AsyncHandoffLog<Payload>>(log: &L, run: &str) -> Epoch {
+    match claim(log, run).await {
+        Ok(Claim::Owner(epoch)) => epoch,
+        other => panic!("a claim of the open Run {run:?} answered {other:?}"),
+    }
+}
+
+async fn append<L: AsyncHandoffLog<Payload>>(
+    log: &L,
+    source: &Invocation,
+    epoch: Epoch,
+    pause: &Pause,
+) -> Result<Receipt, LogError> {
+    within(
+        "R4: an append resolves",
+        log.append_async(ROOT, source, epoch, pause),
+    )
+    .await
+}
+
+async fn facts<L: AsyncHandoffLog<Payload>>(log: &L, run: &str) -> RunFacts<Payload> {
+    within(
+        "R5: a read of the facts resolves",
+        log.facts_async(ROOT, run),
+    )
+    .await
+    .expect("the facts read back")
+}
+
+fn row(run: &str, pause: &Pause) -> Vec<Appended<Payload>> {
+    vec![Appended {
+        source: source(run),
+        pause: pause.clone(),
+    }]
+}
+
+/// R1: once a pause is durable no epoch is issued: every claim, from any
+/// connection, answers the pause and writes nothing (R3: it matches the
+/// log).
+pub async fn r1_a_handed_off_run_is_never_claimed_again<S: Store>(store: Arc<S>) {
+    let log = store.open().await;
+    let epoch = owner(&log, "run").await;
+    let handoff = pause("run", "h");
+    assert_eq!(
+        append(&log, &source("run"), epoch, &handoff).await.unwrap(),
+        Receipt::Written
+    );
+    let other = store.open().await;
+    for connection in [&log, &other, &log] {
+        assert_eq!(
+            claim(connection, "run").await.unwrap(),
+            Claim::HandedOff(handoff.clone()),
+            "R1: a handed-off Run is never resumed"
+        );
+    }
+    let read = facts(&other, "run").await;
+    assert_eq!(read.epoch, epoch, "R1: no epoch issued once handed off");
+    assert_eq!(read.pauses, row("run", &handoff));
+    assert_eq!(reconcile(&read), Ok(Decision::HandedOff(handoff)), "R3");
+}
+
+/// R1, R6, R7: the owner takes over (from another connection) while the
+/// worker of the first epoch is only paused; when the zombie wakes, its
+/// append is fenced and writes nothing, and the new epoch's append wins.
+pub async fn r1_r6_r7_a_takeover_fences_the_older_epoch_and_its_append_writes_nothing<S: Store>(
+    store: Arc<S>,
+) {
+    let zombie_log = store.open().await;
+    let owner_log = store.open().await;
+    let zombie = owner(&zombie_log, "run").await;
+    let takeover = owner(&owner_log, "run").await;
+    assert!(takeover > zombie, "a takeover issues a newer epoch");
+    assert!(
+        matches!(
+            append(&zombie_log, &source("run"), zombie, &pause("run", "zombie")).await,
+            Err(LogError::Fenced { epoch, current }) if epoch == zombie && current == takeover
+        ),
+        "R7: the fenced epoch never appends"
+    );
+    let read = facts(&owner_log, "run").await;
+    assert!(
+        read.pauses.is_empty(),
+        "R7: the fenced append wrote nothing"
+    );
+    assert_eq!(read.epoch, takeover);
+    assert_eq!(reconcile(&read), Ok(Decision::Resumable));
+    let handoff = pause("run", "h");
+    assert_eq!(
+        append(&owner_log, &source("run"), takeover, &handoff)
+            .await
+            .unwrap(),
+        Receipt::Written,
+        "R6: the current epoch appends"
+    );
+    assert!(matches!(
+        append(&zombie_log, &source("run"), zombie, &pause("run", "zombie")).await,
+        Err(LogError::Fenced { .. })
+    ));
+    assert_eq!(facts(&zombie_log, "run").await.pauses, row("run", &handoff));
+}
+
+/// R6: only the current epoch appends: an older epoch is fenced even with
+/// the very row that is durable, and an epoch never issued is refused.
+pub async fn r6_only_the_current_epoch_appends_even_the_identical_row<S: Store>(store: Arc<S>) {
+    let log = store.open().await;
+    let first = owner(&log, "run").await;
+    let second = owner(&log, "run").await;
+    let handoff = pause("run", "h");
+    let _ = append(&log, &source("run"), second, &handoff)
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            append(&log, &source("run"), first, &handoff).await,
+            Err(LogError::Fenced { epoch, current }) if epoch == first && current == second
+        ),
+        "R6: the identical row under an older epoch is fenced"
+    );
+    let never = second.next().unwrap();
+    assert!(
+        matches!(
+            append(&log, &source("run"), never, &handoff).await,
+            Err(LogError::EpochNotIssued { epoch, current }) if epoch == never && current == second
+        ),
+        "an epoch no claim issued"
+    );
+    assert_eq!(facts(&log, "run").await.pauses, row("run", &handoff));
+}
+
+/// A lost reply's retry: the identical row again under the same epoch, from
+/// any connection, is `AlreadyDurable`; another pause, or the same pause
+/// from another invocation of the Run, is `AlreadyHandedOff`; none writes.
+pub async fn an_identical_reappend_is_already_durable_and_any_other_row_is_refused<S: Store>(
+    store: Arc<S>,
+) {
+    let log = store.open().await;
+    let retrying = store.open().await;
+    let epoch = owner(&log, "run").await;
+    let handoff = pause("run", "h");
+    assert_eq!(
+        append(&log, &source("run"), epoch, &handoff).await.unwrap(),
+        Receipt::Written
+    );
+    for connection in [&log, &retrying] {
+        assert_eq!(
+            append(connection, &source("run"), epoch, &handoff)
+                .await
+                .unwrap(),
+            Receipt::AlreadyDurable,
+            "the identical append again is idempotent"
+        );
+    }
+    assert!(matches!(
+        append(&retrying, &source("run"), epoch, &pause("run", "other")).await,
+        Err(LogError::AlreadyHandedOff { root_run_id, run_id }) if root_run_id == ROOT && run_id == "run"
+    ));
+    let mut other_invocation = source("run");
+    other_invocation.invocation_id = "another-invocation".into();
+    assert!(
+        matches!(
+            append(&retrying, &other_invocation, epoch, &handoff).await,
+            Err(LogError::AlreadyHandedOff { .. })
+        ),
+        "the same pause from another invocation is not the identical row"
+    );
+    let mut other_payload = handoff.clone();
+    other_payload.execution.tools.loaded.push("browser".into());
+    assert!(
+        matches!(
+            append(&retrying, &source("run"), epoch, &other_payload).await,
+            Err(LogError::AlreadyHandedOff { .. })
+        ),
+        "the same intent with another execution is not the identical row"
+    );
+    assert_eq!(facts(&log, "run").await.pauses, row("run", &handoff));
+}
+
+/// Bad input is a typed error, decided before the store is written, and
+/// writes nothing: invalid Run ids (empty, too long, a control character)
+/// for every operation, epochs never issued, a pause for another root Run
+/// or handing the Run to itself, an invalid intent id.
+pub async fn bad_input_is_a_typed_error_and_writes_nothing<S: Store>(store: Arc<S>) {
+    let log = store.open().await;
+    let long = "x".repeat(MAX_ID_BYTES + 1);
+    for (root, run, field, error) in [
+        ("", "run", RunField::RootRunId, IdError::Empty),
+        (ROOT, "", RunField::RunId, IdError::Empty),
+        (ROOT, "r\u{7}n", RunField::RunId, IdError::ControlCharacter),
+        (
+            long.as_str(),
+            "run",
+            RunField::RootRunId,
+            IdError::TooLong(MAX_ID_BYTES + 1),
+        ),
+    ] {
+        let invalid = |answer: Option<&LogError>| matches!(answer, Some(LogError::InvalidRun { field: f, error: e }) if *f == field && *e == error);
+        let claimed = within("R5", log.claim_async(root, run)).await;
+        assert!(
+            invalid(claimed.as_ref().err()),
+            "claim({root:?}, {run:?}): {claimed:?}"
+        );
+        let read = within("R5", log.facts_async(root, run)).await;
+        assert!(
+            invalid(read.as_ref().err()),
+            "facts({root:?}, {run:?}): {read:?}"
+        );
+        let mut bad_source = source("run");
+        bad_source.run_id = run.into();
+        let appended = within(
+            "R5",
+            log.append_async(root, &bad_source, Epoch::new(1), &pause("run", "h")),
+        )
+        .await;
+        assert!(
+            invalid(appended.as_ref().err()),
+            "append({root:?}, {run:?}): {appended:?}"
+        );
+    }
+    assert!(
+        matches!(
+            append(&log, &source("run"), Epoch::new(1), &pause("run", "h")).await,
+            Err(LogError::EpochNotIssued { current, .. }) if current == Epoch::NONE
+        ),
+        "an append to a Run never claimed"
+    );
+    let epoch = owner(&log, "run").await;
+    assert_eq!(epoch, Epoch::new(1), "the bad claims issued no epoch");
+    for never in [Epoch::NONE, Epoch::new(2), Epoch::new(u64::MAX)] {
+        assert!(
+            matches!(
+                append(&log, &source("run"), never, &pause("run", "h")).await,
+                Err(LogError::EpochNotIssued { epoch: e, current }) if e == never && current == epoch
+            ),
+            "epoch {never} was never issued"
+        );
+    }
+    let mut other_root = pause("run", "h");
+    Arc::make_mut(&mut other_root.intent).root_run_id = "other-root".into();
+    assert!(matches!(
+        append(&log, &source("run"), epoch, &other_root).await,
+        Err(LogError::InvalidPause(IntentError::OtherRootRun { .. }))
+    ));
+    let mut itself = pause("run", "h");
+    Arc::make_mut(&mut itself.intent).successor_run_id = "run".into();
+    assert!(matches!(
+        append(&log, &source("run"), epoch, &itself).await,
+        Err(LogError::InvalidPause(IntentError::SuccessorIsSource(
+            Field::SuccessorRunId
+        )))
+    ));
+    let mut control = pause("run", "h");
+    Arc::make_mut(&mut control.intent).handoff_id = "h\u{0}".into();
+    assert!(matches!(
+        append(&log, &source("run"), epoch, &control).await,
+        Err(LogError::InvalidPause(IntentError::ControlCharacter(
+            Field::HandoffId
+        )))
+    ));
+    let read = facts(&log, "run").await;
+    assert!(read.pauses.is_empty(), "bad input wrote nothing");
+    assert_eq!(read.epoch, epoch);
+    assert_eq!(owner(&log, "run").await, Epoch::new(2), "no epoch skipped");
+}
+
+/// R3: what a claim decides is what the log holds: the facts read back
+/// exactly the rows appended (the whole pause, payload included), with the
+/// Run's epoch; each Run — each hop of a chain, the same run id under
+/// another root Run, a Run never claimed — has facts of its own.
+pub async fn r3_the_facts_read_back_exactly_what_was_appended_and_each_run_is_its_own<S: Store>(
+    store: Arc<S>,
+) {
+    let log = store.open().await;
+    let first = owner(&log, "a").await;
+    let hop = pause("a", "h1");
+    let _ = append(&log, &source("a"), first, &hop).await.unwrap();
+    let next = owner(&log, "a-next").await;
+    assert_eq!(next, Epoch::new(1), "each Run has its own epochs");
+    let mut onward = pause("a-next", "h2");
+    Arc::make_mut(&mut onward.intent).host_epoch = "another-host".into();
+    let mut onward_source = source("a-next");
+    onward_source.invocation_id = "a-next-invocation-1".into();
+    let _ = append(&log, &onward_source, next, &onward).await.unwrap();
+
+    let read = facts(&log, "a").await;
+    assert_eq!(
+        (read.root_run_id.as_str(), read.run_id.as_str(), read.epoch),
+        (ROOT, "a", first)
+    );
+    assert_eq!(
+        read.pauses,
+        row("a", &hop),
+        "the row whole, payload included"
+    );
+    let read = facts(&log, "a-next").await;
+    assert_eq!(
+        read.pauses,
+        vec![Appended {
+            source: onward_source,
+            pause: onward.clone()
+        }]
+    );
+    assert_eq!(
+        claim(&log, "a-next").await.unwrap(),
+        Claim::HandedOff(onward),
+        "R3: the claim answers what the facts hold"
+    );
+    let never = facts(&log, "never-claimed").await;
+    assert_eq!((never.epoch, never.pauses.len()), (Epoch::NONE, 0));
+    let elsewhere = within("R5", log.facts_async("other-root", "a"))
+        .await
+        .unwrap();
+    assert_eq!((elsewhere.epoch, elsewhere.pauses.len()), (Epoch::NONE, 0));
+    assert_eq!(
+        within("R5", log.claim_async("other-root", "a"))
+            .await
+            .unwrap(),
+        Claim::Owner(Epoch::new(1)),
+        "the same run id under another root Run is another Run"
+    );
+}
+
+/// R4: an acknowledged append is durable: a connection opened after the
+/// appending one is gone reads it back, and its claim answers it.
+pub async fn r4_an_acknowledged_append_is_durable_for_every_connection<S: Store>(store: Arc<S>) {
+    let handoff = pause("run", "h");
+    let epoch = {
+        let log = store.open().await;
+        let epoch = owner(&log, "run").await;
+        assert_eq!(
+            append(&log, &source("run"), epoch, &handoff).await.unwrap(),
+            Receipt::Written
+        );
+        epoch
+    };
+    let later = store.open().await;
+    let read = facts(&later, "run").await;
+    assert_eq!((read.epoch, read.pauses), (epoch, row("run", &handoff)));
+    assert_eq!(
+        claim(&later, "run").await.unwrap(),
+        Claim::HandedOff(handoff)
+    );
+}
+
+/// R6: claims racing from several connections (started together at a
+/// barrier) each issue an epoch of their own, none twice and none skipped
+/// — also a Run's very first claims, which find no row to lock.
+pub async fn r6_concurrent_claims_from_several_connections_issue_each_epoch_once<S: Store>(
+    store: Arc<S>,
+) {
+    const CONNECTIONS: usize = 4;
+    const CLAIMS: usize = 8;
+    const FRESH_RUNS: usize = 6;
+    let barrier = Arc::new(Barrier::new(CONNECTIONS));
+    let mut tasks = Vec::new();
+    for _ in 0..CONNECTIONS {
+        let (store, barrier) = (Arc::clone(&store), Arc::clone(&barrier));
+        tasks.push(tokio::spawn(async move {
+            let log = store.open().await;
+            let mut issued = Vec::new();
+            barrier.wait().await;
+            for _ in 0..CLAIMS {
+                issued.push(("run".to_owned(), owner(&log, "run").await));
+            }
+            for fresh in 0..FRESH_RUNS {
+                barrier.wait().await;
+                let run = format!("fresh-{fresh}");
+                issued.push((run.clone(), owner(&log, &run).await));
+            }
+            issued
+        }));
+    }
+    let mut issued: Vec<(String, u64)> = Vec::new();
+    for task in tasks {
+        issued.extend(
+            task.await
+                .expect("a claiming task")
+                .into_iter()
+                .map(|(run, epoch)| (run, epoch.get())),
+        );
+    }
+    issued.sort();
+    let mut expected: Vec<(String, u64)> = (1..=(CONNECTIONS * CLAIMS) as u64)
+        .map(|epoch| ("run".to_owned(), epoch))
+        .collect();
+    for fresh in 0..FRESH_RUNS {
+        expected.extend((1..=CONNECTIONS as u64).map(|epoch| (format!("fresh-{fresh}"), epoch)));
+    }
+    expected.sort();
+    assert_eq!(issued, expected, "R6: every epoch issued exactly once");
+    let log = store.open().await;
+    assert_eq!(
+        facts(&log, "run").await.epoch,
+        Epoch::new((CONNECTIONS * CLAIMS) as u64)
+    );
+}
+
+/// R1 under contention: per Run, two appends of different pauses under the
+/// worker's epoch and the owner's takeover claim race from three
+/// connections. Either one append wins (the other is `AlreadyHandedOff`,
+/// and the claim answers the winner's pause) or the claim wins (both
+/// appends are fenced, and nothing is written) — never both, never a
+/// second pause; and the facts say the same.
+pub async fn r1_racing_appends_and_a_takeover_from_several_connections_decide_one_way<S: Store>(
+    store: Arc<S>,
+) {
+    const ROUNDS: usize = 12;
+    let worker = Arc::new(store.open().await);
+    let other = Arc::new(store.open().await);
+    let owner_log = Arc::new(store.open().await);
+    let (mut appends_won, mut claims_won) = (0, 0);
+    for round in 0..ROUNDS {
+        let run = format!("race-{round}");
+        let epoch = owner(worker.as_ref(), &run).await;
+        let barrier = Arc::new(Barrier::new(3));
+        let append_task = |log: Arc<S::Log>, handoff_id: &'static str| {
+            let (run, barrier) = (run.clone(), Arc::clone(&barrier));
+            tokio::spawn(async move {
+                let handoff = pause(&run, handoff_id);
+                barrier.wait().await;
+                let answer = append(log.as_ref(), &source(&run), epoch, &handoff).await;
+                (handoff, answer)
+            })
+        };
+        let first = append_task(Arc::clone(&worker), "w");
+        let second = append_task(Arc::clone(&other), "z");
+        let claimed = {
+            let (log, run, barrier) = (Arc::clone(&owner_log), run.clone(), Arc::clone(&barrier));
+            tokio::spawn(async move {
+                barrier.wait().await;
+                claim(log.as_ref(), &run).await
+            })
+        };
+        let first = first.await.unwrap();
+        let second = second.await.unwrap();
+        let claimed = claimed.await.unwrap().expect("the takeover claim");
+        let read = facts(owner_log.as_ref(), &run).await;
+        let appends = [&first, &second];
+        let written: Vec<&Pause> = appends
+            .iter()
+            .filter(|(_, answer)| matches!(answer, Ok(Receipt::Written)))
+            .map(|(handoff, _)| handoff)
+            .collect();
+        match claimed {
+            Claim::HandedOff(decided) => {
+                appends_won += 1;
+                assert_eq!(
+                    written,
+                    [&decided],
+                    "R1: the claim answers the one written pause"
+                );
+                for (handoff, answer) in appends {
+                    if *handoff != decided {
+                        assert!(
+                            matches!(answer, Err(LogError::AlreadyHandedOff { .. })),
+                            "the loser: {answer:?}"
+                        );
+                    }
+                }
+                assert_eq!((read.epoch, read.pauses), (epoch, row(&run, &decided)));
+            }
+            Claim::Owner(takeover) => {
+                claims_won += 1;
+                assert_eq!(Some(takeover), epoch.next());
+                assert!(written.is_empty(), "R1: a newer epoch and a pause, both");
+                for (_, answer) in appends {
+                    assert!(
+                        matches!(answer, Err(LogError::Fenced { epoch: e, current }) if *e == epoch && *current == takeover),
+                        "R7: {answer:?}"
+                    );
+                }
+                assert_eq!((read.epoch, read.pauses.len()), (takeover, 0));
+            }
+        }
+    }
+    assert_eq!(appends_won + claims_won, ROUNDS);
+}
+
+/// R2, R4, R7 through the worker's last step: a worker whose epoch was
+/// taken over is fenced, writes nothing and never seals (its requester's
+/// `wait()` ends `Closed`); the new epoch's worker seals only once its
+/// pause is durable, and `wait()` returns exactly the durable pause.
+pub async fn r2_r4_r7_append_then_seal_seals_only_a_durable_pause_and_a_fenced_worker_never<
+    S: Store,
+>(
+    store: Arc<S>,
+) {
+    // The gate helpers' Run is `run` within the root Run `run`.
+    let (root, run) = ("run", "run");
+    let zombie_log = store.open().await;
+    let owner_log = store.open().await;
+    let Ok(Claim::Owner(zombie)) = within("R5", zombie_log.claim_async(root, run)).await else {
+        panic!("a fresh Run is open");
+    };
+    let cancel = CancelSignal::new();
+    let zombie_gate = common::gate();
+    let reservation = zombie_gate.requester().reserve(common::intent()).unwrap();
+    let (paused, zombie_pending) = commit_at_boundary(&zombie_gate, &cancel, reservation).await;
+    let paused = paused.expect("committed");
+    let Ok(Claim::Owner(takeover)) = within("R5", owner_log.claim_async(root, run)).await else {
+        panic!("the Run is still open");
+    };
+    assert!(matches!(
+        within("R5", append_then_seal_async(&zombie_gate, &zombie_log, zombie, &paused)).await,
+        Err(SealError::Fenced { epoch, current }) if epoch == zombie && current == takeover
+    ));
+    assert_eq!(
+        within("R7: the fenced worker's seal ends", zombie_pending.wait()).await,
+        Err(WaitError::Closed),
+        "R7: a fenced worker never seals"
+    );
+    let read = within("R5", owner_log.facts_async(root, run))
+        .await
+        .unwrap();
+    assert!(read.pauses.is_empty(), "R7: a fenced worker never appends");
+
+    let gate = common::gate();
+    let reservation = gate.requester().reserve(common::intent()).unwrap();
+    let (paused, pending) = commit_at_boundary(&gate, &cancel, reservation).await;
+    let paused = paused.expect("committed");
+    assert_eq!(
+        within(
+            "R4",
+            append_then_seal_async(&gate, &owner_log, takeover, &paused)
+        )
+        .await
+        .unwrap(),
+        Receipt::Written
+    );
+    let sealed = within(common::SEALED, pending.wait())
+        .await
+        .expect("R4: sealed");
+    let read = within("R5", zombie_log.facts_async(root, run))
+        .await
+        .unwrap();
+    assert_eq!(
+        reconcile(&read),
+        Ok(Decision::HandedOff(HandoffPause::clone(&sealed))),
+        "R2: a Some from wait() is the durable pause"
+    );
+}
+
+/// A dropped append (its future polled once, then dropped: a caller that
+/// gave up) is the case of a lost reply: it may or may not have committed,
+/// and the facts decide — read on the same connection, then the identical
+/// append again answers exactly what they said, and the log goes on.
+pub async fn a_dropped_append_is_resolved_by_the_facts_and_an_identical_retry<S: Store>(
+    store: Arc<S>,
+) {
+    let log = store.open().await;
+    let epoch = owner(&log, "run").await;
+    let handoff = pause("run", "h");
+    let run_source = source("run");
+    {
+        let mut dropped = pin!(log.append_async(ROOT, &run_source, epoch, &handoff));
+        let _ = poll_once(dropped.as_mut());
+    }
+    let read = facts(&log, "run").await;
+    let expected = match read.pauses.len() {
+        0 => Receipt::Written,
+        1 => {
+            assert_eq!(read.pauses, row("run", &handoff));
+            Receipt::AlreadyDurable
+        }
+        n => panic!("{n} pauses for one Run"),
+    };
+    assert_eq!(
+        append(&log, &source("run"), epoch, &handoff).await.unwrap(),
+        expected,
+        "the retry answers what the facts said"
+    );
+    assert_eq!(
+        claim(&log, "run").await.unwrap(),
+        Claim::HandedOff(handoff),
+        "the log goes on after a dropped operation"
+    );
+}

@@ -1,0 +1,502 @@
+//! Issue 23's fault-injection test, in the spirit of Jepsen: real
+//! processes, real faults, a recorded history, a checker (SPEC §6).
+//!
+//! Three worker processes ("hosts") and an owner process — this test binary
+//! re-executed with a role (`child.rs`) — each reach a throwaway PostgreSQL
+//! server through a loopback TCP proxy of its own that the test controls
+//! (`common/proxy.rs`). While they claim Runs, work, and hand them off (the
+//! owner meanwhile taking Runs over as a wrong failure detector would), the
+//! test injects faults at random times, drawn from a printed seed:
+//!
+//! - **partition** a process from the server: its proxy drops every
+//!   connection, or blackholes them (bytes held both ways), then heals;
+//! - **pause** a worker (SIGSTOP, then SIGCONT): it wakes a zombie;
+//! - **kill** a worker (SIGKILL) and start a new one in its place;
+//! - **crash** the server: `pg_ctl -m immediate`, or SIGKILL of the
+//!   postmaster, then restart it;
+//! - **lose the reply** to a commit (the proxy forwards the COMMIT and
+//!   closes the connection before the answer);
+//! - **delay** a process's traffic.
+//!
+//! Then the faults stop: the workers are told to stop, the owner decides
+//! every Run of the campaign (R5: each within [`DECIDE_EACH`] of the one
+//! before, all within [`DECIDE_BOUND`]), and the
+//! checker (`checker.rs`) verifies R1–R7 over the whole history against
+//! the server's final facts, and that no acknowledged write was lost
+//! across the crashes. It prints the operations, the faults by kind, the
+//! Runs decided and every anomaly (there must be none).
+//!
+//! The same campaign against a store with fencing disabled (a test-only
+//! switch of the workers, `BATON_FAULT_UNFENCED`) must be caught: its test
+//! passes only if the checker reports anomalies.
+//!
+//! `BATON_FAULT_SEED` replays a seed's fault schedule (the processes'
+//! timing still varies); `BATON_FAULT_SECONDS` sets how long faults are
+//! injected (default 120 s; a longer campaign: set it higher).
+
+#![cfg(all(unix, feature = "postgres"))]
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod checker;
+mod child;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use baton::durable::PostgresLog;
+use checker::{Line, Outcome, Truth, check, replay};
+use common::postgres::Cluster;
+use common::proxy::{Mode, Proxy};
+
+/// The root Run of every Run of the campaign.
+pub const ROOT: &str = "root";
+/// The Runs processes pick from move on this often...
+pub const WINDOW: Duration = Duration::from_secs(1);
+/// ...and there are this many in each window: few, so that claims collide.
+pub const WINDOW_RUNS: u64 = 8;
+/// R5: once the faults stop, the owner decides every Run, each within
+/// this of the one before (or of the faults' end, for the first)...
+const DECIDE_EACH: Duration = Duration::from_secs(10);
+/// ...and all of them within this.
+const DECIDE_BOUND: Duration = Duration::from_secs(240);
+const WORKERS: usize = 3;
+/// The kinds of fault (see the module's docs).
+const KINDS: u64 = 8;
+
+pub fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+pub fn var(name: &str) -> String {
+    env(name).unwrap_or_else(|| panic!("{name} is not set"))
+}
+
+/// SplitMix64: the schedule's randomness, replayable from the seed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn draw(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.draw() % n.max(1)
+    }
+    fn millis(&mut self, from: u64, to: u64) -> Duration {
+        Duration::from_millis(from + self.below(to - from))
+    }
+}
+
+/// Past libtest's capture, so a passing run shows it too.
+fn report(line: &str) {
+    let _ = writeln!(std::io::stderr(), "postgres_faults: {line}");
+}
+
+/// The child processes' entry: does nothing in a normal test run.
+#[test]
+fn fault_child() {
+    if let Some(role) = env("BATON_FAULT_ROLE") {
+        child::main(&role);
+    }
+}
+
+/// A campaign's process: a worker or the owner, in its proxy's slot.
+struct Process {
+    name: String,
+    child: Child,
+    stdin: ChildStdin,
+}
+
+impl Process {
+    fn spawn(role: &str, name: &str, url: &str, env: &[(&str, String)], lines: &History) -> Self {
+        let mut command = Command::new(std::env::current_exe().expect("the test binary"));
+        command
+            .args(["--exact", "fault_child", "--nocapture", "--test-threads=1"])
+            .env("BATON_FAULT_ROLE", role)
+            .env("BATON_FAULT_PROC", name)
+            .env("BATON_FAULT_URL", url)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = command.spawn().expect("a campaign process");
+        let stdin = child.stdin.take().expect("its stdin");
+        let stdout = child.stdout.take().expect("its stdout");
+        let (lines, process) = (Arc::clone(lines), name.to_owned());
+        thread::spawn(move || {
+            for text in BufReader::new(stdout).lines() {
+                let Ok(text) = text else { break };
+                if let Some(line) = Line::parse(&process, &text) {
+                    lines.lock().unwrap().push(line);
+                }
+            }
+        });
+        Process {
+            name: name.to_owned(),
+            child,
+            stdin,
+        }
+    }
+
+    fn tell(&mut self, what: &str) {
+        let _ = writeln!(self.stdin, "{what}");
+        let _ = self.stdin.flush();
+    }
+
+    fn signal(&self, signal: &str) {
+        let _ = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status();
+    }
+
+    /// Waits for it to exit, at most `bound`, then kills it.
+    fn end(mut self, bound: Duration) {
+        let deadline = Instant::now() + bound;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+type History = Arc<Mutex<Vec<Line>>>;
+
+/// What a campaign saw.
+struct Figures {
+    ops: usize,
+    /// Appends the workers (not the owner's deciding) had acknowledged.
+    worker_handoffs: usize,
+    outcomes: BTreeMap<&'static str, usize>,
+    faults: BTreeMap<&'static str, usize>,
+    runs: u64,
+    decided: usize,
+    decide_time: Duration,
+    /// The longest wait for a Run's decision once the faults stopped.
+    longest_wait: Duration,
+    anomalies: Vec<String>,
+}
+
+fn campaign(name: &str, unfenced: bool, seconds: u64) -> Option<Figures> {
+    let cluster = Cluster::start()?;
+    let seed = env("BATON_FAULT_SEED")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(child::now_us);
+    report(&format!(
+        "{name}: seed {seed} (replay with BATON_FAULT_SEED={seed}), {seconds} s of faults"
+    ));
+    let mut rng = Rng(seed);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dbname = runtime.block_on(cluster.database());
+    let url = cluster.url(&dbname);
+    runtime.block_on(async {
+        let _schema: PostgresLog<baton::HandoffExecution> =
+            PostgresLog::connect(url.parse().unwrap())
+                .await
+                .expect("the schema");
+    });
+    let history: History = Arc::default();
+    let proxies: Vec<Proxy> = (0..=WORKERS)
+        .map(|_| Proxy::start(cluster.port()))
+        .collect();
+    let t0 = child::now_us();
+    let shared_env = vec![
+        ("BATON_FAULT_T0", t0.to_string()),
+        ("BATON_FAULT_SEED", seed.to_string()),
+        (
+            "BATON_FAULT_UNFENCED",
+            if unfenced { "1" } else { "0" }.to_owned(),
+        ),
+    ];
+    let spawn = |role: &str, slot: usize, incarnation: usize| {
+        Process::spawn(
+            role,
+            &format!("{role}{slot}.{incarnation}"),
+            &cluster.url_via(proxies[slot].port(), &dbname),
+            &shared_env,
+            &history,
+        )
+    };
+    let mut workers: Vec<Process> = (0..WORKERS).map(|slot| spawn("worker", slot, 0)).collect();
+    let mut incarnations = [0; WORKERS];
+    let mut owner = spawn("owner", WORKERS, 0);
+
+    let mut faults: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    // The kinds in rounds, each kind once per round in a random order, so
+    // every kind is injected once there have been as many faults as kinds.
+    let mut round: Vec<u64> = Vec::new();
+    while Instant::now() < deadline {
+        thread::sleep(rng.millis(300, 2000));
+        if round.is_empty() {
+            round = (0..KINDS).collect();
+            for i in (1..round.len()).rev() {
+                round.swap(i, rng.below(i as u64 + 1) as usize);
+            }
+        }
+        let slot = rng.below(WORKERS as u64 + 1) as usize;
+        let worker = rng.below(WORKERS as u64) as usize;
+        let kind = match round.pop().unwrap_or(0) {
+            0 => {
+                proxies[slot].set(Mode::Drop);
+                thread::sleep(rng.millis(500, 3000));
+                proxies[slot].set(Mode::Forward);
+                "partition (drop)"
+            }
+            1 => {
+                proxies[slot].set(Mode::Blackhole);
+                thread::sleep(rng.millis(500, 4000));
+                proxies[slot].set(Mode::Forward);
+                "partition (blackhole)"
+            }
+            2 => {
+                workers[worker].signal("-STOP");
+                thread::sleep(rng.millis(300, 3000));
+                workers[worker].signal("-CONT");
+                "pause (SIGSTOP/SIGCONT)"
+            }
+            3 => {
+                workers[worker].signal("-KILL");
+                incarnations[worker] += 1;
+                let replaced = std::mem::replace(
+                    &mut workers[worker],
+                    spawn("worker", worker, incarnations[worker]),
+                );
+                replaced.end(Duration::from_secs(5));
+                "kill a worker (SIGKILL)"
+            }
+            4 => {
+                cluster.crash();
+                thread::sleep(rng.millis(200, 1500));
+                cluster.restart();
+                "server crash (pg_ctl -m immediate)"
+            }
+            5 => {
+                cluster.kill_postmaster();
+                thread::sleep(rng.millis(200, 1500));
+                cluster.restart();
+                "server crash (SIGKILL postmaster)"
+            }
+            6 => {
+                proxies[slot].lose_next_commit_reply();
+                "lost reply to a commit (armed)"
+            }
+            _ => {
+                proxies[slot].set_delay(rng.millis(20, 200));
+                proxies[slot].set(Mode::Delay);
+                thread::sleep(rng.millis(500, 3000));
+                proxies[slot].set(Mode::Forward);
+                "delay"
+            }
+        };
+        *faults.entry(kind).or_default() += 1;
+    }
+
+    // The faults stop: every proxy forwards, every process runs, the
+    // server is up. Workers stop; the owner decides every Run.
+    for proxy in &proxies {
+        proxy.set(Mode::Forward);
+    }
+    let lost: u64 = proxies.iter().map(Proxy::lost_replies).sum();
+    *faults
+        .entry("lost reply to a commit (happened)")
+        .or_default() += lost as usize;
+    for worker in &mut workers {
+        worker.tell("stop");
+    }
+    for worker in workers {
+        worker.end(Duration::from_secs(10));
+    }
+    let runs = (child::now_us() - t0) / WINDOW.as_micros() as u64 * WINDOW_RUNS + WINDOW_RUNS;
+    let stopped = Instant::now();
+    let stopped_at = child::now_us();
+    owner.tell(&format!("decide {runs}"));
+    let done = |lines: &[Line]| {
+        lines
+            .iter()
+            .any(|l| l.process == owner.name && l.words.first().is_some_and(|w| w == "done"))
+    };
+    while !done(&history.lock().unwrap()) && stopped.elapsed() < DECIDE_BOUND {
+        thread::sleep(Duration::from_millis(50));
+    }
+    let decide_time = stopped.elapsed();
+    owner.tell("stop");
+    let owner_name = owner.name.clone();
+    owner.end(Duration::from_secs(5));
+
+    let truth = runtime.block_on(async {
+        let client = cluster.connect(&dbname).await;
+        let mut truth = Truth::default();
+        for row in client
+            .query("SELECT run_id, epoch FROM baton_run", &[])
+            .await
+            .unwrap()
+        {
+            truth.epochs.insert(row.get(0), row.get::<_, i64>(1) as u64);
+        }
+        for row in client
+            .query(
+                "SELECT run_id, handoff_id, epoch FROM baton_handoff_pause",
+                &[],
+            )
+            .await
+            .unwrap()
+        {
+            truth
+                .pauses
+                .insert(row.get(0), (row.get(1), row.get::<_, i64>(2) as u64));
+        }
+        truth
+    });
+    let lines = history.lock().unwrap().clone();
+    let (ops, seals) = replay(&lines);
+    let mut anomalies = check(&ops, &seals, &truth);
+    let decided = (0..runs)
+        .filter(|k| truth.pauses.contains_key(&child::run_name(*k)))
+        .count();
+    // The longest wait for a decision: from the faults' end to the first,
+    // and between consecutive ones.
+    let mut stamps: Vec<u64> = lines
+        .iter()
+        .filter(|l| l.process == owner_name && l.words.first().is_some_and(|w| w == "decided"))
+        .map(|l| l.at)
+        .collect();
+    stamps.insert(0, stopped_at);
+    let longest_wait = stamps
+        .windows(2)
+        .map(|w| Duration::from_micros(w[1].saturating_sub(w[0])))
+        .max()
+        .unwrap_or_default();
+    if longest_wait > DECIDE_EACH {
+        anomalies.push(format!(
+            "R5: a Run waited {longest_wait:?} for its decision after the faults stopped \
+             (bound {DECIDE_EACH:?} each)"
+        ));
+    }
+    if decided as u64 != runs || decide_time >= DECIDE_BOUND {
+        anomalies.push(format!(
+            "R5: {decided} of {runs} Runs decided {decide_time:?} after the faults stopped \
+             (bound {DECIDE_BOUND:?})"
+        ));
+    }
+    let mut outcomes: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for op in &ops {
+        let outcome = match (&op.kind, &op.outcome) {
+            (checker::Kind::Claim { .. }, Outcome::Owner(_)) => "claim ok (owner)",
+            (checker::Kind::Claim { .. }, Outcome::HandedOff(_)) => "claim ok (handed off)",
+            (checker::Kind::Claim { .. }, Outcome::Unknown) => "claim unknown",
+            (checker::Kind::Claim { .. }, _) => "claim refused",
+            (checker::Kind::Append { .. }, Outcome::Written | Outcome::Already) => "append ok",
+            (checker::Kind::Append { .. }, Outcome::Fenced(_)) => "append refused (fenced)",
+            (checker::Kind::Append { .. }, Outcome::Unknown) => "append unknown",
+            (checker::Kind::Append { .. }, _) => "append refused (other)",
+        };
+        *outcomes.entry(outcome).or_default() += 1;
+    }
+    let worker_handoffs = ops
+        .iter()
+        .filter(|op| {
+            op.process.starts_with("worker")
+                && matches!(op.outcome, Outcome::Written | Outcome::Already)
+        })
+        .count();
+    let figures = Figures {
+        ops: ops.len(),
+        worker_handoffs,
+        outcomes,
+        faults,
+        runs,
+        decided,
+        decide_time,
+        longest_wait,
+        anomalies,
+    };
+    report(&format!(
+        "{name}: {} operations {:?} ({} seals); faults {:?}; {} of {} Runs decided, {:.1} s after \
+         the faults stopped (the longest wait for one {:.2} s); {} anomalies",
+        figures.ops,
+        figures.outcomes,
+        seals.len(),
+        figures.faults,
+        figures.decided,
+        figures.runs,
+        figures.decide_time.as_secs_f64(),
+        figures.longest_wait.as_secs_f64(),
+        figures.anomalies.len()
+    ));
+    for anomaly in figures.anomalies.iter().take(10) {
+        report(&format!("{name}: anomaly: {anomaly}"));
+    }
+    Some(figures)
+}
+
+/// R1–R7, no acknowledged write lost, and R5 once the faults stop, over a
+/// campaign of partitions, pauses, kills, server crashes and lost replies.
+#[test]
+fn r1_to_r7_hold_under_partitions_pauses_kills_server_crashes_and_lost_replies() {
+    let seconds = env("BATON_FAULT_SECONDS")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(120);
+    let Some(figures) = campaign("fenced", false, seconds) else {
+        return;
+    };
+    let injected = figures.faults.len() - 1; // less "happened"
+    if seconds >= 60 {
+        assert_eq!(
+            injected, KINDS as usize,
+            "every kind of fault: {:?}",
+            figures.faults
+        );
+    }
+    // The campaign did what it is for: workers handed Runs off while the
+    // faults went on, and zombies were really fenced.
+    assert!(
+        figures.worker_handoffs as u64 >= seconds,
+        "too few handoffs by workers ({}): {:?}",
+        figures.worker_handoffs,
+        figures.outcomes
+    );
+    assert!(
+        figures.outcomes.contains_key("append refused (fenced)"),
+        "no zombie was fenced: {:?}",
+        figures.outcomes
+    );
+    assert_eq!(
+        figures.anomalies,
+        Vec::<String>::new(),
+        "the checker found anomalies"
+    );
+}
+
+/// The checker can fail: with fencing disabled (the workers' test-only
+/// switch), zombies' appends land, and the checker reports it.
+#[test]
+fn the_checker_catches_a_store_with_fencing_disabled() {
+    let Some(figures) = campaign("unfenced", true, 20) else {
+        return;
+    };
+    assert!(
+        figures
+            .anomalies
+            .iter()
+            .any(|a| a.starts_with("R6 / R7") || a.starts_with("R1")),
+        "fencing disabled, and the checker saw nothing: {:?}",
+        figures.anomalies
+    );
+}
