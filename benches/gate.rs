@@ -101,7 +101,7 @@ fn full_cycle(c: &mut Criterion) {
                         async { black_box(true) }
                     );
                     black_box((paused.unwrap(), committed, fixture));
-                    black_box(std::future::ready(()).await);
+                    black_box(std::future::ready(true).await);
                 })
             },
             BatchSize::SmallInput,

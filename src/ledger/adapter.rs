@@ -135,9 +135,8 @@ impl Delegations {
     /// an id already used in this scope. The ledger is then unchanged.
     pub fn register(&self, id: &str, delegation: Delegation) -> Result<(), RegisterError> {
         self.cell.update(|ledger| {
-            let task = delegation.task_id.clone();
             let started = delegation.started;
-            let result = ledger.register(id, &task, delegation, started);
+            let result = ledger.register_with(id, delegation, task_of, started);
             (result.is_ok(), result)
         })
     }
@@ -334,6 +333,11 @@ impl Default for Delegations {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// The task a delegation names (D2: it must be the task in scope).
+fn task_of(delegation: &Delegation) -> &str {
+    &delegation.task_id
 }
 
 /// Ends the children of `left` that had not arrived (outside every lock).
