@@ -24,8 +24,10 @@ impl Delivered {
         self.0.insert(id);
     }
 
+    /// Forgets every id and frees the table (a hash set's `clear` keeps
+    /// its capacity: a scope's delivered memory goes with the scope).
     pub(super) fn clear(&mut self) {
-        self.0.clear();
+        self.0 = HashSet::default();
     }
 
     pub(super) fn len(&self) -> usize {

@@ -14,6 +14,9 @@ use std::hash::{BuildHasher, Hash, Hasher};
 
 use super::{DelegationId, Entry};
 
+/// The capacity below which a table keeps its room when it empties.
+const SHRINK_ABOVE: usize = 128;
+
 /// An entry and the number of its registration.
 #[derive(Clone, Debug)]
 pub(super) struct Slot<D, C, T> {
@@ -61,8 +64,16 @@ impl<D, C, T> Entries<D, C, T> {
         seq
     }
 
+    /// Removes an entry; a table left at under a quarter of its capacity
+    /// gives the rest back (amortized O(1): a hash table never shrinks by
+    /// itself, so a ledger that once held 100k entries would keep their
+    /// room until its scope ended).
     pub(super) fn remove(&mut self, id: &str) -> Option<(DelegationId, Slot<D, C, T>)> {
-        self.map.remove_entry(id)
+        let removed = self.map.remove_entry(id)?;
+        if self.map.capacity() > SHRINK_ABOVE && self.map.len() * 4 < self.map.capacity() {
+            self.map.shrink_to(self.map.len() * 2);
+        }
+        Some(removed)
     }
 
     /// The entries in no order.
@@ -72,9 +83,9 @@ impl<D, C, T> Entries<D, C, T> {
 
     /// Empties the table; its entries in id order.
     pub(super) fn take_sorted(&mut self) -> Vec<(DelegationId, Entry<D, C, T>)> {
-        let mut all: Vec<_> = self
-            .map
-            .drain()
+        // Taken, not drained: the table's room is freed with its entries.
+        let mut all: Vec<_> = std::mem::take(&mut self.map)
+            .into_iter()
             .map(|(id, slot)| (id, slot.entry))
             .collect();
         all.sort_unstable_by(|a, b| a.0.cmp(&b.0));
