@@ -80,6 +80,33 @@ fn full_cycle(c: &mut Criterion) {
             BatchSize::SmallInput,
         )
     });
+    // The floor under both: the same cycle's futures and joins on the same
+    // runtime with no gate. The fixture's `Invocation` and root Run id are
+    // built and dropped as the gates' constructors take them, the
+    // preflight's pause is made and dropped, and the joined branches go
+    // round once more, as each gate's boundary waits once for the commit.
+    // `scripts/bench-report` subtracts it: what remains is the gate's share.
+    group.bench_function("no_gate", |b| {
+        b.iter_batched(
+            shared_intent(),
+            |intent| {
+                rt.block_on(async {
+                    let fixture = black_box((source(), String::from("run")));
+                    let (paused, committed) = tokio::join!(
+                        async {
+                            let paused = prepared(intent).await;
+                            tokio::task::yield_now().await;
+                            paused
+                        },
+                        async { black_box(true) }
+                    );
+                    black_box((paused.unwrap(), committed, fixture));
+                    black_box(std::future::ready(true).await);
+                })
+            },
+            BatchSize::SmallInput,
+        )
+    });
     group.finish();
 }
 

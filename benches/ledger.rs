@@ -1,4 +1,4 @@
-//! The delegation ledger at n = 100 … 100k outstanding: baton vs the
+//! The delegation ledger at n = 10 … 100k outstanding: baton vs the
 //! original scan-and-sort design. Each figure should stay flat in n for
 //! baton (SPEC §2: O(k log n) takes) and grows linearly for the baseline.
 
@@ -12,7 +12,7 @@ use baton::ledger::Delegations;
 use common::{delegation, id, live};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 
-const SIZES: [usize; 4] = [100, 1_000, 10_000, 100_000];
+const SIZES: [usize; 5] = [10, 100, 1_000, 10_000, 100_000];
 const BOUND: Duration = Duration::from_secs(60);
 
 fn filled_baton(n: usize, now: Instant) -> (Delegations, baton::ledger::DelegationScope) {

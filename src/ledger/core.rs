@@ -14,21 +14,29 @@
 //! The answers a caller only reads ([`Arrival`], [`RegisterError`]) may
 //! grow and are `#[non_exhaustive]`.
 //!
-//! Scale **[beyond seed]**: entries are kept ordered by id, with two indexes
-//! — not-arrived entries by start time, arrived entries by id — so
-//! `take_overdue` costs O(k log n) for k taken, `next_overdue` O(log n),
-//! `take_arrived` O(k log n) and `counts` O(1). A third view, the live
-//! data by id, is a persistent map ([`Live`]): `live()` shares it in O(1),
-//! and a change made while a caller still holds it copies only the path it
-//! touches.
+//! Scale **[beyond seed]**: entries are kept in a hash table by id
+//! (`entries.rs`); what a take or a snapshot returns is sorted by id. Past
+//! [`Ledger::KEEP_ABOVE`] entries, two indexes — not-arrived entries by
+//! start time, arrived entries by id — make `take_overdue` cost O(k log n)
+//! for k taken, `next_overdue` O(log n) and `take_arrived` O(k log n); a
+//! third view, the live data by id, is a persistent map ([`Live`]):
+//! `live()` shares it in O(1), and a change made while a caller still holds
+//! it copies only the path it touches. With fewer entries (a task's usual
+//! handful) the ledger scans them instead, which costs less than keeping
+//! the indexes (`index.rs`). `counts` is O(1) either way.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::facts::{IdError, check_id};
+use delivered::Delivered;
+use entries::{Entries, Slot};
+use index::{Index, Kept};
 
+mod delivered;
+mod entries;
 mod event;
+mod index;
 mod types;
 mod wait;
 
@@ -67,15 +75,15 @@ struct Scope {
 pub struct Ledger<D, C, T = Duration> {
     scope: Option<Scope>,
     scopes_issued: u64,
-    entries: BTreeMap<DelegationId, Entry<D, C, T>>,
-    /// Not-arrived entries by start time, then id.
-    waiting: BTreeSet<(T, DelegationId)>,
-    /// Arrived entries still in the ledger, by id.
-    arrived: BTreeSet<DelegationId>,
+    entries: Entries<D, C, T>,
+    /// How many entries have arrived.
+    arrived: usize,
+    /// The indexes, kept past `keep_above` entries (`index.rs`).
+    index: Index<D, T>,
+    /// The number of entries past which the indexes are kept.
+    keep_above: usize,
     /// Ids delivered and taken in this scope; dropped with the scope.
-    delivered: BTreeSet<DelegationId>,
-    /// Every entry's data by id, shared with the callers of `live()`.
-    live: Live<D>,
+    delivered: Delivered,
     /// One stored wake-up for the next wait (Notify's permit).
     permit: bool,
     /// Waits pending (`begin_wait` answered `Pending`, neither resolved
@@ -92,16 +100,32 @@ impl<D, C, T: Moment> Default for Ledger<D, C, T> {
 }
 
 impl<D, C, T: Moment> Ledger<D, C, T> {
+    /// The number of entries past which a ledger keeps its indexes (and
+    /// below half of which it drops them again): with fewer, scanning the
+    /// entries costs less than keeping the indexes up to date.
+    pub const KEEP_ABOVE: usize = 32;
+
     /// An empty ledger with no task in scope.
     pub fn new() -> Self {
+        Self::keeping_indexes_above(Self::KEEP_ABOVE)
+    }
+
+    /// An empty ledger that keeps its indexes once it holds more than
+    /// `keep_above` entries, and drops them once it holds `keep_above / 2`
+    /// or fewer: what [`new`](Self::new) does with [`KEEP_ABOVE`]. It
+    /// answers every event the same whatever `keep_above` is; tests and
+    /// fuzzers lower it to check both ways of answering.
+    ///
+    /// [`KEEP_ABOVE`]: Self::KEEP_ABOVE
+    pub fn keeping_indexes_above(keep_above: usize) -> Self {
         Self {
             scope: None,
             scopes_issued: 0,
-            entries: BTreeMap::new(),
-            waiting: BTreeSet::new(),
-            arrived: BTreeSet::new(),
-            delivered: BTreeSet::new(),
-            live: Live::new(),
+            entries: Entries::new(),
+            arrived: 0,
+            index: Index(None),
+            keep_above,
+            delivered: Delivered::default(),
             permit: false,
             pending: 0,
             given: 0,
@@ -146,13 +170,13 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     /// Empties the scope. The wake-ups its arrivals stored or gave go with
     /// the arrivals (taken with the scope); the pending waits stay pending.
     fn clear(&mut self) -> Vec<Taken<D, C, T>> {
-        self.waiting.clear();
-        self.arrived.clear();
+        self.index = Index(None);
+        self.arrived = 0;
         self.delivered.clear();
-        self.live.clear();
         self.permit = false;
         self.given = 0;
-        std::mem::take(&mut self.entries)
+        self.entries
+            .take_sorted()
             .into_iter()
             .map(|(id, entry)| Taken { id, entry })
             .collect()
@@ -170,6 +194,32 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
         data: D,
         started: T,
     ) -> Result<(), RegisterError> {
+        self.admit(id, task)?;
+        self.insert(id, data, started);
+        Ok(())
+    }
+
+    /// [`register`](Self::register) for data that names its own task:
+    /// `task_of(&data)` is the task (so a caller need not copy it out of
+    /// the data it moves in).
+    ///
+    /// # Errors
+    ///
+    /// A [`RegisterError`]; the ledger is then unchanged.
+    pub fn register_with(
+        &mut self,
+        id: &str,
+        data: D,
+        task_of: fn(&D) -> &str,
+        started: T,
+    ) -> Result<(), RegisterError> {
+        self.admit(id, task_of(&data))?;
+        self.insert(id, data, started);
+        Ok(())
+    }
+
+    /// Whether delegation `id` of `task` may be registered now.
+    fn admit(&self, id: &str, task: &str) -> Result<(), RegisterError> {
         check_id(id).map_err(RegisterError::InvalidId)?;
         let scope = self.scope.as_ref().ok_or(RegisterError::NoTaskInScope)?;
         if scope.task != task {
@@ -178,28 +228,47 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
                 found: task.to_owned(),
             });
         }
-        if self.entries.contains_key(id) || self.delivered.contains(id) {
+        if self.entries.contains(id) || self.delivered.contains(id) {
             return Err(RegisterError::DuplicateId);
         }
+        Ok(())
+    }
+
+    /// Adds an admitted delegation.
+    fn insert(&mut self, id: &str, data: D, started: T) {
         let id: DelegationId = Arc::from(id);
-        self.waiting.insert((started, Arc::clone(&id)));
         let data = Arc::new(data);
-        self.live.insert(Arc::clone(&id), Arc::clone(&data));
+        let live = self
+            .index
+            .0
+            .is_some()
+            .then(|| (Arc::clone(&id), Arc::clone(&data)));
         let entry = Entry {
             data,
             started,
             arrived: false,
             child: None,
         };
-        self.entries.insert(id, entry);
-        Ok(())
+        let seq = self.entries.insert(Arc::clone(&id), entry);
+        if let (Some(kept), Some((id, data))) = (self.kept(), live) {
+            kept.waiting.insert((started, seq), Arc::clone(&id));
+            kept.live.insert(id, data);
+        }
+        if self.index.0.is_none() && self.entries.len() > self.keep_above {
+            self.index = Index(Some(Box::new(Index::build(&self.entries))));
+        }
+    }
+
+    /// The indexes, if kept.
+    fn kept(&mut self) -> Option<&mut Kept<D, T>> {
+        self.index.0.as_deref_mut()
     }
 
     /// Gives delegation `id` its launched child. A child replaced, or given
     /// to an id that is not live, comes back to be ended (D3).
     pub fn adopt(&mut self, id: &str, child: C) -> Adoption<C> {
         match self.entries.get_mut(id) {
-            Some(entry) => match entry.child.replace(child) {
+            Some(slot) => match slot.entry.child.replace(child) {
                 Some(earlier) => Adoption::Replaced(earlier),
                 None => Adoption::Adopted,
             },
@@ -211,18 +280,27 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     /// delivered. A child not arrived must be ended, or kept running by
     /// its caller ([`Taken::child_to_end`]), like every entry taken.
     pub fn discard(&mut self, id: &str) -> Option<Taken<D, C, T>> {
-        let (id, entry) = self.entries.remove_entry(id)?;
-        Some(self.account(id, entry))
+        let (id, slot) = self.entries.remove(id)?;
+        Some(self.account(id, slot))
     }
 
     /// Removes an entry's index rows; remembers an arrived one as delivered.
-    fn account(&mut self, id: DelegationId, entry: Entry<D, C, T>) -> Taken<D, C, T> {
-        self.live.remove(&id);
+    fn account(&mut self, id: DelegationId, slot: Slot<D, C, T>) -> Taken<D, C, T> {
+        let Slot { entry, seq } = slot;
+        if let Some(kept) = self.kept() {
+            kept.live.remove(&id);
+            if entry.arrived {
+                kept.arrived.remove(&id);
+            } else {
+                kept.waiting.remove(&(entry.started, seq));
+            }
+        }
         if entry.arrived {
-            self.arrived.remove(&id);
+            self.arrived -= 1;
             self.delivered.insert(Arc::clone(&id));
-        } else {
-            self.waiting.remove(&(entry.started, Arc::clone(&id)));
+        }
+        if self.entries.len() <= self.keep_above / 2 {
+            self.index = Index(None);
         }
         Taken { id, entry }
     }
@@ -249,9 +327,7 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     /// under a lock (the adapter) asks it outside, then calls
     /// [`arrive_decided`](Self::arrive_decided).
     pub fn arrival_child(&self, id: &str) -> Option<&C> {
-        if self.delivered.contains(id) {
-            return None;
-        }
+        // A live id is never a delivered one (`register` refuses those).
         self.entries
             .get(id)
             .filter(|entry| !entry.arrived)
@@ -263,11 +339,14 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     /// [`is_being_ended`](Child::is_being_ended) given: `being_ended` is
     /// read only if there is such a child.
     pub fn arrive_decided(&mut self, id: &str, being_ended: bool) -> Arrival {
-        if self.delivered.contains(id) {
-            return Arrival::AlreadyDelivered;
-        }
-        let Some((id, entry)) = self.entries.get_key_value(id) else {
-            return Arrival::NotOutstanding;
+        // A live id is never a delivered one, so the delivered memory is
+        // asked only for an id that is not live.
+        let Some(Slot { entry, seq }) = self.entries.get_mut(id) else {
+            return if self.delivered.contains(id) {
+                Arrival::AlreadyDelivered
+            } else {
+                Arrival::NotOutstanding
+            };
         };
         if entry.arrived {
             return Arrival::AlreadyDelivered;
@@ -275,12 +354,14 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
         if entry.child.is_some() && being_ended {
             return Arrival::BeingEnded;
         }
-        let (id, started) = (Arc::clone(id), entry.started);
-        if let Some(entry) = self.entries.get_mut(&id) {
-            entry.arrived = true;
+        entry.arrived = true;
+        let key = (entry.started, *seq);
+        self.arrived += 1;
+        if let Some(kept) = self.kept() {
+            if let Some(id) = kept.waiting.remove(&key) {
+                kept.arrived.insert(id);
+            }
         }
-        self.waiting.remove(&(started, Arc::clone(&id)));
-        self.arrived.insert(id);
         self.wake_one();
         Arrival::Delivered
     }
@@ -289,24 +370,40 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     /// (D4). O(1).
     pub fn counts(&self) -> Counts {
         Counts {
-            outstanding: self.waiting.len(),
-            arrived: self.arrived.len(),
+            outstanding: self.entries.len() - self.arrived,
+            arrived: self.arrived,
         }
     }
 
     /// Takes every arrived entry, in id order; each is remembered as
     /// delivered.
     pub fn take_arrived(&mut self) -> Vec<Taken<D, C, T>> {
-        let ids = std::mem::take(&mut self.arrived).into_iter().collect();
+        if self.arrived == 0 {
+            return Vec::new();
+        }
+        // In id order either way.
+        let ids = match self.kept() {
+            Some(kept) => std::mem::take(&mut kept.arrived).into_iter().collect(),
+            None => {
+                let mut ids: Vec<_> = self
+                    .entries
+                    .iter()
+                    .filter(|(_, slot)| slot.entry.arrived)
+                    .map(|(id, _)| Arc::clone(id))
+                    .collect();
+                ids.sort_unstable();
+                ids
+            }
+        };
         self.take_arrived_ids(ids)
     }
 
     fn take_arrived_ids(&mut self, ids: Vec<DelegationId>) -> Vec<Taken<D, C, T>> {
-        // Already sorted (from a BTreeSet); `account` removes from `arrived`.
+        // Already sorted; `account` removes each from the index.
         ids.into_iter()
             .filter_map(|id| {
-                let (id, entry) = self.entries.remove_entry(&id)?;
-                Some(self.account(id, entry))
+                let (id, slot) = self.entries.remove(&id)?;
+                Some(self.account(id, slot))
             })
             .collect()
     }
@@ -317,40 +414,77 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
         let Some(latest) = Moment::checked_sub(now, bound) else {
             return Vec::new();
         };
-        let mut ids = Vec::new();
-        for (started, id) in &self.waiting {
-            if *started > latest {
-                break;
-            }
-            ids.push(Arc::clone(id));
-        }
+        let ids = match &self.index.0 {
+            Some(kept) => kept
+                .waiting
+                .iter()
+                .take_while(|((started, _), _)| *started <= latest)
+                .map(|(_, id)| Arc::clone(id))
+                .collect(),
+            None => self
+                .entries
+                .iter()
+                .filter(|(_, slot)| !slot.entry.arrived && slot.entry.started <= latest)
+                .map(|(id, _)| Arc::clone(id))
+                .collect(),
+        };
         self.take_ids(ids)
     }
 
     /// When the next not-arrived entry becomes overdue under `bound`.
     pub fn next_overdue(&self, bound: Duration) -> Option<T> {
-        let (started, _) = self.waiting.first()?;
-        Moment::checked_add(*started, bound)
+        let first = match &self.index.0 {
+            Some(kept) => kept
+                .waiting
+                .first_key_value()
+                .map(|((started, _), _)| *started),
+            None => self
+                .entries
+                .iter()
+                .filter(|(_, slot)| !slot.entry.arrived)
+                .map(|(_, slot)| slot.entry.started)
+                .min(),
+        }?;
+        Moment::checked_add(first, bound)
     }
 
     /// Takes every entry, in id order; arrived ones are remembered as
     /// delivered.
     pub fn take_all(&mut self) -> Vec<Taken<D, C, T>> {
-        self.waiting.clear();
-        let arrived = std::mem::take(&mut self.arrived);
+        self.index = Index(None);
+        self.arrived = 0;
+        let arrived = self
+            .entries
+            .iter()
+            .filter(|(_, slot)| slot.entry.arrived)
+            .map(|(id, _)| Arc::clone(id));
         self.delivered.extend(arrived);
-        self.live.clear();
-        std::mem::take(&mut self.entries)
+        self.entries
+            .take_sorted()
             .into_iter()
             .map(|(id, entry)| Taken { id, entry })
             .collect()
     }
 
-    /// The live delegations in id order, as a snapshot that shares the
-    /// ledger's own map: O(1), so a caller holding a lock around the ledger
-    /// holds it for one reference count, whatever the number of entries.
+    /// The live delegations in id order, as a snapshot: O(1) whatever the
+    /// number of entries, so a caller holding a lock around the ledger
+    /// holds it briefly. A ledger that keeps its indexes shares its own
+    /// map (one reference count); a smaller one copies its at most
+    /// [`KEEP_ABOVE`](Self::KEEP_ABOVE) ids and data handles into one
+    /// allocation.
     pub fn live(&self) -> Live<D> {
-        self.live.clone()
+        match &self.index.0 {
+            Some(kept) => Live::kept(kept.live.clone()),
+            None => {
+                let mut rows: Vec<_> = self
+                    .entries
+                    .iter()
+                    .map(|(id, slot)| (Arc::clone(id), Arc::clone(&slot.entry.data)))
+                    .collect();
+                rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                Live::few(rows)
+            }
+        }
     }
 
     /// The entry for `id`, if live.

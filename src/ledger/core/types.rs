@@ -203,57 +203,84 @@ pub enum Adoption<C> {
 /// The live delegations at one moment, in id order: what
 /// [`Ledger::live`](super::Ledger::live) returns.
 ///
-/// A snapshot shares the ledger's own persistent map, so taking it costs
-/// O(1) whatever the number of entries, and it never changes afterwards: a
-/// later change to the ledger copies only the path of the tree it touches
-/// (O(log n)) while a snapshot is still held, and nothing once none is.
+/// A snapshot never changes once taken. Taking it costs O(1) whatever the
+/// number of entries: a ledger with few entries (at most
+/// [`Ledger::KEEP_ABOVE`](super::Ledger::KEEP_ABOVE)) copies their ids and
+/// data handles into one allocation; a larger one shares its own
+/// persistent map, and a later change to the ledger copies only the path
+/// of the tree it touches (O(log n)) while a snapshot is still held, and
+/// nothing once none is.
 pub struct Live<D> {
-    map: imbl::OrdMap<DelegationId, Arc<D>>,
+    rows: Rows<D>,
+}
+
+/// A snapshot's rows: copied from a small ledger, or its shared map.
+enum Rows<D> {
+    /// Sorted by id.
+    Few(Arc<[(DelegationId, Arc<D>)]>),
+    Kept(imbl::OrdMap<DelegationId, Arc<D>>),
 }
 
 /// Iterates a [`Live`] snapshot in id order.
 pub struct LiveIter<'a, D> {
-    inner: imbl::ordmap::Iter<'a, DelegationId, Arc<D>, imbl::shared_ptr::DefaultSharedPtr>,
+    inner: RowsIter<'a, D>,
+}
+
+enum RowsIter<'a, D> {
+    Few(std::slice::Iter<'a, (DelegationId, Arc<D>)>),
+    Kept(imbl::ordmap::Iter<'a, DelegationId, Arc<D>, imbl::shared_ptr::DefaultSharedPtr>),
 }
 
 impl<D> Live<D> {
     pub(super) fn new() -> Self {
+        Self::kept(imbl::OrdMap::new())
+    }
+
+    /// A snapshot of `rows`, sorted by id.
+    pub(super) fn few(rows: Vec<(DelegationId, Arc<D>)>) -> Self {
         Self {
-            map: imbl::OrdMap::new(),
+            rows: Rows::Few(rows.into()),
         }
     }
 
-    pub(super) fn insert(&mut self, id: DelegationId, data: Arc<D>) {
-        self.map.insert(id, data);
-    }
-
-    pub(super) fn remove(&mut self, id: &str) {
-        self.map.remove(id);
-    }
-
-    pub(super) fn clear(&mut self) {
-        self.map.clear();
+    /// A snapshot sharing `map`.
+    pub(super) fn kept(map: imbl::OrdMap<DelegationId, Arc<D>>) -> Self {
+        Self {
+            rows: Rows::Kept(map),
+        }
     }
 
     /// The number of live delegations.
     pub fn len(&self) -> usize {
-        self.map.len()
+        match &self.rows {
+            Rows::Few(rows) => rows.len(),
+            Rows::Kept(map) => map.len(),
+        }
     }
 
     /// Whether no delegation is live.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len() == 0
     }
 
     /// The data of delegation `id`, if it is live. O(log n).
     pub fn get(&self, id: &str) -> Option<&Arc<D>> {
-        self.map.get(id)
+        match &self.rows {
+            Rows::Few(rows) => rows
+                .binary_search_by(|(row, _)| (**row).cmp(id))
+                .ok()
+                .map(|at| &rows[at].1),
+            Rows::Kept(map) => map.get(id),
+        }
     }
 
     /// The live delegations' ids and data, in id order.
     pub fn iter(&self) -> LiveIter<'_, D> {
         LiveIter {
-            inner: self.map.iter(),
+            inner: match &self.rows {
+                Rows::Few(rows) => RowsIter::Few(rows.iter()),
+                Rows::Kept(map) => RowsIter::Kept(map.iter()),
+            },
         }
     }
 }
@@ -262,7 +289,10 @@ impl<D> Clone for Live<D> {
     /// Another handle on the same snapshot. O(1).
     fn clone(&self) -> Self {
         Self {
-            map: self.map.clone(),
+            rows: match &self.rows {
+                Rows::Few(rows) => Rows::Few(Arc::clone(rows)),
+                Rows::Kept(map) => Rows::Kept(map.clone()),
+            },
         }
     }
 }
@@ -275,7 +305,7 @@ impl<D> Default for Live<D> {
 
 impl<D: PartialEq> PartialEq for Live<D> {
     fn eq(&self, other: &Self) -> bool {
-        self.map == other.map
+        self.len() == other.len() && self.iter().eq(other.iter())
     }
 }
 
@@ -283,8 +313,10 @@ impl<D: Eq> Eq for Live<D> {}
 
 impl<D: std::hash::Hash> std::hash::Hash for Live<D> {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.map.len().hash(state);
-        self.map.hash(state);
+        self.len().hash(state);
+        for row in self {
+            row.hash(state);
+        }
     }
 }
 
@@ -298,17 +330,26 @@ impl<'a, D> Iterator for LiveIter<'a, D> {
     type Item = (&'a DelegationId, &'a Arc<D>);
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.inner.next()
+        match &mut self.inner {
+            RowsIter::Few(rows) => rows.next().map(|(id, data)| (id, data)),
+            RowsIter::Kept(map) => map.next(),
+        }
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        self.inner.size_hint()
+        match &self.inner {
+            RowsIter::Few(rows) => rows.size_hint(),
+            RowsIter::Kept(map) => map.size_hint(),
+        }
     }
 }
 
 impl<D> DoubleEndedIterator for LiveIter<'_, D> {
     fn next_back(&mut self) -> Option<Self::Item> {
-        self.inner.next_back()
+        match &mut self.inner {
+            RowsIter::Few(rows) => rows.next_back().map(|(id, data)| (id, data)),
+            RowsIter::Kept(map) => map.next_back(),
+        }
     }
 }
 

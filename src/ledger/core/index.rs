@@ -1,0 +1,132 @@
+//! The ledger's indexes, kept only when there are enough entries to pay
+//! for them **[beyond seed]**.
+//!
+//! With few entries (at most [`Ledger::KEEP_ABOVE`], the usual task's
+//! handful) a take or `next_overdue` scans the entries, which costs less
+//! than keeping three ordered indexes up to date on every register,
+//! arrival and take. Past it, the ledger keeps them — not-arrived entries
+//! by start time, arrived entries by id, the live data in a persistent map
+//! — so that takes cost O(k log n) and `live()` O(1) (SPEC §2). It drops
+//! them again at half that, so a ledger that hovers at the threshold does
+//! not rebuild them at every step.
+//!
+//! The indexes are a function of the entries: two ledgers with equal
+//! entries are equal whether or not they keep them ([`Index`]'s `Eq` and
+//! `Hash` see nothing), so the model checker counts the same states.
+//!
+//! [`Ledger::KEEP_ABOVE`]: super::Ledger::KEEP_ABOVE
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use super::DelegationId;
+use super::entries::Entries;
+
+/// The indexes of a ledger that keeps them.
+#[derive(Clone, Debug)]
+pub(super) struct Kept<D, T> {
+    /// Not-arrived entries' ids by start time, then registration number.
+    pub(super) waiting: std::collections::BTreeMap<(T, u64), DelegationId>,
+    /// Arrived entries still in the ledger, by id.
+    pub(super) arrived: BTreeSet<DelegationId>,
+    /// Every entry's data by id, shared with the callers of `live()`.
+    pub(super) live: imbl::OrdMap<DelegationId, Arc<D>>,
+}
+
+/// The ledger's indexes, or `None` while it scans its entries instead.
+#[derive(Clone, Debug)]
+pub(super) struct Index<D, T>(pub(super) Option<Box<Kept<D, T>>>);
+
+impl<D, T: Ord + Copy> Index<D, T> {
+    /// The indexes of `entries`, built at once.
+    pub(super) fn build<C>(entries: &Entries<D, C, T>) -> Kept<D, T> {
+        let mut waiting = std::collections::BTreeMap::new();
+        let mut arrived = BTreeSet::new();
+        for (id, slot) in entries.iter() {
+            if slot.entry.arrived {
+                arrived.insert(Arc::clone(id));
+            } else {
+                waiting.insert((slot.entry.started, slot.seq), Arc::clone(id));
+            }
+        }
+        let live = entries
+            .iter()
+            .map(|(id, slot)| (Arc::clone(id), Arc::clone(&slot.entry.data)))
+            .collect();
+        Kept {
+            waiting,
+            arrived,
+            live,
+        }
+    }
+}
+
+impl<D, T> PartialEq for Index<D, T> {
+    /// Always: the indexes are a function of the entries.
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl<D, T> Eq for Index<D, T> {}
+
+impl<D, T> std::hash::Hash for Index<D, T> {
+    /// Nothing: the indexes are a function of the entries.
+    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::super::{Arrival, Ledger};
+
+    type Core = Ledger<u32, (), Duration>;
+
+    /// Every answer of a ledger that keeps its indexes from its first entry
+    /// equals one that never does, across the switches both ways (the
+    /// indexes change how, never what, a ledger answers).
+    #[test]
+    fn keeping_the_indexes_changes_no_answer() {
+        let mut ledgers = [
+            Core::keeping_indexes_above(0),
+            Core::keeping_indexes_above(6),
+            Core::keeping_indexes_above(usize::MAX),
+        ];
+        for ledger in &mut ledgers {
+            ledger.scope_task("t".into()).unwrap();
+        }
+        let mut seen: [Vec<String>; 3] = Default::default();
+        for round in 0..40u32 {
+            for (ledger, seen) in ledgers.iter_mut().zip(&mut seen) {
+                let id = format!("d{:02}", (round * 7) % 23);
+                let at = Duration::from_secs(u64::from(round % 5));
+                seen.push(format!("{:?}", ledger.register(&id, "t", round, at)));
+                let other = format!("d{:02}", (round * 3) % 23);
+                let arrival = ledger.arrive_decided(&other, false);
+                seen.push(format!("{arrival:?}"));
+                if arrival == Arrival::Delivered && round % 3 == 0 {
+                    seen.push(format!("{:?}", ids(ledger.take_arrived())));
+                }
+                if round % 4 == 0 {
+                    let now = Duration::from_secs(u64::from(round % 7));
+                    let overdue = ledger.take_overdue(Duration::from_secs(2), now);
+                    seen.push(format!("{:?}", ids(overdue)));
+                }
+                if round % 9 == 8 {
+                    seen.push(format!("{:?}", ids(ledger.take_all())));
+                }
+                seen.push(format!("{:?}", ledger.next_overdue(Duration::from_secs(1))));
+                seen.push(format!("{:?}", ledger.counts()));
+                seen.push(format!("{:?}", ledger.live()));
+                seen.push(format!("{}", ledger.delivered_len()));
+            }
+        }
+        assert_eq!(seen[0], seen[2]);
+        assert_eq!(seen[1], seen[2]);
+    }
+
+    fn ids(taken: Vec<super::super::Taken<u32, (), Duration>>) -> Vec<String> {
+        taken.iter().map(|taken| taken.id.to_string()).collect()
+    }
+}
