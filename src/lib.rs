@@ -208,16 +208,17 @@
 //!
 //! # Locks and your code
 //!
-//! Each adapter keeps one lock. Two calls into your code happen under it,
-//! and neither may call back into the same baton object:
-//! [`Cancellation::is_canceled`] (read by a commit), and the payload's
-//! `Drop` when the gate lets go of a pause's last `Arc` as it changes
-//! state. Everything else runs outside: [`ledger::Child::is_being_ended`]
-//! (an arrival asks it before deciding, and may be called back from it),
-//! the payload's `PartialEq` in [`HandoffGate::sealed`] (which knows the
-//! pause `boundary` returned by pointer and copies nothing), and a
-//! `tracing` subscriber (baton emits only after it unlocks, so a
-//! subscriber may read the machine it hears from).
+//! Each adapter keeps one lock. A few calls into your code happen under
+//! it, and none may call back into the same baton object:
+//! [`Cancellation::is_canceled`] (read by a commit), the payload's
+//! `PartialEq` when [`HandoffGate::sealed`] is given a pause other than
+//! the one `boundary` returned (that one it knows by pointer), and the
+//! payload's `Drop` when the gate lets go of a pause's last `Arc` as it
+//! changes state. Everything else runs outside:
+//! [`ledger::Child::is_being_ended`] (an arrival asks it before deciding,
+//! and may be called back from it) and a `tracing` subscriber (baton emits
+//! only after it unlocks, so a subscriber may read the machine it hears
+//! from).
 #![forbid(unsafe_code)]
 // docs.rs (`--cfg docsrs`, Cargo.toml's [package.metadata.docs.rs]) marks
 // each feature-gated item with the feature it needs.

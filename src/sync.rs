@@ -38,10 +38,11 @@ pub(crate) use std::sync::mpsc;
 /// ever replaced whole, so a poisoned lock still holds a valid state. User
 /// code that runs while a baton lock is held, all of it documented where the
 /// user supplies it: `Cancellation::is_canceled` (under the gate's lock,
-/// when a handoff is held or committed), and the `Drop` of a payload whose
-/// last `Arc` the gate releases as it leaves a state. (`HandoffGate::sealed`
-/// compares payloads outside the lock and never copies one;
-/// `Child::is_being_ended` is asked outside the ledger's lock.) None of
+/// when a handoff is held or committed), the payload's `PartialEq` when
+/// `HandoffGate::sealed` is given a pause other than the gate's own `Arc`,
+/// and the `Drop` of a payload whose last `Arc` the gate releases as it
+/// leaves a state. (`Child::is_being_ended` is asked outside the ledger's
+/// lock.) None of
 /// them may call back into the object whose lock it runs under: that
 /// deadlocks.
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {

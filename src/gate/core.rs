@@ -316,8 +316,8 @@ pub enum Event<P> {
     /// The worker reports `pause` durably appended to the canonical log.
     /// The committed pause's own `Arc` matches by pointer, without calling
     /// `P`'s `PartialEq`; any other matches if equal by value. The adapter
-    /// offers only the gate's own `Arc`, having compared by value (if at all)
-    /// outside its lock.
+    /// offers only the gate's own `Arc`, having compared the caller's pause
+    /// with it first.
     Seal(Arc<HandoffPause<P>>),
     /// The worker exits: no handoff from now on.
     Close,
