@@ -664,3 +664,32 @@ fn ending_an_older_scope_changes_nothing_and_ending_the_current_frees_its_memory
         Err(RegisterError::NoTaskInScope)
     );
 }
+
+/// The model checker tells states apart by `Eq` and `Hash`, and a failure
+/// report prints them with `Debug`: each must see the entries. Two ledgers
+/// alike but for their entries (one a subset of the other, or the same ids
+/// with another start) are unequal and hash apart, and `Debug` names every
+/// id in id order.
+#[test]
+fn ledgers_differing_only_in_their_entries_are_unequal_hash_apart_and_print_them() {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    let hash = |ledger: &L| BuildHasherDefault::<DefaultHasher>::default().hash_one(ledger);
+    let (mut one, _) = scoped();
+    one.register("dlg_b", TASK, "b", secs(1)).unwrap();
+    let mut two = one.clone();
+    two.register("dlg_a", TASK, "a", secs(2)).unwrap();
+    assert_ne!(one, two, "a subset of the entries is not the same ledger");
+    assert_ne!(hash(&one), hash(&two));
+    let (mut other_start, _) = scoped();
+    other_start.register("dlg_b", TASK, "b", secs(3)).unwrap();
+    assert_ne!(one, other_start);
+    assert_ne!(hash(&one), hash(&other_start));
+    let mut same = L::new();
+    let _ = same.scope_task(TASK.into()).unwrap();
+    same.register("dlg_b", TASK, "b", secs(1)).unwrap();
+    assert_eq!(one, same);
+    assert_eq!(hash(&one), hash(&same));
+    let printed = format!("{two:?}");
+    let (a, b) = (printed.find("dlg_a"), printed.find("dlg_b"));
+    assert!(a.is_some() && b.is_some() && a < b, "{printed}");
+}
