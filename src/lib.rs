@@ -191,8 +191,10 @@
 //!   targets and property tests. A generated [`facts::Digest`] is always
 //!   well formed, so every generated fact survives the wire; ids are any
 //!   strings, valid or not, as a fuzzer wants them.
-//! - `fuzzing`: the bodies of the repository's cargo-fuzz targets, with
-//!   `arbitrary`; for baton's own verification, not part of the API.
+//!
+//! To verify your own runtime around baton (linearizability against these
+//! tables, loom models, proptest strategies, the fuzz bodies baton is
+//! checked with), see the companion crate `agent-baton-testkit`.
 //!
 //! # Futures
 //!
@@ -237,11 +239,6 @@ pub mod facts;
 pub mod gate;
 pub mod ledger;
 pub mod residue;
-
-#[cfg(all(feature = "fuzzing", not(loom)))]
-#[cfg_attr(docsrs, doc(cfg(feature = "fuzzing")))]
-#[doc(hidden)]
-pub mod fuzzing;
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

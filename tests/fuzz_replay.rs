@@ -1,10 +1,10 @@
 //! The fuzz corpora and regressions, replayed on stable (SPEC §5
 //! "fuzzing"): every file committed under `fuzz/corpus/<target>/` and
-//! `fuzz/regressions/<target>/` runs through the same `baton::fuzzing`
+//! `fuzz/regressions/<target>/` runs through the same `baton_testkit::fuzz`
 //! function as the cargo-fuzz target, decoded as `libfuzzer-sys` decodes it.
 //! A clean clone must replay inputs for every target, so a corpus that was
 //! not committed fails here instead of passing vacuously.
-#![cfg(feature = "fuzzing")]
+#![cfg(not(loom))] // the kit's fuzz bodies drive baton outside a loom model
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -12,12 +12,12 @@ use std::panic::catch_unwind;
 use std::path::{Path, PathBuf};
 
 use baton::durable::{Claim, Receipt};
-use baton::fuzzing::ledger_table::{self, Op, Seen, WaitOp};
-use baton::fuzzing::log_table::{self, Answer, EpochPick, Flaw, PausePick, Refusal, RunPick};
-use baton::fuzzing::{Target, decode, facts_json, gate_adapter, gate_table};
 use baton::gate::core::StateKind;
 use baton::ledger::core::Waited;
 use baton::ledger::{Arrival, RegisterError};
+use baton_testkit::fuzz::ledger_table::{self, Op, Seen, WaitOp};
+use baton_testkit::fuzz::log_table::{self, Answer, EpochPick, Flaw, PausePick, Refusal, RunPick};
+use baton_testkit::fuzz::{Target, decode, facts_json, gate_adapter, gate_table};
 
 /// The files in `fuzz/<folder>/<target>/`, sorted; none if it is missing.
 fn files(folder: &str, target: Target) -> Vec<PathBuf> {

@@ -1,7 +1,7 @@
-//! Arbitrary bytes as JSON facts: `baton::fuzzing::facts_json`.
+//! Arbitrary bytes as JSON facts: `baton_testkit::fuzz::facts_json`.
 #![no_main]
 
-use baton::fuzzing::facts_json;
+use baton_testkit::fuzz::facts_json;
 use libfuzzer_sys::{Corpus, fuzz_target};
 
 fuzz_target!(|data: &[u8]| -> Corpus {

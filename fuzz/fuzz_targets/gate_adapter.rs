@@ -1,7 +1,7 @@
-//! Adapter sequences, drops and polls against the core: `baton::fuzzing::gate_adapter`.
+//! Adapter sequences, drops and polls against the core: `baton_testkit::fuzz::gate_adapter`.
 #![no_main]
 
-use baton::fuzzing::gate_adapter::{Ops, gate_adapter};
+use baton_testkit::fuzz::gate_adapter::{Ops, gate_adapter};
 use libfuzzer_sys::{Corpus, fuzz_target};
 
 fuzz_target!(|input: Ops| -> Corpus {

@@ -1,7 +1,7 @@
-//! Core table sequences against the ghost reference (S1–S9): `baton::fuzzing::gate_table`.
+//! Core table sequences against the ghost reference (S1–S9): `baton_testkit::fuzz::gate_table`.
 #![no_main]
 
-use baton::fuzzing::gate_table::{Ops, gate_table};
+use baton_testkit::fuzz::gate_table::{Ops, gate_table};
 use libfuzzer_sys::{Corpus, fuzz_target};
 
 fuzz_target!(|input: Ops| -> Corpus {

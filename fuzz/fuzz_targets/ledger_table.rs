@@ -1,7 +1,7 @@
-//! Ledger core sequences against the ghost reference, D1–D6 after every step: `baton::fuzzing::ledger_table`.
+//! Ledger core sequences against the ghost reference, D1–D6 after every step: `baton_testkit::fuzz::ledger_table`.
 #![no_main]
 
-use baton::fuzzing::ledger_table::{Ops, ledger_table};
+use baton_testkit::fuzz::ledger_table::{Ops, ledger_table};
 use libfuzzer_sys::{Corpus, fuzz_target};
 
 fuzz_target!(|input: Ops| -> Corpus {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use baton::GateError;
 use baton::gate::core::{State, Ticket};
-use baton::gate::linearize::{Call, GateOp, GateSpec, World, linearize};
+use baton_testkit::linearize::{Call, GateOp, GateSpec, World, linearize};
 
 use crate::fixtures::{self, intent, pause_for};
 

@@ -15,11 +15,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Waker};
 
 use baton::gate::core::{State, Ticket};
-use baton::gate::linearize::{Call, GateOp, GateSpec, World, linearize};
 use baton::{
     CancelSignal, GateError, HandoffIntent, HandoffRequester, HandoffReservation, HeldHandoff,
     PendingSeal,
 };
+use baton_testkit::linearize::{Call, GateOp, GateSpec, World, linearize};
 
 use crate::fixtures::{self, Gate, Pause, Preflight};
 

@@ -7,9 +7,9 @@ use std::pin::pin;
 use std::task::{Context, Waker};
 
 use baton::CancelSignal;
+use baton_testkit::loom::{Coverage, model};
 use loom::future::block_on;
 use loom::thread;
-use loom_tests::run::{Coverage, model};
 
 /// §3 / L1: a `canceled()` waiter racing `cancel()` always resolves (a lost
 /// wake-up would be reported by loom as a deadlock), and frees its waker.

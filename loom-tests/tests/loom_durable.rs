@@ -17,10 +17,10 @@ use std::sync::Arc;
 
 use baton::durable::{Claim, Epoch, HandoffLog, MemoryLog, SealError, append_then_seal};
 use baton::gate::core::StateKind;
+use baton_testkit::loom::{Coverage, model};
 use loom::future::block_on;
 use loom::thread;
 use loom_tests::fixtures::{Pause, ROOT_RUN, source};
-use loom_tests::run::{Coverage, model};
 use loom_tests::scene::{Pending, Scene, committed};
 
 /// R1 / R2 / R7 / L1: a takeover racing the worker's append decides the Run

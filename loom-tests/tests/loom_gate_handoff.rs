@@ -6,10 +6,10 @@
 use std::sync::Arc;
 
 use baton::gate::core::StateKind;
+use baton_testkit::loom::{Coverage, model};
 use loom::future::block_on;
 use loom::thread;
 use loom_tests::fixtures::Preflight;
-use loom_tests::run::{Coverage, model};
 use loom_tests::scene::{self, Scene};
 
 /// A requester's whole handoff: reserve, wait until held, commit, wait for

@@ -25,10 +25,10 @@ use std::sync::Arc;
 
 use baton::GateError;
 use baton::gate::core::{State, StateKind, Ticket};
+use baton_testkit::loom::{Coverage, model};
 use loom::future::block_on;
 use loom::thread;
 use loom_tests::fixtures::Preflight;
-use loom_tests::run::{Coverage, model};
 use loom_tests::scene::{self, committed, held, requested, started};
 
 /// S1: of two racing reserves exactly one is granted; the other is `Busy`.

@@ -9,10 +9,10 @@
 use std::sync::Arc;
 
 use baton::gate::core::{State, StateKind, Ticket};
+use baton_testkit::loom::{Coverage, model};
 use loom::future::block_on;
 use loom::thread;
 use loom_tests::fixtures::{Preflight, intent};
-use loom_tests::run::{Coverage, model};
 use loom_tests::scene::{committed, held, requested};
 
 /// S7: a waiting reservation wakes when the worker holds its pause, and

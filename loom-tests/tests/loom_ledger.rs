@@ -14,9 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use baton::ledger::{Arrival, Counts, Delegations, RegisterError};
+use baton_testkit::loom::{Coverage, model};
 use loom::thread;
 use loom_tests::ledger::{Counted, TASK_A, TASK_B, delegation, live_ids, scoped};
-use loom_tests::run::{Coverage, model};
 
 /// D1 / D4: an arrival racing `take_arrived` is delivered once and taken
 /// once, and the taker's `counts()` accounts for the entry it did not take.

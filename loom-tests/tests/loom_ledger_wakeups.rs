@@ -14,10 +14,10 @@ use std::task::{Context, Waker};
 use std::time::Instant;
 
 use baton::ledger::{Arrival, Counts, Delegations};
+use baton_testkit::loom::{Coverage, model};
 use loom::future::block_on;
 use loom::thread;
 use loom_tests::ledger::scoped;
-use loom_tests::run::{Coverage, model};
 
 /// Whether a fresh `wait_for_arrival`, polled once, resolves at once: a
 /// wake-up is stored. The future is dropped after the poll.

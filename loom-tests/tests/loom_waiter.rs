@@ -18,9 +18,9 @@ use std::time::Instant;
 use baton::CancelSignal;
 use baton::gate::core::StateKind;
 use baton::ledger::Arrival;
+use baton_testkit::loom::{Coverage, model};
+use baton_testkit::loom::{WakeProbe, race_wake};
 use loom_tests::ledger::scoped;
-use loom_tests::probe::{WakeProbe, race_wake};
-use loom_tests::run::{Coverage, model};
 use loom_tests::scene::{committed, held};
 
 /// S5: the requester's `wait()` is woken by the seal only once the gate is

@@ -27,8 +27,6 @@ mod adapter;
 pub mod core;
 mod ended;
 mod error;
-#[doc(hidden)]
-pub mod linearize;
 mod table;
 
 pub use adapter::{HandoffGate, HandoffRequester, HandoffReservation, HeldHandoff, PendingSeal};

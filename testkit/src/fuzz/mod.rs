@@ -1,4 +1,4 @@
-//! The bodies of the cargo-fuzz targets in `fuzz/` (SPEC §5 "fuzzing").
+//! The bodies of baton's cargo-fuzz targets (SPEC §5 "fuzzing").
 //!
 //! Each target in `fuzz/fuzz_targets/` is one line calling a function here,
 //! so the very same code runs under libFuzzer (nightly, ASan) and from a
@@ -23,13 +23,14 @@
 //! (the target turns it into `Corpus::Reject`) and panics on a violation,
 //! with a message naming the rule (S1…S9) and the operations that led there.
 //!
-//! Only compiled with the `fuzzing` cargo feature; not part of the API.
+//! Each body is public so that you can run it in your own CI, against the
+//! baton version you ship.
 
 use std::fmt;
 
 use arbitrary::{Arbitrary, Unstructured};
 
-use crate::facts::{HandoffIntent, Invocation};
+use baton::facts::{HandoffIntent, Invocation};
 
 /// A broken rule: its SPEC id and what happened.
 #[derive(Debug)]
@@ -48,7 +49,7 @@ impl fmt::Display for Violation {
 macro_rules! ensure {
     ($holds:expr, $rule:expr, $($detail:tt)+) => {
         if !$holds {
-            return Err($crate::fuzzing::Violation { rule: $rule, detail: format!($($detail)+) });
+            return Err($crate::fuzz::Violation { rule: $rule, detail: format!($($detail)+) });
         }
     };
 }

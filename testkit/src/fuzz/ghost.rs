@@ -11,8 +11,8 @@
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use super::Violation;
-use crate::facts::{HandoffIntent, MAX_ID_BYTES};
-use crate::gate::core::{Event, Outcome, State, StateKind, Ticket};
+use baton::facts::{HandoffIntent, MAX_ID_BYTES};
+use baton::gate::core::{Event, Outcome, State, StateKind, Ticket};
 
 mod rules;
 

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Rejected, source};
-use crate::facts::{HandoffExecution, HandoffIntent, HandoffPause, Invocation, from_json};
+use baton::facts::{HandoffExecution, HandoffIntent, HandoffPause, Invocation, from_json};
 
 /// The largest input tried, in bytes; a fact is far smaller.
 pub const MAX_BYTES: usize = 4096;

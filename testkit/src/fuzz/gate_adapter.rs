@@ -38,10 +38,10 @@ use std::task::Poll;
 use arbitrary::{Arbitrary, Unstructured};
 
 use super::{Rejected, intent_named, source};
-use crate::facts::{HandoffIntent, HandoffPause};
-use crate::gate::core::{self, Config, Event, Outcome, State, StateKind, Ticket, Wait, step};
-use crate::gate::{BoundaryError, ReadyError, WaitError};
-use crate::{CancelSignal, HandoffGate, HandoffReservation, HeldHandoff, PendingSeal};
+use baton::facts::{HandoffIntent, HandoffPause};
+use baton::gate::core::{self, Config, Event, Outcome, State, StateKind, Ticket, Wait, step};
+use baton::gate::{BoundaryError, ReadyError, WaitError};
+use baton::{CancelSignal, HandoffGate, HandoffReservation, HeldHandoff, PendingSeal};
 
 mod driven;
 

@@ -7,7 +7,7 @@ use std::fmt;
 use arbitrary::{Arbitrary, Unstructured};
 
 use super::log_ghost::Payload;
-use crate::facts::{HandoffIntent, HandoffPause, Invocation, MAX_ID_BYTES};
+use baton::facts::{HandoffIntent, HandoffPause, Invocation, MAX_ID_BYTES};
 
 /// The most operations one input may hold; longer inputs are rejected.
 pub const MAX_OPS: usize = 48;
@@ -96,7 +96,7 @@ pub enum EpochPick {
     Stale(u8),
     /// `n + 1` after the last one issued: never issued.
     Ahead(u8),
-    /// [`Epoch::NONE`](crate::durable::Epoch::NONE).
+    /// [`Epoch::NONE`](baton::durable::Epoch::NONE).
     Zero,
     /// `u64::MAX`.
     Max,

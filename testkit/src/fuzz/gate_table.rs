@@ -1,5 +1,5 @@
 //! `gate_table`: operation sequences applied to the core table
-//! ([`core::step`](crate::gate::core::step)), every step checked against the ghost reference (S1–S9).
+//! ([`core::step`](baton::gate::core::step)), every step checked against the ghost reference (S1–S9).
 //!
 //! An [`Op`] names an event relative to the current state (the live ticket,
 //! a stale one, the stored pause…) so that short random inputs reach deep
@@ -13,8 +13,8 @@ use arbitrary::{Arbitrary, Unstructured};
 
 use super::ghost::Ghost;
 use super::{Rejected, intent_named, source};
-use crate::facts::{HandoffIntent, HandoffPause, MAX_ID_BYTES};
-use crate::gate::core::{Config, Event, Outcome, State, StateKind, Ticket, step};
+use baton::facts::{HandoffIntent, HandoffPause, MAX_ID_BYTES};
+use baton::gate::core::{Config, Event, Outcome, State, StateKind, Ticket, step};
 
 /// The most operations one input may hold; longer inputs are rejected.
 pub const MAX_OPS: usize = 64;

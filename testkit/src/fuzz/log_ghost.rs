@@ -11,9 +11,9 @@
 
 use std::sync::Arc;
 
-use crate::durable::{Appended, Claim, Epoch, LogError, Receipt, ReconcileError, RunFacts};
-use crate::facts::MAX_ID_BYTES;
-use crate::facts::{Field, HandoffIntent, HandoffPause, IdError, IntentError, Invocation};
+use baton::durable::{Appended, Claim, Epoch, LogError, Receipt, ReconcileError, RunFacts};
+use baton::facts::MAX_ID_BYTES;
+use baton::facts::{Field, HandoffIntent, HandoffPause, IdError, IntentError, Invocation};
 
 /// The payload of every fuzzed pause: text, so that the SQLite store's JSON
 /// encoding sees escapes, non-ASCII and control characters.
@@ -76,6 +76,8 @@ pub enum Refusal {
     Encode(String),
     /// [`LogError::Storage`] (never expected).
     Storage(String),
+    /// A [`LogError`] variant this ghost does not know (never expected).
+    Unknown(String),
 }
 
 impl From<LogError> for Refusal {
@@ -105,6 +107,9 @@ impl From<LogError> for Refusal {
             LogError::Corrupt { run_id, reason } => Refusal::Corrupt { run_id, reason },
             LogError::Encode(error) => Refusal::Encode(error.to_string()),
             LogError::Storage(error) => Refusal::Storage(error.to_string()),
+            // `LogError` is non-exhaustive: a variant of a newer baton that
+            // this ghost does not know is never what it expects.
+            other => Refusal::Unknown(other.to_string()),
         }
     }
 }
@@ -187,6 +192,7 @@ fn intent_fault(
             Some(IdError::Empty) => return Some(IntentError::Empty(field)),
             Some(IdError::TooLong(len)) => return Some(IntentError::TooLong { field, len }),
             Some(IdError::ControlCharacter) => return Some(IntentError::ControlCharacter(field)),
+            Some(other) => unreachable!("`id_fault` gives no {other:?}"),
             None => {}
         }
     }

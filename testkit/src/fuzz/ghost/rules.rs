@@ -2,8 +2,8 @@
 //! the core, and the waiter queries on the state it reached.
 
 use super::{Fed, Violation};
-use crate::gate::GateError;
-use crate::gate::core::{self, Outcome, Refusal, State, StateKind, Ticket, Wait};
+use baton::gate::GateError;
+use baton::gate::core::{self, Outcome, Refusal, State, StateKind, Ticket, Wait};
 
 /// S1–S9 on one transition of the core, from SPEC §1 directly.
 pub(super) fn transition(

@@ -13,11 +13,11 @@ use std::task::{Context, Poll, Wake, Waker};
 use super::{
     Handle, IntentChoice, Mismatch, Op, Phase, Reference, boundary_poll, intent_for, pause, prepare,
 };
-use crate::facts::HandoffPause;
-use crate::gate::core::Refusal;
-use crate::gate::core::{self, Event, Outcome, State, Wait};
-use crate::gate::{CommitError, ReadyError, WaitError};
-use crate::{CancelSignal, HandoffGate, HandoffRequester};
+use baton::facts::HandoffPause;
+use baton::gate::core::Refusal;
+use baton::gate::core::{self, Event, Outcome, State, Wait};
+use baton::gate::{CommitError, ReadyError, WaitError};
+use baton::{CancelSignal, HandoffGate, HandoffRequester};
 
 /// A waker that remembers it was woken.
 #[derive(Default)]

@@ -21,9 +21,9 @@ use std::hash::Hash;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use super::GateError;
-use super::core::{self, Config, Event, Outcome, Refusal, State, Ticket};
-use crate::facts::{HandoffIntent, HandoffPause};
+use baton::facts::{HandoffIntent, HandoffPause};
+use baton::gate::GateError;
+use baton::gate::core::{self, Config, Event, Outcome, Refusal, State, Ticket};
 
 /// A sequential specification whose operations may take several atomic
 /// steps, each constrained by what the operation was observed to return.

@@ -1,5 +1,5 @@
 //! `log_table`: operation sequences applied to the canonical handoff log
-//! (SPEC §6) — [`MemoryLog`](crate::durable::MemoryLog) and, with the
+//! (SPEC §6) — [`MemoryLog`](baton::durable::MemoryLog) and, with the
 //! `sqlite` feature, `SqliteLog` (an empty log per input, see
 //! `log_stores`) — every answer compared with the ghost reference
 //! (`log_ghost`), and R1, R3, R6 and R7 checked on every answer, as far as
@@ -34,8 +34,8 @@ use super::log_ghost::{Ghost, id_fault};
 use super::log_ops::make_pause;
 use super::log_stores::Stores;
 use super::{Rejected, Violation};
-use crate::durable::{Appended, Claim, Epoch, Receipt, RunFacts};
-use crate::facts::{HandoffPause, Invocation};
+use baton::durable::{Appended, Claim, Epoch, Receipt, RunFacts};
+use baton::facts::{HandoffPause, Invocation};
 
 /// An operation with every pick resolved: what is sent to the stores.
 #[derive(Clone, Debug)]
@@ -308,7 +308,7 @@ impl Harness {
 /// books after every step (every Run's after a reopen). Panics on a
 /// violation, with the trace of the steps before it.
 ///
-/// [`MemoryLog`]: crate::durable::MemoryLog
+/// [`MemoryLog`]: baton::durable::MemoryLog
 pub fn log_table(input: Ops) -> Result<(), Rejected> {
     if input.0.len() > MAX_OPS {
         return Err(Rejected);

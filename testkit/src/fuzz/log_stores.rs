@@ -1,6 +1,6 @@
 //! The stores `log_table` drives, each sent the same calls: a
 //! [`MemoryLog`] and, with the `sqlite` feature, a
-//! [`SqliteLog`](crate::durable::SqliteLog) on a file of the thread's own
+//! [`SqliteLog`](baton::durable::SqliteLog) on a file of the thread's own
 //! (in `/dev/shm` where it exists, else the temp dir), emptied before each
 //! input and removed when the thread (or the process) ends normally; a
 //! process that aborts on a violation leaves its one file behind.
@@ -8,7 +8,7 @@
 use super::Violation;
 use super::log_ghost::{Answer, Payload, Refusal};
 use super::log_table::Call;
-use crate::durable::{HandoffLog, MemoryLog, RunFacts};
+use baton::durable::{HandoffLog, MemoryLog, RunFacts};
 
 /// Every store of one input.
 pub(super) struct Stores {
@@ -112,7 +112,7 @@ mod sqlite {
     use rusqlite::Connection;
 
     use super::{Payload, Refusal};
-    use crate::durable::SqliteLog;
+    use baton::durable::SqliteLog;
 
     /// The SQLite log of one input. Creating a database, or only opening
     /// one, costs more than a whole input under ASan, so each thread keeps

@@ -1,5 +1,5 @@
 //! `ledger_table`: operation sequences applied to the ledger core
-//! ([`core::step`](crate::ledger::core::step)), every answer compared with
+//! ([`core::step`](baton::ledger::core::step)), every answer compared with
 //! the ghost reference and D1–D6 checked after every operation.
 //!
 //! An [`Op`] names ids from a small set (`d0`…`d7`) so that short random
@@ -21,8 +21,8 @@ pub use super::ledger_ghost::{Adopted, Row, Seen};
 
 use super::ledger_ghost::Ghost;
 use super::{Rejected, Violation};
-use crate::facts::MAX_ID_BYTES;
-use crate::ledger::core::{
+use baton::facts::MAX_ID_BYTES;
+use baton::ledger::core::{
     Adoption, Arrival, Child, Counts, Event, Ledger, Outcome, ScopeToken, Taken,
 };
 
@@ -351,7 +351,7 @@ impl Harness {
             }
         };
         let (event, expected) = event;
-        let outcome = crate::ledger::core::step(&mut self.ledger, event);
+        let outcome = baton::ledger::core::step(&mut self.ledger, event);
         (self.seen(outcome), expected)
     }
 

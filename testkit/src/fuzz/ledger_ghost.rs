@@ -11,8 +11,8 @@
 
 use std::time::Duration;
 
-use crate::facts::{IdError, check_id};
-use crate::ledger::core::{Arrival, Counts, RegisterError, Waited};
+use baton::facts::{IdError, check_id};
+use baton::ledger::core::{Arrival, Counts, RegisterError, Waited};
 
 /// The ghost's view of an entry (and of a taken one).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,0 +1,70 @@
+//! Verify your own agent runtime around [baton](https://docs.rs/agent-baton):
+//! the tools baton is checked with, for the code you write around it.
+//!
+//! baton's machines are proven on their own; your runtime wraps them —
+//! it calls `boundary` at its step boundaries, seals into its own log,
+//! delegates children through the ledger — and that wrapping is where a
+//! lost wake-up, a handoff reported before it is sealed or an outcome
+//! delivered twice would live. This kit checks it with baton's *real*
+//! transition tables as the reference, never a copy of them:
+//!
+//! - [`linearize`]: is a concurrent history you recorded explained by some
+//!   sequential order of the real core's steps (Wing & Gong, for
+//!   operations of several atomic steps)? [`linearize::GateSpec`] is the
+//!   handoff gate's specification over `baton::gate::core::step`;
+//!   implement [`linearize::Spec`] for your own operations.
+//! - `loom` (under `--cfg loom` only): [`loom::model`](crate#loom) runs a
+//!   model with its coverage stated in code and refuses one that raced
+//!   nothing; `WakeProbe` checks a wake-up's order at the moment it
+//!   happens.
+//! - [`strategies`]: proptest strategies for valid ids, invocations,
+//!   intents and pauses, and any `Arbitrary` operation sequence as a
+//!   strategy.
+//! - [`fuzz`]: the bodies of baton's own cargo-fuzz targets, each checking
+//!   a table or adapter against an independent ghost after every step, with
+//!   their `Arbitrary` operation sequences: run them in your CI against the
+//!   exact baton version you ship.
+//!
+//! Under `--cfg loom` only [`linearize`] and `loom` are compiled: the rest
+//! drive baton's adapters outside a loom model.
+//!
+//! The kit is released in step with baton and depends on the exact same
+//! version (`=0.1.0`), since it checks against baton's tables.
+//!
+//! # The guide
+//!
+//! How to set up loom, proptest and cargo-fuzz for a runtime built on
+//! baton, with a CI job for each, is in [`guide`]; the repository's
+//! `examples/downstream/` is a runtime that follows it, with a planted bug
+//! each of the three checks catches.
+//!
+//! # loom
+//!
+//! ```ignore
+//! // tests/loom_handoff.rs, run with RUSTFLAGS="--cfg loom" cargo test --release
+//! #![cfg(loom)]
+//! use baton_testkit::loom::{Coverage, model};
+//!
+//! #[test]
+//! fn a_handoff_is_never_reported_before_it_is_sealed() {
+//!     model("my runtime: report after seal", Coverage::Exhaustive, || {
+//!         // create the gate, your runtime and its threads in here
+//!     });
+//! }
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+#[cfg(not(loom))]
+pub mod fuzz;
+pub mod linearize;
+#[cfg(loom)]
+#[cfg_attr(docsrs, doc(cfg(loom)))]
+pub mod loom;
+#[cfg(not(loom))]
+pub mod strategies;
+
+#[doc = include_str!("../GUIDE.md")]
+pub mod guide {}
