@@ -13,7 +13,9 @@
 //! [`GateSpec`] is the handoff gate's specification over
 //! [`step`](core::step) and the waiter queries, with the Run's cancellation
 //! bit as part of the state. `loom-tests/` checks every execution of every
-//! model with it; it is public (hidden) so that `model/` can use it too.
+//! model with it. [`LedgerSpec`] is the delegation ledger's, over
+//! `baton::ledger::core::step`. Record your runtime's calls as [`Call`]s,
+//! with times from one logical clock, and ask [`linearize`] for an order.
 
 use std::collections::HashSet;
 use std::fmt::Debug;
@@ -24,6 +26,10 @@ use std::sync::Arc;
 use baton::facts::{HandoffIntent, HandoffPause};
 use baton::gate::GateError;
 use baton::gate::core::{self, Config, Event, Outcome, Refusal, State, Ticket};
+
+mod ledger;
+
+pub use ledger::{LedgerOp, LedgerSpec};
 
 /// A sequential specification whose operations may take several atomic
 /// steps, each constrained by what the operation was observed to return.
