@@ -60,8 +60,12 @@ pub struct LedgerOp<D, C, T> {
 /// assert!(linearize(&spec, Ledger::new(), &[scoped(1, 3), scoped(2, 4)]).is_none());
 /// ```
 pub struct LedgerSpec<D, C, T> {
-    types: PhantomData<fn() -> (D, C, T)>,
+    types: PhantomData<Types<D, C, T>>,
 }
+
+/// The specification's type parameters, held by no value (so the spec is
+/// `Send`, `Sync` and `Copy`-free whatever they are).
+type Types<D, C, T> = fn() -> (D, C, T);
 
 impl<D, C, T> LedgerSpec<D, C, T> {
     /// The specification.
