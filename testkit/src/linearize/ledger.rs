@@ -63,8 +63,8 @@ pub struct LedgerSpec<D, C, T> {
     types: PhantomData<Types<D, C, T>>,
 }
 
-/// The specification's type parameters, held by no value (so the spec is
-/// `Send`, `Sync` and `Copy`-free whatever they are).
+/// The specification's type parameters, held by no value: the spec is
+/// `Send` and `Sync` whatever they are.
 type Types<D, C, T> = fn() -> (D, C, T);
 
 impl<D, C, T> LedgerSpec<D, C, T> {
