@@ -52,7 +52,7 @@ use crate::sync::{Mutex, lock};
 ///
 /// use baton::durable::{
 ///     AppendStep, Appended, Claim, Epoch, HandoffLog, LogError, Receipt, RunFacts, RunField,
-///     append_step, claim_step,
+///     append_step, check_append, claim_step,
 /// };
 /// use baton::facts::check_id;
 /// use baton::{HandoffPause, Invocation};
@@ -87,8 +87,8 @@ use crate::sync::{Mutex, lock};
 ///         epoch: Epoch,
 ///         pause: &HandoffPause<u32>,
 ///     ) -> Result<Receipt, LogError> {
-///         let key = run_ids(root_run_id, &source.run_id)?;
-///         pause.intent.validate_for(source, root_run_id).map_err(LogError::InvalidPause)?;
+///         check_append(root_run_id, source, pause)?; // every id, then the intent
+///         let key = (root_run_id.to_owned(), source.run_id.clone());
 ///         let mut runs = self.0.lock().unwrap();
 ///         let (current, existing) = runs.get(&key).map_or((Epoch::NONE, None), |(e, p)| (*e, p.as_ref()));
 ///         let step = append_step(root_run_id, current, existing, epoch, (source, pause))?;
@@ -195,11 +195,12 @@ pub enum LogError {
     /// Nothing was written.
     #[error("invalid pause: {0}")]
     InvalidPause(IntentError),
-    /// Bad input: a Run id asked about is invalid (`field` is `root_run_id`
-    /// or `run_id`).
+    /// Bad input: an id of the Run asked about (`field` is `root_run_id` or
+    /// `run_id`) or of an append's source (`session_id`, `turn_id`,
+    /// `invocation_id`) is invalid. Nothing was written.
     #[error("invalid {field}: {error}")]
     InvalidRun {
-        /// Which of the two ids.
+        /// Which id.
         field: RunField,
         /// What is wrong with it.
         error: IdError,
@@ -270,13 +271,33 @@ pub enum LogError {
 }
 
 /// The pure checks of every [`HandoffLog::append`]'s input, made before
-/// the store is consulted.
-pub(crate) fn check_append<P>(
+/// the store is consulted: the Run's ids, the source's other ids (each as
+/// [`check_id`] wants it, so no store meets text it cannot hold), then the
+/// intent against the source ([`HandoffIntent::validate_for`]).
+///
+/// A store of your own calls it first, so that it refuses bad input as
+/// baton's stores do.
+///
+/// # Errors
+///
+/// [`LogError::InvalidRun`] naming the first invalid id (`root_run_id`,
+/// `run_id`, `session_id`, `turn_id`, `invocation_id`), else
+/// [`LogError::InvalidPause`].
+///
+/// [`HandoffIntent::validate_for`]: crate::facts::HandoffIntent::validate_for
+pub fn check_append<P>(
     root_run_id: &str,
     source: &Invocation,
     pause: &HandoffPause<P>,
 ) -> Result<(), LogError> {
     check_run(root_run_id, &source.run_id)?;
+    for (field, id) in [
+        (RunField::SessionId, &source.session_id),
+        (RunField::TurnId, &source.turn_id),
+        (RunField::InvocationId, &source.invocation_id),
+    ] {
+        check_id(id).map_err(|error| LogError::InvalidRun { field, error })?;
+    }
     pause
         .intent
         .validate_for(source, root_run_id)

@@ -57,7 +57,7 @@ mod worker;
 
 pub use async_log::AsyncHandoffLog;
 pub use fence::{AppendStep, Claim, ClaimStep, Epoch, append_step, claim_step};
-pub use log::{HandoffLog, LogError, MemoryLog, Receipt};
+pub use log::{HandoffLog, LogError, MemoryLog, Receipt, check_append};
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresConfig, PostgresLog};

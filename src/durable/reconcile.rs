@@ -74,7 +74,8 @@ pub enum Decision<P> {
     Resumable,
 }
 
-/// Which id of a Run asked about is at fault, named as on the wire.
+/// Which id of a Run is at fault, named as on the wire: of the Run asked
+/// about, or of the source invocation an append hands off.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RunField {
@@ -82,6 +83,12 @@ pub enum RunField {
     RootRunId,
     /// `run_id`: the Run within it.
     RunId,
+    /// `session_id` of the appending source.
+    SessionId,
+    /// `turn_id` of the appending source.
+    TurnId,
+    /// `invocation_id` of the appending source.
+    InvocationId,
 }
 
 impl RunField {
@@ -90,6 +97,9 @@ impl RunField {
         match self {
             Self::RootRunId => "root_run_id",
             Self::RunId => "run_id",
+            Self::SessionId => "session_id",
+            Self::TurnId => "turn_id",
+            Self::InvocationId => "invocation_id",
         }
     }
 }

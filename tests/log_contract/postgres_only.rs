@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use baton::durable::{
     AsyncHandoffLog, Claim, Epoch, LogError, POSTGRES_SCHEMA_VERSION, PostgresLog, Receipt,
+    RunField,
 };
+use baton::facts::IdError;
 
 use crate::Payload;
 use crate::common::postgres::Cluster;
@@ -143,8 +145,9 @@ fn an_unknown_schema_version_or_a_foreign_table_is_a_typed_error() {
 }
 
 /// A row altered outside baton is reported corrupt, never decoded into a
-/// decision; bad text the server cannot store (a NUL in the source's
-/// session id) is a typed error that writes nothing, not a panic.
+/// decision; text the server cannot store (a NUL in the source's session
+/// id) is refused as bad input before the server sees it, and writes
+/// nothing.
 #[test]
 fn a_row_altered_outside_baton_is_corrupt_and_text_the_server_refuses_is_a_typed_error() {
     let Some(cluster) = Cluster::shared() else {
@@ -158,7 +161,10 @@ fn a_row_altered_outside_baton_is_corrupt_and_text_the_server_refuses_is_a_typed
         nul.session_id = "session\u{0}".into();
         assert!(matches!(
             within("R5", log.append_async(ROOT, &nul, epoch, &pause())).await,
-            Err(LogError::Storage(_))
+            Err(LogError::InvalidRun {
+                field: RunField::SessionId,
+                error: IdError::ControlCharacter
+            })
         ));
         let read = within("R5", log.facts_async(ROOT, "run")).await.unwrap();
         assert!(read.pauses.is_empty(), "nothing written");

@@ -233,7 +233,8 @@ pub async fn an_identical_reappend_is_already_durable_and_any_other_row_is_refus
 
 /// Bad input is a typed error, decided before the store is written, and
 /// writes nothing: invalid Run ids (empty, too long, a control character)
-/// for every operation, epochs never issued, a pause for another root Run
+/// for every operation, an append's invalid source ids (a NUL in its
+/// session id among them), epochs never issued, a pause for another root Run
 /// or handing the Run to itself, an invalid intent id.
 pub async fn bad_input_is_a_typed_error_and_writes_nothing<S: Store>(store: Arc<S>) {
     let log = store.open().await;
@@ -270,6 +271,37 @@ pub async fn bad_input_is_a_typed_error_and_writes_nothing<S: Store>(store: Arc<
         assert!(
             invalid(appended.as_ref().err()),
             "append({root:?}, {run:?}): {appended:?}"
+        );
+    }
+    // The source's other ids too, before anything else is looked at: a NUL
+    // is text a server may not store, so no store ever meets one.
+    for (field, error, bad) in [
+        (
+            RunField::SessionId,
+            IdError::ControlCharacter,
+            "session\u{0}",
+        ),
+        (RunField::TurnId, IdError::Empty, ""),
+        (
+            RunField::InvocationId,
+            IdError::TooLong(MAX_ID_BYTES + 1),
+            long.as_str(),
+        ),
+    ] {
+        let mut bad_source = source("run");
+        match field {
+            RunField::SessionId => bad_source.session_id = bad.into(),
+            RunField::TurnId => bad_source.turn_id = bad.into(),
+            _ => bad_source.invocation_id = bad.into(),
+        }
+        let appended = within(
+            "R5",
+            log.append_async(ROOT, &bad_source, Epoch::new(1), &pause("run", "h")),
+        )
+        .await;
+        assert!(
+            matches!(&appended, Err(LogError::InvalidRun { field: f, error: e }) if *f == field && *e == error),
+            "append from a source with a bad {field}: {appended:?}"
         );
     }
     assert!(

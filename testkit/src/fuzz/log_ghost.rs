@@ -28,7 +28,8 @@ pub enum Refusal {
     InvalidPause(IntentError),
     /// [`LogError::InvalidRun`].
     InvalidRun {
-        /// `"root_run_id"` or `"run_id"`.
+        /// `"root_run_id"` or `"run_id"`, or an append source's
+        /// `"session_id"`, `"turn_id"` or `"invocation_id"`.
         field: &'static str,
         /// What is wrong with it.
         error: IdError,
@@ -168,6 +169,18 @@ fn run_fault(root_run_id: &str, run_id: &str) -> Option<Refusal> {
         .find_map(|(field, id)| id_fault(id).map(|error| Refusal::InvalidRun { field, error }))
 }
 
+/// The refusal for an append whose source has an invalid id besides its
+/// Run's, in the order session, turn, invocation.
+fn source_fault(source: &Invocation) -> Option<Refusal> {
+    [
+        ("session_id", source.session_id.as_str()),
+        ("turn_id", source.turn_id.as_str()),
+        ("invocation_id", source.invocation_id.as_str()),
+    ]
+    .into_iter()
+    .find_map(|(field, id)| id_fault(id).map(|error| Refusal::InvalidRun { field, error }))
+}
+
 /// Why `intent` is not a handoff of `source` within `root_run_id`: the
 /// first invalid field in declaration order, then a successor equal to the
 /// source (Run, then invocation), then another root Run.
@@ -267,6 +280,9 @@ impl Ghost {
         pause: &HandoffPause<Payload>,
     ) -> Answer {
         if let Some(refusal) = run_fault(root_run_id, &source.run_id) {
+            return Answer::Appended(Err(refusal));
+        }
+        if let Some(refusal) = source_fault(source) {
             return Answer::Appended(Err(refusal));
         }
         if let Some(error) = intent_fault(&pause.intent, source, root_run_id) {

@@ -144,7 +144,7 @@ pub struct PausePick {
 }
 
 /// The worker appending: its invocation `invocation-{n % 2}`, and its
-/// session id (`session`, or this text: the log does not check it).
+/// session id (`session`, or this text: the log refuses an invalid one).
 #[derive(Clone, Debug, PartialEq, Eq, Arbitrary)]
 pub struct SourcePick {
     /// Which invocation of the Run.
