@@ -9,13 +9,13 @@ use baton::gate::core::StateKind;
 use baton_testkit::loom::{Coverage, model};
 use loom::future::block_on;
 use loom::thread;
-use loom_tests::fixtures::Preflight;
+use loom_tests::fixtures::{self, Preflight};
 use loom_tests::scene::{self, Scene};
 
 /// A requester's whole handoff: reserve, wait until held, commit, wait for
 /// the seal. Returns whether it saw the seal.
 fn hand_off(scene: &Arc<Scene>, name: &str) -> bool {
-    let Ok(reservation) = scene.reserve(name) else {
+    let Ok(reservation) = scene.reserve(fixtures::intent(name)) else {
         return false;
     };
     let Some(held) = block_on(scene.ready(reservation)) else {
@@ -79,7 +79,7 @@ fn the_full_handoff_with_a_competitor_and_a_closer_ends_consistently() {
             let competitor = {
                 let scene = Arc::clone(&scene);
                 thread::spawn(move || {
-                    if let Ok(reservation) = scene.reserve("b") {
+                    if let Ok(reservation) = scene.reserve(fixtures::intent("b")) {
                         if let Some(held) = block_on(scene.ready(reservation)) {
                             scene.release(held.ticket(), held);
                         }

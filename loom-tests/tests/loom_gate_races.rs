@@ -28,7 +28,7 @@ use baton::gate::core::{State, StateKind, Ticket};
 use baton_testkit::loom::{Coverage, model};
 use loom::future::block_on;
 use loom::thread;
-use loom_tests::fixtures::Preflight;
+use loom_tests::fixtures::{self, Preflight};
 use loom_tests::scene::{self, committed, held, requested, started};
 
 /// S1: of two racing reserves exactly one is granted; the other is `Busy`.
@@ -39,9 +39,9 @@ fn two_racing_reserves_grant_exactly_one() {
         scene.begin();
         let other = {
             let scene = Arc::clone(&scene);
-            thread::spawn(move || scene.reserve("b"))
+            thread::spawn(move || scene.reserve(fixtures::intent("b")))
         };
-        let mine = scene.reserve("a");
+        let mine = scene.reserve(fixtures::intent("a"));
         let other = other.join().unwrap();
         let granted = [&mine, &other].iter().filter(|r| r.is_ok()).count();
         assert_eq!(granted, 1, "S1: exactly one reserve is granted");
@@ -63,7 +63,7 @@ fn a_reserve_racing_close_is_refused_or_closed_out() {
         scene.begin();
         let requester = {
             let scene = Arc::clone(&scene);
-            thread::spawn(move || scene.reserve("a"))
+            thread::spawn(move || scene.reserve(fixtures::intent("a")))
         };
         scene.close(&gate);
         let held = match requester.join().unwrap() {
@@ -146,7 +146,7 @@ fn a_reserve_after_the_fire_sees_the_commit_or_the_commit_is_refused() {
             thread::spawn(move || scene.commit(held).is_some())
         };
         scene.fire();
-        let reserved = scene.reserve("b");
+        let reserved = scene.reserve(fixtures::intent("b"));
         let committed = requester.join().unwrap();
         assert!(
             !(committed && reserved.as_ref().is_err_and(|e| *e == GateError::Busy)),
@@ -292,7 +292,9 @@ fn a_stale_release_never_releases_a_newer_reservation() {
                 thread::spawn(move || scene.release(Ticket::new(0), stale))
             };
             assert!(block_on(scene.boundary(Arc::clone(&gate), Preflight::Fail)).is_none());
-            let newer = scene.reserve("b").expect("ticket 0 is released by now");
+            let newer = scene
+                .reserve(fixtures::intent("b"))
+                .expect("ticket 0 is released by now");
             requester.join().unwrap();
             assert!(
                 matches!(scene.state(), State::Requested { ticket, .. } if ticket == newer.ticket()),

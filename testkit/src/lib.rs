@@ -13,6 +13,9 @@
 //!   operations of several atomic steps)? [`linearize::GateSpec`] is the
 //!   handoff gate's specification over `baton::gate::core::step`;
 //!   implement [`linearize::Spec`] for your own operations.
+//! - [`scene`]: a gate whose every operation is recorded, and at the end
+//!   checked for linearizability against the real core and for a waker
+//!   left behind: the recorder baton's own loom scenes use.
 //! - `loom` (under `--cfg loom` only): [`loom::model`](crate#loom) runs a
 //!   model with its coverage stated in code and refuses one that raced
 //!   nothing; `WakeProbe` checks a wake-up's order at the moment it
@@ -25,7 +28,7 @@
 //!   their `Arbitrary` operation sequences: run them in your CI against the
 //!   exact baton version you ship.
 //!
-//! Under `--cfg loom` only [`linearize`] and `loom` are compiled: the rest
+//! Under `--cfg loom` only [`linearize`], [`scene`] and `loom` are compiled: the rest
 //! drive baton's adapters outside a loom model.
 //!
 //! The kit is released in step with baton and depends on the exact same
@@ -63,6 +66,7 @@ pub mod linearize;
 #[cfg(loom)]
 #[cfg_attr(docsrs, doc(cfg(loom)))]
 pub mod loom;
+pub mod scene;
 #[cfg(not(loom))]
 pub mod strategies;
 

@@ -1,12 +1,38 @@
-//! A gate whose every operation is recorded, for the linearizability check.
+//! A gate whose every operation is recorded, for the linearizability check:
+//! a loom scene (or any concurrent test) around baton's handles.
 //!
 //! Each operation ticks one logical clock when it is invoked and when it
 //! returns, and appends `(invoked, returned, operation with its result)` to a
 //! log. The clock and the log are `std` types on purpose: loom does not see
 //! them, so they add no interleavings, and since loom runs one thread at a
 //! time, their order is the execution's order. [`Scene::finish`] then asks
-//! `baton::gate::linearize` for a sequential order of core steps explaining
-//! the log, and checks that no waker was left behind.
+//! [`linearize`](crate::linearize::linearize) for a sequential order of
+//! the real core's steps explaining the log, and checks that no waker was
+//! left behind. Outside loom the clock is still one order of the calls'
+//! invocations and returns, which is all the check needs.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use baton::{HandoffGate, HandoffIntent, HandoffPause, Invocation};
+//! use baton_testkit::scene::Scene;
+//!
+//! # fn main() {
+//! let source = Invocation {
+//!     session_id: "s".into(), turn_id: "t".into(), run_id: "run".into(), invocation_id: "i".into(),
+//! };
+//! let gate = Arc::new(HandoffGate::<u8>::new(source, "run".into()));
+//! let scene = Scene::new(&gate);
+//! scene.begin();
+//! let intent = HandoffIntent {
+//!     handoff_id: "h".into(), host_epoch: "e".into(), root_run_id: "run".into(),
+//!     successor_run_id: "run-2".into(), successor_invocation_id: "i-2".into(), claim_id: "c".into(),
+//! };
+//! let reservation = scene.reserve(intent).expect("a fresh gate grants");
+//! let ticket = reservation.ticket();
+//! scene.release(ticket, reservation);
+//! scene.finish(); // linearizable, and no waker left
+//! # }
+//! ```
 
 use std::future::Future;
 use std::pin::Pin;
@@ -14,57 +40,53 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Waker};
 
-use baton::gate::core::{State, Ticket};
+use std::fmt::Debug;
+use std::hash::Hash;
+
+use baton::gate::core::{Config, State, Ticket};
 use baton::{
-    CancelSignal, GateError, HandoffIntent, HandoffRequester, HandoffReservation, HeldHandoff,
-    PendingSeal,
+    CancelSignal, GateError, HandoffGate, HandoffIntent, HandoffPause, HandoffRequester,
+    HandoffReservation, HeldHandoff, PendingSeal,
 };
-use baton_testkit::linearize::{Call, GateOp, GateSpec, World, linearize};
 
-use crate::fixtures::{self, Gate, Pause, Preflight};
+use crate::linearize::{Call, GateOp, GateSpec, World, linearize};
 
-/// A requester of the gate under test.
-pub type Requester = HandoffRequester<u8>;
-/// A reservation of the gate under test.
-pub type Reservation = HandoffReservation<u8>;
-/// A held handoff of the gate under test.
-pub type Held = HeldHandoff<u8>;
-/// A committed handoff of the gate under test.
-pub type Pending = PendingSeal<u8>;
+/// What a recorded `boundary`'s worker does with the intent it is given:
+/// prepare a pause, or not. Any `FnOnce(Arc<HandoffIntent>) ->
+/// Option<HandoffPause<P>>` is one.
+pub trait Preflight<P>: Send + 'static {
+    /// The pause for `intent`, or `None` (the preflight failed).
+    fn run(self, intent: Arc<HandoffIntent>) -> Option<HandoffPause<P>>;
+}
+
+impl<P, F> Preflight<P> for F
+where
+    F: FnOnce(Arc<HandoffIntent>) -> Option<HandoffPause<P>> + Send + 'static,
+{
+    fn run(self, intent: Arc<HandoffIntent>) -> Option<HandoffPause<P>> {
+        self(intent)
+    }
+}
 
 /// A gate's requester, the Run's cancel signal, and the log of every
-/// operation on them. Shared between loom threads by `std::sync::Arc`.
+/// operation on them. Shared between threads by `std::sync::Arc` (which
+/// loom does not see: fewer interleavings, none of them baton's).
 #[derive(Debug)]
-pub struct Scene {
-    requester: Requester,
+pub struct Scene<P: PartialEq> {
+    requester: HandoffRequester<P>,
+    config: Config,
     cancel: CancelSignal,
     clock: AtomicU64,
-    log: Mutex<Log>,
+    log: Mutex<Log<P>>,
 }
 
 #[derive(Debug)]
-struct Log {
+struct Log<P> {
     /// The state when the recorded history began.
-    initial: World<u8>,
+    initial: World<P>,
     /// The clock when it began.
     begun: u64,
-    calls: Vec<Call<GateOp<u8>>>,
-}
-
-/// A fresh gate, and a scene recording operations on it.
-pub fn scene() -> (Arc<Scene>, Gate) {
-    let gate = fixtures::gate();
-    let scene = Scene {
-        requester: gate.requester(),
-        cancel: CancelSignal::new(),
-        clock: AtomicU64::new(1),
-        log: Mutex::new(Log {
-            initial: World::initial(),
-            begun: 0,
-            calls: Vec::new(),
-        }),
-    };
-    (Arc::new(scene), gate)
+    calls: Vec<Call<GateOp<P>>>,
 }
 
 /// Polls `future` once, with a waker that does nothing, and asserts it is
@@ -78,9 +100,30 @@ pub fn started<F: Future>(future: F) -> Pin<Box<F>> {
     future
 }
 
-impl Scene {
+impl<P> Scene<P>
+where
+    P: Clone + Eq + Hash + Debug + Send + Sync + 'static,
+{
+    /// A scene recording operations on `gate` (fresh, or as the set-up left
+    /// it: [`begin`](Self::begin) marks where the history starts), with a
+    /// cancel signal of its own for the Run. Under loom, create it inside
+    /// the model, as the gate.
+    pub fn new(gate: &HandoffGate<P>) -> Arc<Self> {
+        Arc::new(Self {
+            requester: gate.requester(),
+            config: Config::new(gate.source().clone(), gate.root_run_id().to_owned()),
+            cancel: CancelSignal::new(),
+            clock: AtomicU64::new(1),
+            log: Mutex::new(Log {
+                initial: World::initial(),
+                begun: 0,
+                calls: Vec::new(),
+            }),
+        })
+    }
+
     /// The gate's requester (for set-up that is not recorded).
-    pub fn requester(&self) -> &Requester {
+    pub fn requester(&self) -> &HandoffRequester<P> {
         &self.requester
     }
 
@@ -90,7 +133,7 @@ impl Scene {
     }
 
     /// A snapshot of the gate's state.
-    pub fn state(&self) -> State<u8> {
+    pub fn state(&self) -> State<P> {
         self.requester.state()
     }
 
@@ -98,11 +141,11 @@ impl Scene {
         self.clock.fetch_add(1, Ordering::SeqCst)
     }
 
-    fn log(&self) -> MutexGuard<'_, Log> {
+    fn log(&self) -> MutexGuard<'_, Log<P>> {
         self.log.lock().expect("the log is never poisoned")
     }
 
-    fn record(&self, invoked: u64, op: GateOp<u8>) {
+    fn record(&self, invoked: u64, op: GateOp<P>) {
         let returned = self.tick();
         self.log().calls.push(Call {
             invoked,
@@ -125,10 +168,9 @@ impl Scene {
         log.calls.clear();
     }
 
-    /// `requester.reserve(intent(name))`.
-    pub fn reserve(&self, name: &str) -> Result<Reservation, GateError> {
+    /// `requester.reserve(intent)`.
+    pub fn reserve(&self, intent: HandoffIntent) -> Result<HandoffReservation<P>, GateError> {
         let invoked = self.tick();
-        let intent = fixtures::intent(name);
         let reserved = self.requester.reserve(intent.clone());
         let result = match &reserved {
             Ok(reservation) => Ok(reservation.ticket()),
@@ -141,8 +183,8 @@ impl Scene {
     /// `reservation.ready()`, recorded when it resolves.
     pub fn ready(
         self: &Arc<Self>,
-        reservation: Reservation,
-    ) -> impl Future<Output = Option<Held>> + Send + 'static {
+        reservation: HandoffReservation<P>,
+    ) -> impl Future<Output = Option<HeldHandoff<P>>> + Send + 'static {
         let scene = Arc::clone(self);
         let ticket = reservation.ticket();
         async move {
@@ -171,7 +213,7 @@ impl Scene {
     }
 
     /// `held.commit()`.
-    pub fn commit(&self, held: Held) -> Option<Pending> {
+    pub fn commit(&self, held: HeldHandoff<P>) -> Option<PendingSeal<P>> {
         let invoked = self.tick();
         let ticket = held.ticket();
         let pending = held.commit().ok();
@@ -183,14 +225,14 @@ impl Scene {
     /// `pending.wait()`, recorded when it resolves.
     pub fn wait(
         self: &Arc<Self>,
-        pending: Pending,
-    ) -> impl Future<Output = Option<Pause>> + Send + 'static {
+        pending: PendingSeal<P>,
+    ) -> impl Future<Output = Option<HandoffPause<P>>> + Send + 'static {
         let scene = Arc::clone(self);
         let ticket = pending.ticket();
         async move {
             let invoked = scene.tick();
             // Recorded and returned by value: the checker compares pauses.
-            let sealed = pending.wait().await.ok().map(|p| Pause::clone(&p));
+            let sealed = pending.wait().await.ok().map(|p| HandoffPause::clone(&p));
             let op = GateOp::Wait {
                 ticket,
                 sealed: sealed.clone(),
@@ -205,9 +247,9 @@ impl Scene {
     /// held then), only its waiting part is recorded.
     pub fn boundary(
         self: &Arc<Self>,
-        gate: Arc<Gate>,
-        preflight: Preflight,
-    ) -> impl Future<Output = Option<Pause>> + Send + 'static {
+        gate: Arc<HandoffGate<P>>,
+        preflight: impl Preflight<P>,
+    ) -> impl Future<Output = Option<HandoffPause<P>>> + Send + 'static {
         let scene = Arc::clone(self);
         async move {
             let invoked = scene.tick();
@@ -221,7 +263,7 @@ impl Scene {
                 .await
                 .ok()
                 .flatten()
-                .map(|p| Pause::clone(&p));
+                .map(|p| HandoffPause::clone(&p));
             let (begun, held) = {
                 let log = scene.log();
                 (log.begun, log.initial.gate.ticket())
@@ -242,7 +284,7 @@ impl Scene {
     }
 
     /// `gate.sealed(pause)`.
-    pub fn seal(&self, gate: &Gate, pause: &Pause) -> bool {
+    pub fn seal(&self, gate: &HandoffGate<P>, pause: &HandoffPause<P>) -> bool {
         let invoked = self.tick();
         let sealed = gate.sealed(pause);
         let pause = pause.clone();
@@ -251,14 +293,14 @@ impl Scene {
     }
 
     /// `gate.close()`.
-    pub fn close(&self, gate: &Gate) {
+    pub fn close(&self, gate: &HandoffGate<P>) {
         let invoked = self.tick();
         gate.close();
         self.record(invoked, GateOp::Close);
     }
 
     /// Drops the worker's gate: `Close`.
-    pub fn drop_gate(&self, gate: Gate) {
+    pub fn drop_gate(&self, gate: HandoffGate<P>) {
         let invoked = self.tick();
         drop(gate);
         self.record(invoked, GateOp::Close);
@@ -299,7 +341,7 @@ impl Scene {
         };
         self.record(invoked, GateOp::Snapshot(last));
         let log = self.log();
-        let spec = GateSpec::new(fixtures::config());
+        let spec = GateSpec::new(self.config.clone());
         assert!(
             linearize(&spec, log.initial.clone(), &log.calls).is_some(),
             "not linearizable: no order of core steps explains, from {:?}, {:#?}",
@@ -307,32 +349,4 @@ impl Scene {
             log.calls
         );
     }
-}
-
-/// A future already polled once and waiting, ready to move to a thread.
-pub type Waiting<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-
-/// Set-up: `reserve("a")` granted ticket 0; the gate is `Requested`.
-pub fn requested() -> (Arc<Scene>, Arc<Gate>, Reservation) {
-    let (scene, gate) = scene();
-    let reservation = scene.reserve("a").expect("a fresh gate grants");
-    (scene, Arc::new(gate), reservation)
-}
-
-/// Set-up: the pause for `"a"` is held for ticket 0; the requester has its
-/// [`Held`] handoff and the worker's `boundary` is waiting.
-pub fn held() -> (Arc<Scene>, Arc<Gate>, Held, Waiting<Option<Pause>>) {
-    let (scene, gate, reservation) = requested();
-    let boundary: Waiting<_> = started(scene.boundary(Arc::clone(&gate), Preflight::Prepare));
-    let held = loom::future::block_on(scene.ready(reservation)).expect("the pause is held");
-    (scene, gate, held, boundary)
-}
-
-/// Set-up: ticket 0 is committed; the requester has its [`Pending`] seal
-/// and the worker's `boundary` returned the pause to seal.
-pub fn committed() -> (Arc<Scene>, Arc<Gate>, Pending, Pause) {
-    let (scene, gate, held, boundary) = held();
-    let pending = scene.commit(held).expect("nothing canceled");
-    let pause = loom::future::block_on(boundary).expect("the worker sees the commit");
-    (scene, gate, pending, pause)
 }
