@@ -5,6 +5,7 @@
 
 use std::collections::HashSet;
 
+use baton::ledger::core::Ledger;
 use baton_model::explore::{Exploration, Model, Verdict};
 use baton_model::ledger::report::explore_all;
 use baton_model::ledger::state::{LStep, LSys, Setup};
@@ -50,6 +51,26 @@ fn two_delegations_with_one_child_each_have_exactly_28008_states_and_d1_to_d6_ho
     let (e, ledgers) = check(full(2, 1, 2, 1));
     assert_eq!(
         (e.states, e.transitions, e.max_depth, ledgers),
+        (28_008, 501_508, 19, 1_159)
+    );
+    assert_invariants_hold(&e);
+}
+
+/// Issue 22: the ledger answers every event the same with its indexes kept
+/// (past 32 entries, which no configuration reaches) or not. Kept from the
+/// first entry, the same system reaches the same states — the same count,
+/// the same transitions, the same number of distinct ledgers — and D1–D6
+/// hold: the kept-index mode, under the model.
+#[test]
+fn with_its_indexes_kept_from_the_first_entry_the_ledger_has_the_same_28008_states() {
+    let model = LedgerModel::with_initial(
+        full(2, 1, 2, 1),
+        baton::ledger::core::step,
+        Ledger::keeping_indexes_above(0),
+    );
+    let e = explore_all(&model);
+    assert_eq!(
+        (e.states, e.transitions, e.max_depth, model.ledgers()),
         (28_008, 501_508, 19, 1_159)
     );
     assert_invariants_hold(&e);

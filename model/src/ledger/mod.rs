@@ -137,6 +137,14 @@ impl LedgerModel {
 
     /// The system around `step` (a broken variant, for self-tests).
     pub fn with_step(setup: Setup, step: StepFn) -> Self {
+        Self::with_initial(setup, step, L::new())
+    }
+
+    /// The system around `step`, starting from the empty ledger `initial`:
+    /// [`Ledger::keeping_indexes_above`](baton::ledger::core::Ledger::keeping_indexes_above)
+    /// a small number explores the ledger with its indexes kept, which
+    /// [`L::new`] keeps only past 32 entries, far beyond any configuration.
+    pub fn with_initial(setup: Setup, step: StepFn, initial: L) -> Self {
         assert!(
             (1..=MAX_IDS).contains(&setup.ids)
                 && setup.ids * setup.children <= MAX_CHILDREN
@@ -154,7 +162,7 @@ impl LedgerModel {
             all: Vec::new(),
             seen: Vec::new(),
         };
-        ledgers.intern(L::new());
+        ledgers.intern(initial);
         Self {
             setup,
             step,
