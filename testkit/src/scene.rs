@@ -6,7 +6,7 @@
 //! log. The clock and the log are `std` types on purpose: loom does not see
 //! them, so they add no interleavings, and since loom runs one thread at a
 //! time, their order is the execution's order. [`Scene::finish`] then asks
-//! [`linearize`](crate::linearize::linearize) for a sequential order of
+//! [`linearize`] for a sequential order of
 //! the real core's steps explaining the log, and checks that no waker was
 //! left behind. Outside loom the clock is still one order of the calls'
 //! invocations and returns, which is all the check needs.
