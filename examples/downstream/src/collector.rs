@@ -6,6 +6,7 @@ use std::time::Instant;
 use baton::facts::IdError;
 use baton::ledger::{Arrival, Delegation, DelegationScope, Delegations, RegisterError};
 
+use crate::invariant;
 use crate::sync::{Mutex, lock};
 
 /// A child's outcome as delivered to the parent.
@@ -136,15 +137,15 @@ impl Collector {
 
 /// The delivery of child `id`, taken from the ledger, `arrived` or not.
 fn deliver(results: &mut HashMap<String, u32>, id: &str, arrived: bool) -> Delivery {
-    let outcome = if arrived {
-        Outcome::Done(
-            results
-                .remove(id)
-                .expect("an arrived child's report was recorded under the same lock"),
-        )
-    } else {
-        Outcome::Ended
-    };
+    let outcome =
+        if arrived {
+            // Recorded under the same lock as the arrival: never missing.
+            Outcome::Done(results.remove(id).unwrap_or_else(|| {
+                panic!("{}: {id} arrived with no report recorded", invariant::C3)
+            }))
+        } else {
+            Outcome::Ended
+        };
     Delivery {
         child: id.to_owned(),
         outcome,

@@ -55,18 +55,18 @@ fn counted<F>(name: &'static str, coverage: Coverage, body: F)
 where
     F: Fn() + Sync + Send + 'static,
 {
-    static EXECUTIONS: AtomicUsize = AtomicUsize::new(0);
-    EXECUTIONS.store(0, Ordering::SeqCst);
+    let executions = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&executions);
     let ran = catch_unwind(AssertUnwindSafe(|| {
         model(name, coverage, move || {
-            EXECUTIONS.fetch_add(1, Ordering::SeqCst);
+            counter.fetch_add(1, Ordering::SeqCst);
             body();
         });
     }));
     if let Err(panic) = ran {
         let line = format!(
             "loom {name}: failed in execution {}\n",
-            EXECUTIONS.load(Ordering::SeqCst)
+            executions.load(Ordering::SeqCst)
         );
         let _ = std::io::stderr().write_all(line.as_bytes());
         resume_unwind(panic);
@@ -74,12 +74,13 @@ where
 }
 
 /// H1 / H2: the worker's last step (append, seal, report) races its
-/// supervisor, which acts on every final report it reads at once, and the
-/// owner, which takes the Run over. Exactly two histories are correct: the
-/// append first (durable, reported, the claim answers `HandedOff`, the
-/// requester sees the seal) or the claim first (fenced: nothing durable, no
-/// final report, the requester sees the gate closed). A final report the
-/// supervisor can read before the log holds its pause breaks H1.
+/// supervisor, which acts on every final report it reads at once, the
+/// owner, which takes the Run over, and the requester waiting for the seal.
+/// Exactly two histories are correct: the append first (durable, reported,
+/// the claim answers `HandedOff`, the requester sees the seal) or the claim
+/// first (fenced: nothing durable, no final report, the requester sees the
+/// gate closed). A final report the supervisor can read before the log
+/// holds its pause breaks H1.
 #[test]
 #[cfg_attr(
     feature = "planted-bug",
@@ -89,7 +90,7 @@ where
 )]
 fn a_handoff_is_reported_final_only_once_durable() {
     counted(
-        "downstream: last step ∥ supervisor ∥ takeover",
+        "downstream: last step ∥ supervisor ∥ takeover ∥ wait()",
         Coverage::Exhaustive,
         || {
             let log = Arc::new(MemoryLog::<Steps>::new());
@@ -123,16 +124,19 @@ fn a_handoff_is_reported_final_only_once_durable() {
                 let log = Arc::clone(&log);
                 thread::spawn(move || log.claim(ROOT, ROOT).expect("valid ids"))
             };
+            // The requester waits for the seal on its own thread: it must be
+            // woken either way.
+            let requester = thread::spawn(move || block_on(pending.wait()).ok());
             let outcome = block_on(step);
             let seen = supervisor.join().expect("the supervisor does not panic");
             let claimed = owner.join().expect("the owner does not panic");
+            let sealed = requester.join().expect("the requester does not panic");
 
             assert!(
                 seen.iter().all(|durable| *durable),
                 "{}: the supervisor read a final report whose pause the log did not hold",
                 invariant::H1
             );
-            let sealed = block_on(pending.wait()).ok();
             match outcome {
                 StepOutcome::HandedOff(pause) => {
                     assert!(durable(&log, &pause), "{}", invariant::H1);
@@ -162,14 +166,14 @@ fn a_handoff_is_reported_final_only_once_durable() {
     );
 }
 
-/// C1–C3: a child reports, then reports again (a retry), while the parent
-/// collects and then shuts the task down; a second child never reports.
+/// C1–C3: a child reports, then reports again (a retry), and a second
+/// child reports, while the parent collects and then shuts the task down.
 /// Each child's outcome is delivered exactly once: the accepted report's,
 /// or `Ended`.
 #[test]
 fn each_child_outcome_is_delivered_exactly_once() {
     counted(
-        "downstream: reports ∥ collect, shutdown",
+        "downstream: report, retry ∥ report ∥ collect, shutdown",
         Coverage::Exhaustive,
         || {
             let collector = Arc::new(Collector::new("task").expect("a valid task id"));
@@ -183,9 +187,14 @@ fn each_child_outcome_is_delivered_exactly_once() {
                     (first, retry)
                 })
             };
+            let other = {
+                let collector = Arc::clone(&collector);
+                thread::spawn(move || collector.report("c1", 7))
+            };
             let mut delivered: Vec<Delivery> = collector.collect();
             delivered.extend(collector.shutdown());
             let (first, retry) = child.join().expect("the child does not panic");
+            let other = other.join().expect("the child does not panic");
 
             assert!(
                 !(first && retry),
@@ -205,7 +214,12 @@ fn each_child_outcome_is_delivered_exactly_once() {
             let c0 = delivered.iter().find(|d| d.child == "c0").expect("C3");
             assert_eq!(c0.outcome, expected, "{}", invariant::C2);
             let c1 = delivered.iter().find(|d| d.child == "c1").expect("C3");
-            assert_eq!(c1.outcome, Outcome::Ended, "{}", invariant::C2);
+            let expected = if other {
+                Outcome::Done(7)
+            } else {
+                Outcome::Ended
+            };
+            assert_eq!(c1.outcome, expected, "{}", invariant::C2);
             assert_eq!(collector.live(), 0, "{}", invariant::C3);
         },
     );
