@@ -2,7 +2,8 @@
 //!
 //! The fact strategies generate what the wire accepts (SPEC §1): every id is
 //! valid for [`baton::facts::check_id`], and [`intent_for`] an intent that
-//! [`HandoffIntent::validate_for`] accepts for its source. To reach the
+//! [`HandoffIntent::validate_for`] accepts for its source ([`handoff`]: a
+//! source and an intent together). To reach the
 //! refusals too, mix in [`bad_id`]. Each shrinks towards short ids.
 //!
 //! [`from_arbitrary`] turns any [`Arbitrary`] type — the fact types under
@@ -88,6 +89,15 @@ pub fn intent_for(
             }
         },
     )
+}
+
+/// A source invocation and an intent for it within its own Run: what a
+/// gate made with `HandoffGate::new(source, source.run_id)` accepts.
+pub fn handoff() -> impl Strategy<Value = (Invocation, HandoffIntent)> {
+    invocation().prop_flat_map(|source| {
+        let intent = intent_for(&source, &source.run_id);
+        (Just(source), intent)
+    })
 }
 
 /// `candidate`, or `candidate` with a suffix when it equals `taken`.

@@ -1,6 +1,7 @@
 //! `LedgerSpec` explains a history the real ledger core produced, and
 //! refuses one in which an outcome is delivered twice (D1) — so a user's
 //! check built on it can fail.
+#![cfg(not(loom))]
 
 use std::time::Duration;
 

@@ -7,10 +7,7 @@
 //! with `--features planted-bug` the handoff model must fail on H1.
 
 use std::future::Future;
-use std::io::Write;
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Waker};
 
 use baton::durable::{Claim, Epoch, HandoffLog, MemoryLog};
@@ -49,30 +46,6 @@ fn durable(log: &MemoryLog<Steps>, pause: &Pause) -> bool {
     facts.pauses.iter().any(|appended| appended.pause == *pause)
 }
 
-/// Runs [`model`], counting executions, so that a model that fails says
-/// after how many (the kit's `model` prints the count only on success).
-fn counted<F>(name: &'static str, coverage: Coverage, body: F)
-where
-    F: Fn() + Sync + Send + 'static,
-{
-    let executions = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&executions);
-    let ran = catch_unwind(AssertUnwindSafe(|| {
-        model(name, coverage, move || {
-            counter.fetch_add(1, Ordering::SeqCst);
-            body();
-        });
-    }));
-    if let Err(panic) = ran {
-        let line = format!(
-            "loom {name}: failed in execution {}\n",
-            executions.load(Ordering::SeqCst)
-        );
-        let _ = std::io::stderr().write_all(line.as_bytes());
-        resume_unwind(panic);
-    }
-}
-
 /// H1 / H2: the worker's last step (append, seal, report) races its
 /// supervisor, which acts on every final report it reads at once, the
 /// owner, which takes the Run over, and the requester waiting for the seal.
@@ -89,7 +62,7 @@ where
     )
 )]
 fn a_handoff_is_reported_final_only_once_durable() {
-    counted(
+    model(
         "downstream: last step ∥ supervisor ∥ takeover ∥ wait()",
         Coverage::Exhaustive,
         || {
@@ -172,7 +145,7 @@ fn a_handoff_is_reported_final_only_once_durable() {
 /// or `Ended`.
 #[test]
 fn each_child_outcome_is_delivered_exactly_once() {
-    counted(
+    model(
         "downstream: report, retry ∥ report ∥ collect, shutdown",
         Coverage::Exhaustive,
         || {

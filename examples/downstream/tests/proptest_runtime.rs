@@ -13,8 +13,7 @@
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use baton::{HandoffIntent, Invocation};
-use baton_testkit::strategies::{from_arbitrary, id, intent_for, invocation};
+use baton_testkit::strategies::{from_arbitrary, handoff, id};
 use downstream_runtime::check::{self, CollectorOp, HandoffOp};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -76,14 +75,6 @@ fn handoff_op() -> impl Strategy<Value = HandoffOp> {
     ]
 }
 
-/// The Run and the intent its requester reserves, from the kit.
-fn run_and_intent() -> impl Strategy<Value = (Invocation, HandoffIntent)> {
-    invocation().prop_flat_map(|source| {
-        let intent = intent_for(&source, &source.run_id);
-        (Just(source), intent)
-    })
-}
-
 /// H1 / H2 on any sequence of steps, requests, takeovers and cancels.
 #[test]
 #[cfg_attr(
@@ -94,13 +85,9 @@ fn run_and_intent() -> impl Strategy<Value = (Invocation, HandoffIntent)> {
 )]
 fn handoffs_are_reported_final_only_once_durable() {
     let ops = prop::collection::vec(handoff_op(), 0..24);
-    run(
-        "handoff",
-        (run_and_intent(), ops),
-        |((source, intent), ops)| {
-            check::handoff(&source, &intent, &ops);
-        },
-    );
+    run("handoff", (handoff(), ops), |((source, intent), ops)| {
+        check::handoff(&source, &intent, &ops);
+    });
 }
 
 /// C1–C3 on any sequence of spawns, reports, collects and a shutdown.

@@ -158,6 +158,50 @@ pub fn decode<'a, T: Arbitrary<'a>>(bytes: &'a [u8]) -> Option<T> {
     T::arbitrary_take_rest(Unstructured::new(bytes)).ok()
 }
 
+/// Replays every file in `dir` (sorted by name; none if it is missing)
+/// through `body`, each decoded as [`decode`] does, as a stable `cargo test`
+/// replays a committed corpus or crash folder of your own fuzz target.
+/// Returns how many files decoded and ran; files that do not decode are
+/// skipped, as libFuzzer skips them.
+///
+/// # Panics
+///
+/// If `dir` cannot be read, naming it; whatever `body` panics with, after
+/// printing which file it was running.
+pub fn replay_dir<T>(dir: &std::path::Path, mut body: impl FnMut(T)) -> usize
+where
+    T: for<'a> Arbitrary<'a>,
+{
+    let mut files: Vec<_> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries
+            .map(|entry| entry.expect("a readable directory entry").path())
+            .filter(|path| path.is_file())
+            .collect(),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(error) => panic!("{}: {error}", dir.display()),
+    };
+    files.sort();
+    let mut replayed = 0;
+    for file in files {
+        let bytes =
+            std::fs::read(&file).unwrap_or_else(|error| panic!("{}: {error}", file.display()));
+        if let Some(input) = decode::<T>(&bytes) {
+            /// Prints the file being replayed if its body unwinds.
+            struct Replaying<'a>(&'a std::path::Path);
+            impl Drop for Replaying<'_> {
+                fn drop(&mut self) {
+                    eprintln!("replay_dir: failed on {}", self.0.display());
+                }
+            }
+            let replaying = Replaying(&file);
+            body(input);
+            std::mem::forget(replaying);
+            replayed += 1;
+        }
+    }
+    replayed
+}
+
 /// Decodes the rest of `u` as operations, as `Vec::arbitrary_take_rest`
 /// does, but stops after `max + 1`: enough to see the input is too long.
 fn take_ops<'a, T: Arbitrary<'a>>(u: Unstructured<'a>, max: usize) -> arbitrary::Result<Vec<T>> {

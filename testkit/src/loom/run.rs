@@ -21,7 +21,8 @@ pub enum Coverage {
 }
 
 /// Runs `body` under loom with `coverage`, then prints on stderr (past the
-/// test harness's capture) how many executions it took and how long.
+/// test harness's capture) how many executions it took and how long, or,
+/// if an execution fails, which one.
 ///
 /// # Panics
 ///
@@ -42,10 +43,15 @@ where
     let executions = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&executions);
     let started = Instant::now();
+    let failing = Failing {
+        name,
+        executions: &executions,
+    };
     builder.check(move || {
         counter.fetch_add(1, Ordering::Relaxed);
         body();
     });
+    std::mem::forget(failing);
     let executions = executions.load(Ordering::Relaxed);
     let coverage = match coverage {
         Coverage::Exhaustive => "exhaustive".to_owned(),
@@ -60,4 +66,22 @@ where
         executions > 1,
         "{name}: loom explored one execution only; the model races nothing loom can see"
     );
+}
+
+/// Says, when a model unwinds, in which execution it failed (loom's own
+/// report names the thread and the panic, not how far it got).
+struct Failing<'a> {
+    name: &'a str,
+    executions: &'a AtomicUsize,
+}
+
+impl Drop for Failing<'_> {
+    fn drop(&mut self) {
+        let line = format!(
+            "loom {}: failed in execution {}\n",
+            self.name,
+            self.executions.load(Ordering::Relaxed)
+        );
+        let _ = std::io::stderr().write_all(line.as_bytes());
+    }
 }
