@@ -693,3 +693,45 @@ fn ledgers_differing_only_in_their_entries_are_unequal_hash_apart_and_print_them
     let (a, b) = (printed.find("dlg_a"), printed.find("dlg_b"));
     assert!(a.is_some() && b.is_some() && a < b, "{printed}");
 }
+
+/// The delivered memory decides D1 (an id delivered and taken is
+/// `AlreadyDelivered`, never registered again), so the model checker must
+/// tell apart states that differ only in it, and a failure report must
+/// print it: two ledgers alike but for the ids they delivered are unequal
+/// and hash apart, the same ids delivered in another order make an equal
+/// ledger with an equal hash, and `Debug` names every delivered id in id
+/// order.
+#[test]
+fn d1_ledgers_differing_only_in_their_delivered_memory_are_unequal_hash_apart_and_print_it() {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    let hash = |ledger: &L| BuildHasherDefault::<DefaultHasher>::default().hash_one(ledger);
+    let delivered = |ids: &[&str]| {
+        let (mut ledger, _) = scoped();
+        for id in ids {
+            ledger.register(id, TASK, "x", secs(0)).unwrap();
+            assert_eq!(ledger.arrive(id), Arrival::Delivered);
+            assert_eq!(self::ids(&ledger.take_arrived()), [*id]);
+        }
+        assert_eq!(ledger.delivered_len(), ids.len());
+        assert_eq!(ledger.counts(), Counts::default());
+        ledger
+    };
+    let (mut a, b) = (delivered(&["dlg_a"]), delivered(&["dlg_b"]));
+    assert_eq!(a.arrive("dlg_a"), Arrival::AlreadyDelivered, "D1");
+    assert_eq!(b.clone().arrive("dlg_a"), Arrival::NotOutstanding);
+    assert_ne!(a, b, "other ids delivered");
+    assert_ne!(hash(&a), hash(&b));
+    let (ab, ba) = (
+        delivered(&["dlg_a", "dlg_b"]),
+        delivered(&["dlg_b", "dlg_a"]),
+    );
+    assert_ne!(a, ab, "an id more delivered");
+    assert_ne!(hash(&a), hash(&ab));
+    assert_eq!(ab, ba, "the same ids, delivered in another order");
+    assert_eq!(hash(&ab), hash(&ba));
+    for ledger in [&ab, &ba] {
+        let printed = format!("{ledger:?}");
+        let (a, b) = (printed.find("dlg_a"), printed.find("dlg_b"));
+        assert!(a.is_some() && b.is_some() && a < b, "{printed}");
+    }
+}

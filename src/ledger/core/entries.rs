@@ -130,3 +130,90 @@ impl<D: std::fmt::Debug, C: std::fmt::Debug, T: std::fmt::Debug> std::fmt::Debug
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::{Entries, Entry, SHRINK_ABOVE};
+
+    type Table = Entries<(), (), u32>;
+
+    fn id(i: usize) -> String {
+        format!("d{i:04}")
+    }
+
+    fn filled(n: usize) -> Table {
+        let mut entries = Entries::new();
+        for i in 0..n {
+            let entry = Entry {
+                data: Arc::new(()),
+                started: 0,
+                arrived: false,
+                child: None,
+            };
+            entries.insert(Arc::from(id(i)), entry);
+        }
+        entries
+    }
+
+    /// Removes `id` and checks the table's room against the rule, read on
+    /// a copy of the table (a clone has the same layout, so the same room
+    /// once the entry is removed): above [`SHRINK_ABOVE`], a table left at
+    /// under a quarter of its room gives the rest back, keeping room for
+    /// twice its entries (so the next shrink or growth is far off); else it
+    /// keeps its room. Whether it shrank.
+    fn remove_checked(entries: &mut Table, id: &str) -> bool {
+        let mut probe = entries.map.clone();
+        assert!(probe.remove_entry(id).is_some());
+        let (room, len) = (probe.capacity(), probe.len());
+        assert!(entries.remove(id).is_some(), "{id}");
+        assert_eq!(entries.len(), len);
+        let after = entries.map.capacity();
+        let shrinks = room > SHRINK_ABOVE && len * 4 < room;
+        if shrinks {
+            assert!(after < room && after >= 2 * len, "{len}: {room} -> {after}");
+        } else {
+            assert_eq!(after, room, "{len} entries: the room is kept");
+        }
+        shrinks
+    }
+
+    /// SPEC §2's scale: a table that once held many entries gives their
+    /// room back as it empties (a hash table never shrinks by itself), one
+    /// that never grew past [`SHRINK_ABOVE`] keeps its room, and each
+    /// removal shrinks exactly when the rule says.
+    #[test]
+    fn a_grown_table_gives_its_room_back_below_a_quarter_and_a_small_one_keeps_it() {
+        // Each just past a growth (room for about twice its entries):
+        // every one shrinks before it holds 32 entries, whatever its
+        // hashes (each removal takes at most one from the room).
+        for n in [113, 225, 449] {
+            let mut entries = filled(n);
+            let grown = entries.map.capacity();
+            assert!(grown > SHRINK_ABOVE, "{grown}");
+            let shrinks = (1..n)
+                .rev()
+                .filter(|&i| remove_checked(&mut entries, &id(i)))
+                .count();
+            assert!(shrinks > 0 && entries.map.capacity() < grown, "{n}");
+            assert!(entries.contains(&id(0)) && entries.len() == 1);
+        }
+        // Removals behind the rule's back (straight from the map) leave 20
+        // entries in room for 224 (tombstones take at most one each of the
+        // 93, so over 128 is left), as long probe sequences can leave a
+        // table between shrinks: the next removal gives back all but room
+        // for twice its entries, not just the least that holds them.
+        let mut sparse = filled(113);
+        for i in (20..113).rev() {
+            assert!(sparse.map.remove(id(i).as_str()).is_some());
+        }
+        assert!(remove_checked(&mut sparse, &id(19)), "it shrinks");
+        let mut small = filled(100);
+        let room = small.map.capacity();
+        assert!(room <= SHRINK_ABOVE, "{room}");
+        for i in (1..100).rev() {
+            assert!(!remove_checked(&mut small, &id(i)));
+        }
+    }
+}

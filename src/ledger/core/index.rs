@@ -126,6 +126,59 @@ mod tests {
         assert_eq!(seen[1], seen[2]);
     }
 
+    /// SPEC §2's scale: a ledger keeps its indexes once it holds more than
+    /// `keep_above` entries, and drops them once it holds `keep_above / 2`
+    /// or fewer (not at every step around one threshold); a take of every
+    /// entry, or a new scope, drops them at once.
+    #[test]
+    fn the_indexes_are_kept_past_keep_above_entries_and_dropped_at_half_of_it() {
+        let kept = |ledger: &Core| ledger.index.0.is_some();
+        for keep_above in [0, 1, 6, 7] {
+            let mut ledger = Core::keeping_indexes_above(keep_above);
+            ledger.scope_task("t".into()).unwrap();
+            for n in 1..=keep_above + 3 {
+                ledger
+                    .register(&format!("d{n:02}"), "t", 0, Duration::ZERO)
+                    .unwrap();
+                assert_eq!(kept(&ledger), n > keep_above, "{n} of {keep_above}: up");
+            }
+            for n in (0..keep_above + 3).rev() {
+                assert!(ledger.discard(&format!("d{:02}", n + 1)).is_some());
+                assert_eq!(
+                    kept(&ledger),
+                    n > keep_above / 2,
+                    "{n} of {keep_above}: down"
+                );
+            }
+            for n in 1..=keep_above + 1 {
+                ledger
+                    .register(&format!("e{n:02}"), "t", 0, Duration::ZERO)
+                    .unwrap();
+            }
+            assert!(kept(&ledger), "built again past {keep_above}");
+            if keep_above % 2 == 0 {
+                assert_eq!(ledger.arrive_decided("e01", false), Arrival::Delivered);
+                assert_eq!(ids(ledger.take_arrived()), ["e01"]);
+                assert_eq!(kept(&ledger), keep_above / 2 < keep_above);
+                drop(ledger.take_all());
+            } else {
+                drop(ledger.scope_task("u".into()).unwrap());
+            }
+            assert!(!kept(&ledger), "nothing left to index");
+            assert_eq!(ledger.counts(), Default::default());
+        }
+        assert_eq!(Core::new(), Core::keeping_indexes_above(Core::KEEP_ABOVE));
+        let mut ledger = Core::new();
+        ledger.scope_task("t".into()).unwrap();
+        for n in 0..=Core::KEEP_ABOVE {
+            assert!(!kept(&ledger), "{n}");
+            ledger
+                .register(&format!("d{n:02}"), "t", 0, Duration::ZERO)
+                .unwrap();
+        }
+        assert!(kept(&ledger), "past KEEP_ABOVE");
+    }
+
     fn ids(taken: Vec<super::super::Taken<u32, (), Duration>>) -> Vec<String> {
         taken.iter().map(|taken| taken.id.to_string()).collect()
     }
