@@ -18,7 +18,7 @@ use baton::{
 
 use crate::collector::{Collector, Outcome};
 use crate::invariant;
-use crate::worker::{Pause, Reports, StepOutcome, Steps, Worker};
+use crate::worker::{Pause, Report, Reports, StepOutcome, Steps, Worker};
 
 /// One operation on a worker, its requester and its owner.
 #[derive(Arbitrary, Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,6 +73,26 @@ enum Handle {
     Waiting(Pin<Box<dyn Future<Output = Result<Arc<Pause>, WaitError>>>>),
 }
 
+/// What a [`handoff`] script reached, so that a property test can say its
+/// sequences reach the cells the invariants speak of (a check that holds on
+/// sequences that never hand off would prove nothing).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HandoffReached {
+    /// Handoffs the worker finished (durable, sealed, reported final).
+    pub handed_off: usize,
+    /// Committed handoffs that did not become final (fenced by a takeover).
+    pub not_handed_off: usize,
+}
+
+/// What a [`collector`] script delivered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CollectorReached {
+    /// Outcomes delivered as reported (`Outcome::Done`).
+    pub done: usize,
+    /// Children ended unreported at shutdown (`Outcome::Ended`).
+    pub ended: usize,
+}
+
 /// Polls `future` once with a waker that does nothing.
 fn poll<F: Future + ?Sized>(future: Pin<&mut F>) -> Poll<F::Output> {
     future.poll(&mut Context::from_waker(Waker::noop()))
@@ -80,13 +100,14 @@ fn poll<F: Future + ?Sized>(future: Pin<&mut F>) -> Poll<F::Output> {
 
 /// Runs `ops` on a worker of the Run `source` (root Run `source.run_id`),
 /// whose requester reserves `intent` (with a fresh `handoff_id` each
-/// time), checking H1 and H2 after every operation.
+/// time), checking H1 and H2 after every operation; returns what it
+/// reached.
 ///
 /// # Panics
 ///
 /// On a broken invariant, with its message; and if `intent` is not valid
 /// for `source` (a test's mistake).
-pub fn handoff(source: &Invocation, intent: &HandoffIntent, ops: &[HandoffOp]) {
+pub fn handoff(source: &Invocation, intent: &HandoffIntent, ops: &[HandoffOp]) -> HandoffReached {
     let root = source.run_id.clone();
     let log = Arc::new(MemoryLog::<Steps>::new());
     let reports = Reports::new();
@@ -137,6 +158,14 @@ pub fn handoff(source: &Invocation, intent: &HandoffIntent, ops: &[HandoffOp]) {
             HandoffOp::Cancel => worker.cancel().cancel(),
         }
         check_reports(&reports, log.as_ref(), &root, &finished, done);
+    }
+    let sent = reports.sent();
+    HandoffReached {
+        handed_off: finished.len(),
+        not_handed_off: sent
+            .iter()
+            .filter(|report| matches!(report, Report::NotHandedOff(_)))
+            .count(),
     }
 }
 
@@ -210,13 +239,14 @@ fn check_reports(
 }
 
 /// Runs `ops` on a collector of task `task`, checking C1 and C2 after every
-/// operation and C3 after its shutdown (a last `Shutdown` is added).
+/// operation and C3 after its shutdown (a last `Shutdown` is added);
+/// returns what it delivered.
 ///
 /// # Panics
 ///
 /// On a broken invariant, with its message; and if `task` is not a valid
 /// id (a test's mistake).
-pub fn collector(task: &str, ops: &[CollectorOp]) {
+pub fn collector(task: &str, ops: &[CollectorOp]) -> CollectorReached {
     let collector = Collector::new(task).expect("a valid task id");
     let mut spawned: Vec<String> = Vec::new();
     // The result of each child's accepted report.
@@ -286,13 +316,21 @@ pub fn collector(task: &str, ops: &[CollectorOp]) {
         "{}: entries left after shutdown",
         invariant::C3
     );
+    let done = delivered
+        .values()
+        .filter(|outcome| matches!(outcome, Outcome::Done(_)))
+        .count();
+    CollectorReached {
+        done,
+        ended: delivered.len() - done,
+    }
 }
 
 /// The fuzz target's body: both scripts on the fixed Run and task of
 /// [`source`] and [`intent`].
 pub fn script(script: &Script) {
-    handoff(&source(), &intent(), &script.handoff);
-    collector("task", &script.collector);
+    let _ = handoff(&source(), &intent(), &script.handoff);
+    let _ = collector("task", &script.collector);
 }
 
 /// The Run the fuzz target's worker runs.
