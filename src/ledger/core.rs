@@ -19,9 +19,10 @@
 //! [`Ledger::KEEP_ABOVE`] entries, two indexes — not-arrived entries by
 //! start time, arrived entries by id — make `take_overdue` cost O(k log n)
 //! for k taken, `next_overdue` O(log n) and `take_arrived` O(k log n); a
-//! third view, the live data by id, is a persistent map ([`Live`]):
-//! `live()` shares it in O(1), and a change made while a caller still holds
-//! it copies only the path it touches. With fewer entries (a task's usual
+//! third view, the live data by id, is a persistent map ([`Live`]), built
+//! by the first `live()` that needs it: `live()` then shares it in O(1),
+//! and a change made while a caller still holds it copies only the path it
+//! touches. With fewer entries (a task's usual
 //! handful) the ledger scans them instead, which costs less than keeping
 //! the indexes (`index.rs`). `counts` is O(1) either way.
 
@@ -241,7 +242,8 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
         let live = self
             .index
             .0
-            .is_some()
+            .as_ref()
+            .is_some_and(|kept| kept.live.get().is_some())
             .then(|| (Arc::clone(&id), Arc::clone(&data)));
         let entry = Entry {
             data,
@@ -250,9 +252,11 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
             child: None,
         };
         let seq = self.entries.insert(Arc::clone(&id), entry);
-        if let (Some(kept), Some((id, data))) = (self.kept(), live) {
+        if let Some(kept) = self.kept() {
             kept.waiting.insert((started, seq), Arc::clone(&id));
-            kept.live.insert(id, data);
+            if let (Some(map), Some((id, data))) = (kept.live_mut(), live) {
+                map.insert(id, data);
+            }
         }
         if self.index.0.is_none() && self.entries.len() > self.keep_above {
             self.index = Index(Some(Box::new(Index::build(&self.entries))));
@@ -288,7 +292,9 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     fn account(&mut self, id: DelegationId, slot: Slot<D, C, T>) -> Taken<D, C, T> {
         let Slot { entry, seq } = slot;
         if let Some(kept) = self.kept() {
-            kept.live.remove(&id);
+            if let Some(map) = kept.live_mut() {
+                map.remove(&id);
+            }
             if entry.arrived {
                 kept.arrived.remove(&id);
             } else {
@@ -381,31 +387,42 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
         if self.arrived == 0 {
             return Vec::new();
         }
-        // In id order either way.
-        let ids = match self.kept() {
-            Some(kept) => std::mem::take(&mut kept.arrived).into_iter().collect(),
-            None => {
-                let mut ids: Vec<_> = self
-                    .entries
-                    .iter()
-                    .filter(|(_, slot)| slot.entry.arrived)
-                    .map(|(id, _)| Arc::clone(id))
-                    .collect();
-                ids.sort_unstable();
-                ids
+        match self.kept() {
+            // Already in id order; `account` removes each from the index.
+            Some(kept) => {
+                let ids = std::mem::take(&mut kept.arrived);
+                ids.into_iter()
+                    .filter_map(|id| {
+                        let (id, slot) = self.entries.remove(&id)?;
+                        Some(self.account(id, slot))
+                    })
+                    .collect()
             }
-        };
-        self.take_arrived_ids(ids)
+            None => self.take_scanned(self.arrived, |slot| slot.entry.arrived),
+        }
     }
 
-    fn take_arrived_ids(&mut self, ids: Vec<DelegationId>) -> Vec<Taken<D, C, T>> {
-        // Already sorted; `account` removes each from the index.
-        ids.into_iter()
-            .filter_map(|id| {
-                let (id, slot) = self.entries.remove(&id)?;
-                Some(self.account(id, slot))
-            })
-            .collect()
+    /// Takes, in one pass over the entries, every one `take` accepts, in
+    /// id order (for a ledger that keeps no index); `expected` is how many
+    /// the caller expects. Arrived ones are remembered as delivered.
+    fn take_scanned(
+        &mut self,
+        expected: usize,
+        take: impl FnMut(&Slot<D, C, T>) -> bool,
+    ) -> Vec<Taken<D, C, T>> {
+        debug_assert!(
+            self.index.0.is_none(),
+            "a scan is for a ledger with no index"
+        );
+        let mut taken = self.entries.extract(expected, take);
+        for taken in &taken {
+            if taken.entry.arrived {
+                self.arrived -= 1;
+                self.delivered.insert(Arc::clone(&taken.id));
+            }
+        }
+        taken.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        taken
     }
 
     /// Takes the not-arrived entries with `started + bound <= now`, in id
@@ -414,20 +431,17 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
         let Some(latest) = Moment::checked_sub(now, bound) else {
             return Vec::new();
         };
-        let ids = match &self.index.0 {
-            Some(kept) => kept
-                .waiting
-                .iter()
-                .take_while(|((started, _), _)| *started <= latest)
-                .map(|(_, id)| Arc::clone(id))
-                .collect(),
-            None => self
-                .entries
-                .iter()
-                .filter(|(_, slot)| !slot.entry.arrived && slot.entry.started <= latest)
-                .map(|(id, _)| Arc::clone(id))
-                .collect(),
+        let Some(kept) = &self.index.0 else {
+            return self.take_scanned(0, |slot| {
+                !slot.entry.arrived && slot.entry.started <= latest
+            });
         };
+        let ids = kept
+            .waiting
+            .iter()
+            .take_while(|((started, _), _)| *started <= latest)
+            .map(|(_, id)| Arc::clone(id))
+            .collect();
         self.take_ids(ids)
     }
 
@@ -471,10 +485,16 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     /// holds it briefly. A ledger that keeps its indexes shares its own
     /// map (one reference count); a smaller one copies its at most
     /// [`KEEP_ABOVE`](Self::KEEP_ABOVE) ids and data handles into one
-    /// allocation.
+    /// allocation. A large ledger builds that map at its first `live()`,
+    /// O(n) once, and keeps it up to date from then on (O(log n) a
+    /// change), so a ledger nobody takes snapshots of does not pay for it.
     pub fn live(&self) -> Live<D> {
         match &self.index.0 {
-            Some(kept) => Live::kept(kept.live.clone()),
+            Some(kept) => Live::kept(
+                kept.live
+                    .get_or_init(|| index::live_map(&self.entries))
+                    .clone(),
+            ),
             None => {
                 let mut rows: Vec<_> = self
                     .entries

@@ -7,12 +7,11 @@
 //! the id). The numbers are bookkeeping: two tables with the same entries
 //! are equal, and hash equally, whatever their numbers and their order.
 
-use std::collections::HashMap;
-
 use foldhash::fast::RandomState;
+use hashbrown::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
 
-use super::{DelegationId, Entry};
+use super::{DelegationId, Entry, Taken};
 
 /// The capacity below which a table keeps its room when it empties.
 const SHRINK_ABOVE: usize = 128;
@@ -70,10 +69,38 @@ impl<D, C, T> Entries<D, C, T> {
     /// room until its scope ended).
     pub(super) fn remove(&mut self, id: &str) -> Option<(DelegationId, Slot<D, C, T>)> {
         let removed = self.map.remove_entry(id)?;
+        self.give_room_back();
+        Some(removed)
+    }
+
+    /// Removes every entry `take` accepts, in one pass over the table (no
+    /// list of ids, no second lookup per entry), in no order; `expected`
+    /// is how many the caller expects, room reserved at once.
+    pub(super) fn extract(
+        &mut self,
+        expected: usize,
+        mut take: impl FnMut(&Slot<D, C, T>) -> bool,
+    ) -> Vec<Taken<D, C, T>> {
+        let mut taken = Vec::with_capacity(expected);
+        taken.extend(
+            self.map
+                .extract_if(|_, slot| take(slot))
+                .map(|(id, slot)| Taken {
+                    id,
+                    entry: slot.entry,
+                }),
+        );
+        if !taken.is_empty() {
+            self.give_room_back();
+        }
+        taken
+    }
+
+    /// Gives room back once under a quarter of the capacity is used.
+    fn give_room_back(&mut self) {
         if self.map.capacity() > SHRINK_ABOVE && self.map.len() * 4 < self.map.capacity() {
             self.map.shrink_to(self.map.len() * 2);
         }
-        Some(removed)
     }
 
     /// The entries in no order.
@@ -215,5 +242,32 @@ mod tests {
         for i in (1..100).rev() {
             assert!(!remove_checked(&mut small, &id(i)));
         }
+    }
+
+    /// The same rule for a take in one pass: a grown table that a take
+    /// leaves under a quarter full gives its room back; a take of nothing
+    /// or of a few keeps it. What is taken is exactly what was accepted.
+    #[test]
+    fn a_take_in_one_pass_gives_room_back_as_removals_do() {
+        let mut entries = filled(449);
+        let grown = entries.map.capacity();
+        let few = entries.extract(0, |slot| slot.seq < 3);
+        assert_eq!(few.len(), 3);
+        assert!(entries.extract(0, |_| false).is_empty());
+        assert_eq!(
+            entries.map.capacity(),
+            grown,
+            "a few taken: the room is kept"
+        );
+        let mut most = entries.extract(0, |slot| slot.seq >= 20);
+        most.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        assert_eq!(most.len(), 429);
+        assert_eq!(&*most[0].id, id(20).as_str());
+        assert_eq!(entries.len(), 17);
+        assert!(
+            entries.map.capacity() < grown && entries.map.capacity() >= 34,
+            "{grown} -> {}",
+            entries.map.capacity()
+        );
     }
 }

@@ -5,8 +5,9 @@
 //! handful) a take or `next_overdue` scans the entries, which costs less
 //! than keeping three ordered indexes up to date on every register,
 //! arrival and take. Past it, the ledger keeps them — not-arrived entries
-//! by start time, arrived entries by id, the live data in a persistent map
-//! — so that takes cost O(k log n) and `live()` O(1) (SPEC §2). It drops
+//! by start time, arrived entries by id, and (once a `live()` asked for
+//! it) the live data in a persistent map — so that takes cost O(k log n)
+//! and `live()` O(1) after its first call (SPEC §2). It drops
 //! them again at half that, so a ledger that hovers at the threshold does
 //! not rebuild them at every step.
 //!
@@ -17,7 +18,7 @@
 //! [`Ledger::KEEP_ABOVE`]: super::Ledger::KEEP_ABOVE
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::DelegationId;
 use super::entries::Entries;
@@ -29,8 +30,28 @@ pub(super) struct Kept<D, T> {
     pub(super) waiting: std::collections::BTreeMap<(T, u64), DelegationId>,
     /// Arrived entries still in the ledger, by id.
     pub(super) arrived: BTreeSet<DelegationId>,
-    /// Every entry's data by id, shared with the callers of `live()`.
-    pub(super) live: imbl::OrdMap<DelegationId, Arc<D>>,
+    /// Every entry's data by id, shared with the callers of `live()`:
+    /// built by the first `live()` and kept from then on, so a ledger
+    /// nobody takes snapshots of does not pay for it.
+    pub(super) live: OnceLock<LiveMap<D>>,
+}
+
+/// The live data by id, as `live()` shares it.
+pub(super) type LiveMap<D> = imbl::OrdMap<DelegationId, Arc<D>>;
+
+impl<D, T> Kept<D, T> {
+    /// The snapshot map, if some `live()` built it.
+    pub(super) fn live_mut(&mut self) -> Option<&mut LiveMap<D>> {
+        self.live.get_mut()
+    }
+}
+
+/// The snapshot map of `entries`, built at once.
+pub(super) fn live_map<D, C, T>(entries: &Entries<D, C, T>) -> LiveMap<D> {
+    entries
+        .iter()
+        .map(|(id, slot)| (Arc::clone(id), Arc::clone(&slot.entry.data)))
+        .collect()
 }
 
 /// The ledger's indexes, or `None` while it scans its entries instead.
@@ -49,14 +70,10 @@ impl<D, T: Ord + Copy> Index<D, T> {
                 waiting.insert((slot.entry.started, slot.seq), Arc::clone(id));
             }
         }
-        let live = entries
-            .iter()
-            .map(|(id, slot)| (Arc::clone(id), Arc::clone(&slot.entry.data)))
-            .collect();
         Kept {
             waiting,
             arrived,
-            live,
+            live: OnceLock::new(),
         }
     }
 }
@@ -177,6 +194,41 @@ mod tests {
                 .unwrap();
         }
         assert!(kept(&ledger), "past KEEP_ABOVE");
+    }
+
+    /// SPEC §2's scale: a ledger that keeps its indexes builds its
+    /// snapshot map only when a `live()` first asks for it (a ledger
+    /// nobody takes snapshots of does not pay for it), then keeps it up to
+    /// date: every later snapshot lists the entries as they are, and one
+    /// already taken does not change.
+    #[test]
+    fn the_snapshot_map_is_built_by_the_first_live_and_kept_up_to_date() {
+        let built = |ledger: &Core| {
+            let kept = ledger.index.0.as_ref().expect("indexes kept");
+            kept.live.get().is_some()
+        };
+        let mut ledger = Core::keeping_indexes_above(2);
+        ledger.scope_task("t".into()).unwrap();
+        for n in 0..4 {
+            ledger
+                .register(&format!("d{n}"), "t", n, Duration::ZERO)
+                .unwrap();
+        }
+        assert!(!built(&ledger), "no live() yet");
+        let first = ledger.live();
+        assert!(built(&ledger), "built by the first live()");
+        assert_eq!(first.len(), 4);
+        ledger.register("d4", "t", 4, Duration::ZERO).unwrap();
+        assert!(ledger.discard("d0").is_some());
+        assert_eq!(ledger.arrive_decided("d1", false), Arrival::Delivered);
+        assert_eq!(ids(ledger.take_arrived()), ["d1"]);
+        let rows = |live: &super::super::Live<u32>| {
+            live.iter()
+                .map(|(id, data)| format!("{id}={data}"))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(rows(&ledger.live()), ["d2=2", "d3=3", "d4=4"]);
+        assert_eq!(rows(&first), ["d0=0", "d1=1", "d2=2", "d3=3"]);
     }
 
     fn ids(taken: Vec<super::super::Taken<u32, (), Duration>>) -> Vec<String> {
