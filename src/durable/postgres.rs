@@ -98,19 +98,29 @@ const ATTEMPTS: u32 = 8;
 /// transaction runs again, now finding the row to lock. `facts` reads the
 /// epoch and the pause from one `REPEATABLE READ` snapshot.
 ///
-/// **Two round trips.** Each transaction is sent in two flights
-/// (pipelined: tokio-postgres sends requests in the order their futures are
-/// first polled, and the server runs them in that order): `BEGIN`, the row
-/// lock and the pause read together; then the write and `COMMIT` together
-/// (`COMMIT` alone when there is nothing to write, `ROLLBACK` after a
-/// refusal). The pure rule decides in between, in Rust, as in every store.
+/// **One round trip, or three.** A Run's first claim and an append at the
+/// Run's current epoch with no pause yet — what a healthy fleet does —
+/// are one statement each, their own transaction: the pure rule is asked,
+/// in Rust, what it writes for exactly those facts, and the statement
+/// writes it only if the Run's facts are those (the claim's insert `ON
+/// CONFLICT DO NOTHING`; the append's insert from the Run's row locked at
+/// its epoch, `ON CONFLICT DO NOTHING` on the pause), decided by its count
+/// of affected rows. When the facts are other (a takeover's claim, a
+/// fenced or repeated append) nothing was written, and the operation runs
+/// its transaction, in two flights (pipelined: tokio-postgres sends
+/// requests in the order their futures are first polled, and the server
+/// runs them in that order): `BEGIN`, the row lock and the pause read
+/// together; then the write and `COMMIT` together (`COMMIT` alone when
+/// there is nothing to write, `ROLLBACK` after a refusal). The pure rule
+/// decides in between, in Rust, as in every store.
 ///
 /// **Retries and refusals.** A serialization failure (SQLSTATE 40001) or a
 /// deadlock (40P01), and a connection lost before the commit was sent
 /// (nothing can have committed), run the whole transaction again, up to a
 /// few times. A refusal ([`LogError::Fenced`], [`LogError::AlreadyHandedOff`],
 /// …) is the log's answer and is never retried. A connection lost once
-/// the commit was sent, or an operation that outlives its timeout, is
+/// the commit was sent (for the one-statement forms: once the statement
+/// was sent), or an operation that outlives its timeout, is
 /// [`LogError::Storage`]: the outcome is unknown, and reading the facts
 /// (or appending the identical row again, idempotent) resolves it.
 ///
@@ -164,7 +174,7 @@ pub struct PostgresLog<P> {
     timeout: Duration,
     /// Unwind safe as asserted: an operation interrupted mid-way (dropped,
     /// or unwound by a panic) leaves `dirty` set, and the next operation
-    /// discards the connection it may have left inside a transaction.
+    /// first ends what it left on the connection (`settle_dropped`).
     session: AssertUnwindSafe<tokio::sync::Mutex<Session>>,
     /// The payload type of the pauses the log holds (`fn() -> P`: the log
     /// owns no `P`, so it is `Send` and `Sync` whatever `P` is).
@@ -176,7 +186,8 @@ struct Session {
     connected: Option<Connected>,
     /// An operation began on the connection and has not finished it (its
     /// future was dropped mid-way): the connection may be inside a
-    /// transaction, so the next operation opens a fresh one.
+    /// transaction, or still running what it sent, so the next operation
+    /// first settles it (`settle_dropped`).
     dirty: bool,
 }
 
@@ -194,6 +205,7 @@ struct Statements {
     insert_run: Statement,
     update_epoch: Statement,
     insert_pause: Statement,
+    append_if_current: Statement,
 }
 
 impl<P> std::fmt::Debug for PostgresLog<P> {
@@ -532,6 +544,20 @@ async fn prepare(client: &Client) -> Result<Result<Statements, tokio_postgres::E
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CAST($9::text AS json), $10)",
                 )
                 .await?,
+            // The append's one-statement form: the row lock of the Run at
+            // the append's epoch, and the insert only if it holds and no
+            // pause is there yet (the facts for which the rule writes).
+            append_if_current: client
+                .prepare(&format!(
+                    "WITH run AS (SELECT epoch FROM baton_run {key} AND epoch = $10 FOR UPDATE) \
+                     INSERT INTO baton_handoff_pause (root_run_id, run_id, session_id, \
+                         turn_id, invocation_id, handoff_id, successor_run_id, \
+                         successor_invocation_id, pause, epoch) \
+                     SELECT $1, $2, $3, $4, $5, $6, $7, $8, CAST($9::text AS json), $10 \
+                     FROM run \
+                     ON CONFLICT (root_run_id, run_id) DO NOTHING"
+                ))
+                .await?,
         })
     };
     Ok(statements.await)
@@ -548,14 +574,14 @@ where
     async fn execute(&self, op: Op<'_, P>) -> Result<Answer<P>, LogError> {
         in_runtime()?;
         let mut session = self.session.lock().await;
-        if session.dirty {
-            // The last operation was dropped mid-way: its transaction may
-            // still be open on this connection. Close it (the server rolls
-            // back what did not commit).
-            session.connected = None;
-        }
-        session.dirty = true;
-        let answer = tokio::time::timeout(self.timeout, self.attempts(&mut session, &op)).await;
+        let settle = std::mem::replace(&mut session.dirty, true);
+        let answer = tokio::time::timeout(self.timeout, async {
+            if settle {
+                settle_dropped(&mut session).await;
+            }
+            self.attempts(&mut session, &op).await
+        })
+        .await;
         session.dirty = false;
         answer.unwrap_or_else(|_| {
             // Timed out mid-way: the connection may be inside a
@@ -616,6 +642,23 @@ where
     }
 }
 
+/// Ends what an operation dropped mid-way left on the connection, before
+/// the next one runs: its transaction may still be open, and what it sent
+/// may still be running (a one-statement write, a `COMMIT`). A `ROLLBACK`
+/// on the same connection runs after all of that (the server runs one
+/// connection's requests in order) and ends the transaction if one is
+/// open (else it is a no-op), so the next operation — a read of the facts
+/// resolving the dropped one — sees whatever it committed. A connection
+/// that cannot run it is closed (the server rolls back what did not
+/// commit), as is one already closed.
+async fn settle_dropped(session: &mut Session) {
+    if let Some(connected) = &session.connected {
+        if connected.client.batch_execute("ROLLBACK").await.is_err() {
+            session.connected = None;
+        }
+    }
+}
+
 /// Polls `a` then `b` until both are done. tokio-postgres sends a request
 /// when its future is first polled, so the two go to the server in one
 /// flight, in this order, and their answers come back in one round trip
@@ -671,6 +714,9 @@ async fn transaction<P>(connected: &Connected, op: &Op<'_, P>) -> Result<Answer<
 where
     P: PartialEq + Clone + Serialize + DeserializeOwned + Send + Sync,
 {
+    if let Some(answer) = write_if_as_assumed(connected, op).await? {
+        return Ok(answer);
+    }
     let (client, statements) = (&connected.client, &connected.statements);
     let (root_run_id, run_id) = match *op {
         Op::Claim {
@@ -804,6 +850,102 @@ where
             }
             Ok(Answer::Append(step.receipt()))
         }
+    }
+}
+
+/// The one-statement form of a claim or an append, tried first: the pure
+/// rule is asked what it does for the facts an operation usually finds —
+/// a Run's first claim finds no row (no epoch, no pause: a pause needs the
+/// Run's row), an append finds its own epoch current and no pause — and
+/// one statement writes what the rule answered *only if* the Run's facts
+/// are those, deciding by its count of affected rows: the claim's
+/// `INSERT … ON CONFLICT DO NOTHING`, the append's insert from the Run's
+/// row locked at the append's epoch (`FOR UPDATE`: a claim that would
+/// move the epoch waits for it, or it for the claim, which it then sees),
+/// `ON CONFLICT DO NOTHING` on the pause. The statement is its own
+/// transaction (autocommit), so the write is durable in one round trip,
+/// like the bare store's own insert. `None` when the facts are not those
+/// (no row affected, nothing written): the operation then runs its
+/// transaction, which reads the facts under the lock and asks the rule
+/// again. `Facts` and any claim or append for which the rule does not
+/// write on those facts have no such form.
+///
+/// A failure of the statement is read as a commit's: a serialization
+/// failure or a deadlock committed nothing (run again); a connection lost
+/// while it was in flight may have committed (unknown).
+async fn write_if_as_assumed<P>(
+    connected: &Connected,
+    op: &Op<'_, P>,
+) -> Result<Option<Answer<P>>, Failure>
+where
+    P: PartialEq + Clone + Serialize + DeserializeOwned + Send + Sync,
+{
+    let (client, statements) = (&connected.client, &connected.statements);
+    let (written, answer) = match *op {
+        Op::Facts { .. } => return Ok(None),
+        Op::Claim {
+            root_run_id,
+            run_id,
+        } => {
+            let step = claim_step(&RunFacts::<P>::empty(root_run_id, run_id))?;
+            let Some(epoch) = step.write else {
+                return Ok(None);
+            };
+            let Ok(new) = stored(epoch) else {
+                return Ok(None);
+            };
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
+                [&root_run_id, &run_id, &new];
+            let inserted = client.execute(&statements.insert_run, &params).await;
+            (inserted, Answer::Claim(step.answer))
+        }
+        Op::Append {
+            root_run_id,
+            source,
+            epoch,
+            pause,
+            ref json,
+        } => {
+            // The rule on the facts the statement requires: the append's
+            // epoch is the Run's, and no pause is durable.
+            let step = match append_step(root_run_id, epoch, None, epoch, (source, pause)) {
+                Ok(step) => step,
+                Err(_) => return Ok(None),
+            };
+            if step != AppendStep::Write {
+                return Ok(None);
+            }
+            let Ok(at) = stored(epoch) else {
+                return Ok(None); // no such epoch is stored: the rule refuses it
+            };
+            let intent = &pause.intent;
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 10] = [
+                &root_run_id,
+                &source.run_id,
+                &source.session_id,
+                &source.turn_id,
+                &source.invocation_id,
+                &intent.handoff_id,
+                &intent.successor_run_id,
+                &intent.successor_invocation_id,
+                json,
+                &at,
+            ];
+            let inserted = client.execute(&statements.append_if_current, &params).await;
+            (inserted, Answer::Append(step.receipt()))
+        }
+    };
+    match written {
+        Ok(1) => Ok(Some(answer)),
+        Ok(0) => Ok(None),
+        Ok(_) => Err(LogError::Storage("one Run's write affected several rows".into()).into()),
+        Err(error) => Err(match Failure::from(error) {
+            retry @ Failure::Server { retry: true, .. } => retry,
+            // The server refused the statement: it committed nothing.
+            refused @ Failure::Server { .. } => refused,
+            Failure::Lost(error) | Failure::Unknown(error) => Failure::Unknown(error),
+            other @ (Failure::Answer(_) | Failure::Raced) => other,
+        }),
     }
 }
 

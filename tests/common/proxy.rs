@@ -1,8 +1,11 @@
 //! A loopback TCP proxy the test controls, between one client (a log, a
 //! worker process) and the server: it forwards, drops every connection,
 //! blackholes (holds every byte, both ways, until healed), delays, and can
-//! lose the reply to the next `COMMIT` it forwards (the server commits,
-//! the client never hears it). Plain threads, no runtime.
+//! lose the reply to the next commit it forwards (the server commits, the
+//! client never hears it): a `COMMIT`, or a write that is its own
+//! transaction (an `INSERT` or `WITH` statement executed outside `BEGIN`,
+//! as `PostgresLog`'s one-statement claim and append are). Plain threads,
+//! no runtime.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -97,9 +100,10 @@ impl Proxy {
             .store(delay.as_millis() as u64, Ordering::SeqCst);
     }
 
-    /// Loses the reply to the next `COMMIT` forwarded: the COMMIT reaches
-    /// the server, and after a moment (for the server to commit) both
-    /// sides of that connection are closed, the reply unsent.
+    /// Loses the reply to the next commit forwarded (a `COMMIT`, or a
+    /// write that is its own transaction): it reaches the server, and
+    /// after a moment (for the server to commit) both sides of that
+    /// connection are closed, the reply unsent.
     pub fn lose_next_commit_reply(&self) {
         self.shared.lose_commit_reply.store(true, Ordering::SeqCst);
     }
@@ -142,11 +146,12 @@ fn connect_pair(shared: &Arc<Shared>, client: TcpStream, server: TcpStream) {
     thread::spawn(move || pump_down(&down, s2, c2, &cut_down));
 }
 
-/// Client to server; watches for a `COMMIT` simple query to lose the reply
-/// of.
+/// Client to server; watches for a commit (see [`Commits`]) to lose the
+/// reply of.
 fn pump(shared: &Shared, mut from: TcpStream, mut to: TcpStream, cut: Option<&AtomicBool>) {
     let _ = from.set_read_timeout(Some(Duration::from_millis(20)));
     let mut buf = vec![0u8; 64 * 1024];
+    let mut commits = Commits::default();
     loop {
         while mode(shared) == Mode::Blackhole {
             thread::sleep(Duration::from_millis(10));
@@ -162,7 +167,7 @@ fn pump(shared: &Shared, mut from: TcpStream, mut to: TcpStream, cut: Option<&At
         if mode(shared) == Mode::Drop {
             break;
         }
-        let commit = contains(chunk, b"COMMIT\0");
+        let commit = commits.in_chunk(chunk);
         if let Some(cut) = cut.filter(|_| commit) {
             if shared
                 .lose_commit_reply
@@ -228,4 +233,64 @@ fn hold_while_blackholed_or_delay(shared: &Shared) {
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// What commits, in the client's messages of one connection: a `COMMIT`
+/// simple query, or the execution (`Bind`) of a prepared statement that
+/// writes (its `Parse` began with `INSERT` or `WITH`) outside an explicit
+/// transaction (`BEGIN` … `COMMIT`/`ROLLBACK`), which is then its own.
+/// Read from whole messages in a chunk, as the client's writes come here.
+#[derive(Default)]
+struct Commits {
+    /// The names of the prepared statements that write.
+    writes: Vec<Vec<u8>>,
+    /// Inside `BEGIN` … `COMMIT`/`ROLLBACK`.
+    in_transaction: bool,
+}
+
+impl Commits {
+    fn in_chunk(&mut self, chunk: &[u8]) -> bool {
+        let mut commit = false;
+        let mut rest = chunk;
+        while rest.len() >= 5 {
+            let len = u32::from_be_bytes([rest[1], rest[2], rest[3], rest[4]]) as usize;
+            if len < 4 || rest.len() < 1 + len {
+                break; // not a whole message (the startup packet, a split)
+            }
+            let body = &rest[5..1 + len];
+            match rest[0] {
+                b'Q' => {
+                    let query = cstr(body).0;
+                    if query.starts_with(b"BEGIN") {
+                        self.in_transaction = true;
+                    } else if query.starts_with(b"COMMIT") || query.starts_with(b"ROLLBACK") {
+                        commit |= query.starts_with(b"COMMIT");
+                        self.in_transaction = false;
+                    }
+                }
+                b'P' => {
+                    let (name, after) = cstr(body);
+                    let query = cstr(after).0;
+                    if query.starts_with(b"INSERT") || query.starts_with(b"WITH") {
+                        self.writes.push(name.to_vec());
+                    }
+                }
+                b'B' => {
+                    let statement = cstr(cstr(body).1).0;
+                    commit |= !self.in_transaction && self.writes.iter().any(|w| w == statement);
+                }
+                _ => {}
+            }
+            rest = &rest[1 + len..];
+        }
+        commit || contains(chunk, b"COMMIT\0")
+    }
+}
+
+/// A NUL-terminated string at the start of `bytes`, and what follows it.
+fn cstr(bytes: &[u8]) -> (&[u8], &[u8]) {
+    match bytes.iter().position(|&b| b == 0) {
+        Some(end) => (&bytes[..end], &bytes[end + 1..]),
+        None => (bytes, &[]),
+    }
 }
