@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::marker::PhantomData;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
@@ -126,6 +126,17 @@ impl<P> std::fmt::Debug for SqliteLog<P> {
     }
 }
 
+/// Whether `error` is SQLite's "database is locked" (`SQLITE_BUSY`).
+fn is_busy(error: &LogError) -> bool {
+    let LogError::Storage(error) = error else {
+        return false;
+    };
+    error
+        .downcast_ref::<rusqlite::Error>()
+        .and_then(rusqlite::Error::sqlite_error_code)
+        == Some(rusqlite::ErrorCode::DatabaseBusy)
+}
+
 fn storage(error: rusqlite::Error) -> LogError {
     LogError::Storage(Box::new(error))
 }
@@ -133,7 +144,9 @@ fn storage(error: rusqlite::Error) -> LogError {
 impl<P> SqliteLog<P> {
     /// Opens (creating if needed) the log at `path`: sets the WAL journal
     /// and `synchronous = FULL`, and creates the schema in one transaction
-    /// if the file has none.
+    /// if the file has none. Other connections setting up the same file at
+    /// the same moment (processes starting together) are waited for, up to
+    /// the busy timeout of 5 s.
     ///
     /// # Errors
     ///
@@ -143,6 +156,30 @@ impl<P> SqliteLog<P> {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, LogError> {
         let mut connection = Connection::open(path).map_err(storage)?;
         connection.busy_timeout(BUSY_TIMEOUT).map_err(storage)?;
+        // SQLite does not call the busy handler for every lock that setting
+        // up a file takes: while another connection sets the WAL journal
+        // or creates the schema, a step may answer "database is locked" at
+        // once. Several processes starting together on one fresh file do
+        // that, so such an answer is waited out here, as the busy timeout
+        // would, and only then returned.
+        let deadline = Instant::now() + BUSY_TIMEOUT;
+        while let Err(error) = Self::set_up(&mut connection) {
+            if !is_busy(&error) || Instant::now() >= deadline {
+                return Err(error);
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        Ok(Self {
+            connection: Arc::new(Mutex::new(connection)),
+            thread: Offload::start("baton-sqlite-log")?,
+            payload: PhantomData,
+        })
+    }
+
+    /// The WAL journal, `synchronous = FULL`, and the schema at
+    /// [`SCHEMA_VERSION`]: each step idempotent, so that after "database
+    /// is locked" the whole may run again.
+    fn set_up(connection: &mut Connection) -> Result<(), LogError> {
         let mode: String = connection
             .pragma_update_and_check(None, "journal_mode", "wal", |row| row.get(0))
             .map_err(storage)?;
@@ -154,12 +191,7 @@ impl<P> SqliteLog<P> {
         connection
             .pragma_update(None, "synchronous", "FULL")
             .map_err(storage)?;
-        Self::migrate(&mut connection)?;
-        Ok(Self {
-            connection: Arc::new(Mutex::new(connection)),
-            thread: Offload::start("baton-sqlite-log")?,
-            payload: PhantomData,
-        })
+        Self::migrate(connection)
     }
 
     /// Brings the file to [`SCHEMA_VERSION`] in one transaction: creates

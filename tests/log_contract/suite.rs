@@ -445,12 +445,12 @@ pub async fn r6_concurrent_claims_from_several_connections_issue_each_epoch_once
         tasks.push(tokio::spawn(async move {
             let log = store.open().await;
             let mut issued = Vec::new();
-            barrier.wait().await;
+            within("the other connections reach the barrier", barrier.wait()).await;
             for _ in 0..CLAIMS {
                 issued.push(("run".to_owned(), owner(&log, "run").await));
             }
             for fresh in 0..FRESH_RUNS {
-                barrier.wait().await;
+                within("the other connections reach the barrier", barrier.wait()).await;
                 let run = format!("fresh-{fresh}");
                 issued.push((run.clone(), owner(&log, &run).await));
             }
@@ -504,7 +504,7 @@ pub async fn r1_racing_appends_and_a_takeover_from_several_connections_decide_on
             let (run, barrier) = (run.clone(), Arc::clone(&barrier));
             tokio::spawn(async move {
                 let handoff = pause(&run, handoff_id);
-                barrier.wait().await;
+                within("the other connections reach the barrier", barrier.wait()).await;
                 let answer = append(log.as_ref(), &source(&run), epoch, &handoff).await;
                 (handoff, answer)
             })
@@ -514,7 +514,7 @@ pub async fn r1_racing_appends_and_a_takeover_from_several_connections_decide_on
         let claimed = {
             let (log, run, barrier) = (Arc::clone(&owner_log), run.clone(), Arc::clone(&barrier));
             tokio::spawn(async move {
-                barrier.wait().await;
+                within("the other connections reach the barrier", barrier.wait()).await;
                 claim(log.as_ref(), &run).await
             })
         };
