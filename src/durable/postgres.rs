@@ -829,20 +829,8 @@ where
                 Err(refusal) => return Err(abort(client, refusal.into()).await),
             };
             if step == AppendStep::Write {
-                let intent = &pause.intent;
                 let at = stored(epoch)?;
-                let params: [&(dyn tokio_postgres::types::ToSql + Sync); 10] = [
-                    &root_run_id,
-                    &run_id,
-                    &source.session_id,
-                    &source.turn_id,
-                    &source.invocation_id,
-                    &intent.handoff_id,
-                    &intent.successor_run_id,
-                    &intent.successor_invocation_id,
-                    json,
-                    &at,
-                ];
+                let params = pause_params(&root_run_id, source, pause, json, &at);
                 let inserted = client.execute(&statements.insert_pause, &params);
                 commit(client, Some(inserted)).await?;
             } else {
@@ -851,6 +839,32 @@ where
             Ok(Answer::Append(step.receipt()))
         }
     }
+}
+
+/// The ten parameters of a pause's row, in `baton_handoff_pause`'s column
+/// order, as both of its inserts (`insert_pause` and `append_if_current`)
+/// bind them: the Run's key, the source's and the intent's ids, the pause's
+/// JSON text and the epoch it is appended under.
+fn pause_params<'a, P>(
+    root_run_id: &'a &'a str,
+    source: &'a Invocation,
+    pause: &'a HandoffPause<P>,
+    json: &'a String,
+    at: &'a i64,
+) -> [&'a (dyn tokio_postgres::types::ToSql + Sync); 10] {
+    let intent = &pause.intent;
+    [
+        root_run_id,
+        &source.run_id,
+        &source.session_id,
+        &source.turn_id,
+        &source.invocation_id,
+        &intent.handoff_id,
+        &intent.successor_run_id,
+        &intent.successor_invocation_id,
+        json,
+        at,
+    ]
 }
 
 /// The one-statement form of a claim or an append, tried first: the pure
@@ -918,19 +932,7 @@ where
             let Ok(at) = stored(epoch) else {
                 return Ok(None); // no such epoch is stored: the rule refuses it
             };
-            let intent = &pause.intent;
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 10] = [
-                &root_run_id,
-                &source.run_id,
-                &source.session_id,
-                &source.turn_id,
-                &source.invocation_id,
-                &intent.handoff_id,
-                &intent.successor_run_id,
-                &intent.successor_invocation_id,
-                json,
-                &at,
-            ];
+            let params = pause_params(&root_run_id, source, pause, json, &at);
             let inserted = client.execute(&statements.append_if_current, &params).await;
             (inserted, Answer::Append(step.receipt()))
         }

@@ -38,6 +38,10 @@ struct Shared {
     live: Mutex<Vec<(TcpStream, TcpStream)>>,
     /// How many replies to a COMMIT were lost.
     lost: AtomicU64,
+    /// How many explicit transactions (`BEGIN`) clients sent.
+    transactions: AtomicU64,
+    /// How many writes that are their own transaction clients sent.
+    own_commits: AtomicU64,
 }
 
 /// A proxy from a loopback port of its own to `127.0.0.1:target`.
@@ -58,6 +62,8 @@ impl Proxy {
             lose_commit_reply: AtomicBool::new(false),
             live: Mutex::new(Vec::new()),
             lost: AtomicU64::new(0),
+            transactions: AtomicU64::new(0),
+            own_commits: AtomicU64::new(0),
         });
         let accepting = Arc::clone(&shared);
         thread::spawn(move || {
@@ -118,6 +124,18 @@ impl Proxy {
     pub fn lost_replies(&self) -> u64 {
         self.shared.lost.load(Ordering::SeqCst)
     }
+
+    /// How many explicit transactions (a `BEGIN` simple query) its
+    /// clients sent through it, on every connection.
+    pub fn transactions(&self) -> u64 {
+        self.shared.transactions.load(Ordering::SeqCst)
+    }
+
+    /// How many writes that are their own transaction (see [`Commits`])
+    /// its clients sent through it, on every connection.
+    pub fn own_commits(&self) -> u64 {
+        self.shared.own_commits.load(Ordering::SeqCst)
+    }
 }
 
 fn mode(shared: &Shared) -> Mode {
@@ -168,6 +186,12 @@ fn pump(shared: &Shared, mut from: TcpStream, mut to: TcpStream, cut: Option<&At
             break;
         }
         let commit = commits.in_chunk(chunk);
+        shared
+            .transactions
+            .fetch_add(std::mem::take(&mut commits.begun), Ordering::SeqCst);
+        shared
+            .own_commits
+            .fetch_add(std::mem::take(&mut commits.own), Ordering::SeqCst);
         if let Some(cut) = cut.filter(|_| commit) {
             if shared
                 .lose_commit_reply
@@ -246,6 +270,10 @@ struct Commits {
     writes: Vec<Vec<u8>>,
     /// Inside `BEGIN` … `COMMIT`/`ROLLBACK`.
     in_transaction: bool,
+    /// `BEGIN`s seen since the counts were last taken.
+    begun: u64,
+    /// Writes that are their own transaction seen since then.
+    own: u64,
 }
 
 impl Commits {
@@ -263,6 +291,7 @@ impl Commits {
                     let query = cstr(body).0;
                     if query.starts_with(b"BEGIN") {
                         self.in_transaction = true;
+                        self.begun += 1;
                     } else if query.starts_with(b"COMMIT") || query.starts_with(b"ROLLBACK") {
                         commit |= query.starts_with(b"COMMIT");
                         self.in_transaction = false;
@@ -277,7 +306,9 @@ impl Commits {
                 }
                 b'B' => {
                     let statement = cstr(cstr(body).1).0;
-                    commit |= !self.in_transaction && self.writes.iter().any(|w| w == statement);
+                    let own = !self.in_transaction && self.writes.iter().any(|w| w == statement);
+                    self.own += u64::from(own);
+                    commit |= own;
                 }
                 _ => {}
             }

@@ -61,6 +61,34 @@ async fn owner(log: &Log) -> Epoch {
     }
 }
 
+/// A proxy to the cluster, and `url` pointed at it.
+fn through_a_proxy(cluster: &Cluster, url: &str) -> (Proxy, String) {
+    let proxy = Proxy::start(cluster.port());
+    let via = url.replace(
+        &format!("port={}", cluster.port()),
+        &format!("port={}", proxy.port()),
+    );
+    (proxy, via)
+}
+
+/// A fresh database with its schema, and a log reaching it through a
+/// proxy of its own.
+async fn log_through_a_proxy(cluster: &Cluster) -> (Proxy, Log) {
+    let (_, url) = fresh(cluster).await;
+    drop(connect(&url).await.unwrap()); // the schema
+    let (proxy, via) = through_a_proxy(cluster, &url);
+    (proxy, connect(&via).await.unwrap())
+}
+
+/// Appends the test's pause to `(ROOT, run)` under `epoch`, bounded (R5).
+async fn append(log: &Log, epoch: Epoch) -> Result<Receipt, LogError> {
+    within(
+        "R5",
+        log.append_async(ROOT, &common::source(), epoch, &pause()),
+    )
+    .await
+}
+
 fn pause() -> common::Pause {
     common::pause_for(common::intent())
 }
@@ -169,12 +197,7 @@ fn a_row_altered_outside_baton_is_corrupt_and_text_the_server_refuses_is_a_typed
         let read = within("R5", log.facts_async(ROOT, "run")).await.unwrap();
         assert!(read.pauses.is_empty(), "nothing written");
 
-        let _ = within(
-            "R5",
-            log.append_async(ROOT, &common::source(), epoch, &pause()),
-        )
-        .await
-        .unwrap();
+        let _ = append(&log, epoch).await.unwrap();
         let admin = cluster.connect(&dbname).await;
         admin
             .batch_execute("UPDATE baton_handoff_pause SET handoff_id = 'forged'")
@@ -217,21 +240,10 @@ fn a_lost_commit_reply_is_an_unknown_outcome_that_the_facts_resolve() {
         return;
     };
     runtime().block_on(async {
-        let (_, url) = fresh(cluster).await;
-        drop(connect(&url).await.unwrap()); // the schema
-        let proxy = Proxy::start(cluster.port());
-        let via = url.replace(
-            &format!("port={}", cluster.port()),
-            &format!("port={}", proxy.port()),
-        );
-        let log = connect(&via).await.unwrap();
+        let (proxy, log) = log_through_a_proxy(cluster).await;
         let epoch = owner(&log).await;
         proxy.lose_next_commit_reply();
-        let appended = within(
-            "R5",
-            log.append_async(ROOT, &common::source(), epoch, &pause()),
-        )
-        .await;
+        let appended = append(&log, epoch).await;
         assert!(
             matches!(appended, Err(LogError::Storage(_))),
             "{appended:?}"
@@ -239,14 +251,44 @@ fn a_lost_commit_reply_is_an_unknown_outcome_that_the_facts_resolve() {
         assert_eq!(proxy.lost_replies(), 1, "the reply to the COMMIT was lost");
         let read = within("R5", log.facts_async(ROOT, "run")).await.unwrap();
         assert_eq!(read.pauses.len(), 1, "the append had committed");
+        assert_eq!(append(&log, epoch).await.unwrap(), Receipt::AlreadyDurable);
+    });
+}
+
+/// The one-statement form (issue 23): a Run's first claim and an append
+/// at the current epoch each reach the server as one write that is its
+/// own transaction, with no `BEGIN`; a takeover's claim tries that write
+/// (no row affected: the Run has one) and then runs its transaction. The
+/// answers would be the same if the one-statement form always fell back,
+/// only slower: this is the test that tells them apart.
+#[test]
+fn a_first_claim_and_an_append_at_the_current_epoch_are_one_statement_each() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (proxy, log) = log_through_a_proxy(cluster).await;
+        let (begun, own) = (proxy.transactions(), proxy.own_commits());
+        let epoch = owner(&log).await;
         assert_eq!(
-            within(
-                "R5",
-                log.append_async(ROOT, &common::source(), epoch, &pause())
-            )
-            .await
-            .unwrap(),
-            Receipt::AlreadyDurable
+            (proxy.transactions() - begun, proxy.own_commits() - own),
+            (0, 1),
+            "a first claim: one statement, no transaction"
+        );
+        assert_eq!(append(&log, epoch).await.unwrap(), Receipt::Written);
+        assert_eq!(
+            (proxy.transactions() - begun, proxy.own_commits() - own),
+            (0, 2),
+            "an append at the current epoch: one statement, no transaction"
+        );
+        assert!(matches!(
+            within("R5", log.claim_async(ROOT, "run")).await,
+            Ok(Claim::HandedOff(_))
+        ));
+        assert_eq!(
+            (proxy.transactions() - begun, proxy.own_commits() - own),
+            (1, 3),
+            "a claim of a Run with a row (here handed off): the statement, then the transaction"
         );
     });
 }
@@ -298,11 +340,7 @@ fn a_blackholed_operation_times_out_and_its_row_lock_does_not_outlive_the_timeou
         let timeout = Duration::from_millis(800);
         let direct = connect_with_timeout(&url, timeout).await;
         assert_eq!(owner(&direct).await, Epoch::new(1));
-        let proxy = Proxy::start(cluster.port());
-        let via = url.replace(
-            &format!("port={}", cluster.port()),
-            &format!("port={}", proxy.port()),
-        );
+        let (proxy, via) = through_a_proxy(cluster, &url);
         let cut_off = connect_with_timeout(&via, timeout).await;
         proxy.set(Mode::Delay);
         proxy.set_delay(Duration::from_millis(150));
@@ -348,15 +386,7 @@ fn acknowledged_writes_survive_server_crashes_and_the_log_reconnects() {
         let mut onward = pause();
         std::sync::Arc::make_mut(&mut onward.intent).successor_run_id = "third".into();
         std::sync::Arc::make_mut(&mut onward.intent).successor_invocation_id = "third-i".into();
-        assert_eq!(
-            within(
-                "R5",
-                log.append_async(ROOT, &common::source(), epoch, &pause())
-            )
-            .await
-            .unwrap(),
-            Receipt::Written
-        );
+        assert_eq!(append(&log, epoch).await.unwrap(), Receipt::Written);
         tokio::task::block_in_place(|| cluster.crash());
         assert!(matches!(
             within("R5", log.facts_async(ROOT, "run")).await,
