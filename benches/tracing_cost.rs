@@ -5,31 +5,57 @@
 //! and prints instructions per iteration).
 //!
 //! `cargo bench --bench tracing_cost -- WORKLOAD ITERATIONS`, where
-//! WORKLOAD is `full_cycle`, `reserve_busy`, `reserve_release`,
-//! `ledger_arrive_take` or `cancel`. With no arguments (as `cargo bench`
+//! WORKLOAD is one of [`WORKLOADS`]. With no arguments (as `cargo bench`
 //! runs every target) each workload runs once, as a smoke test.
+//!
+//! Besides the `tracing` feature's cost, the same counts split a criterion
+//! figure: `full_cycle_baseline` and `full_cycle_no_gate` are the cycle of
+//! the original gate and the floor with no gate (`gate/full_cycle`'s other
+//! two rows), and `ledger_take_overdue_one[_baseline]` is
+//! `ledger/take_overdue_one` at n = `LEDGER_N` (10 unless set). Run under
+//! `valgrind --tool=callgrind` at two counts, (I(2N) − I(N)) / N is the
+//! instructions per iteration; run plainly at two counts, the same
+//! difference of wall times is the time per iteration, setup cancelled.
 
 mod baseline;
 mod common;
 
 use std::hint::black_box;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use baton::ledger::Delegations;
 use baton::{CancelSignal, HandoffGate, HandoffPause};
 use common::{delegation, id, intent, runtime, source};
 
-const WORKLOADS: [&str; 5] = [
+const WORKLOADS: [&str; 9] = [
     "full_cycle",
+    "full_cycle_baseline",
+    "full_cycle_no_gate",
     "reserve_busy",
     "reserve_release",
     "ledger_arrive_take",
+    "ledger_take_overdue_one",
+    "ledger_take_overdue_one_baseline",
     "cancel",
 ];
 
 fn prepared(intent: Arc<baton::HandoffIntent>) -> std::future::Ready<Option<HandoffPause<()>>> {
     std::future::ready(Some(HandoffPause::new(intent, ())))
+}
+
+fn prepared_baseline(
+    intent: baton::HandoffIntent,
+) -> std::future::Ready<Option<baseline::gate::Pause>> {
+    std::future::ready(Some(baseline::gate::Pause {
+        intent,
+        execution: (),
+    }))
+}
+
+/// The ledger's size for the `ledger_*` workloads: `LEDGER_N`, else 10.
+fn ledger_n() -> usize {
+    std::env::var("LEDGER_N").map_or(10, |n| n.parse().expect("LEDGER_N: a count"))
 }
 
 fn run(workload: &str, iterations: u64) {
@@ -50,6 +76,47 @@ fn run(workload: &str, iterations: u64) {
                     let paused = paused.unwrap().unwrap();
                     assert!(gate.sealed(&paused));
                     black_box(pending.wait().await.unwrap());
+                })
+            }
+        }
+        // As `gate/full_cycle/baseline`: the original gate's cycle (its
+        // API takes the intent by value: a copy made outside the block).
+        "full_cycle_baseline" => {
+            let rt = runtime();
+            let cancel = tokio_util::sync::CancellationToken::new();
+            for _ in 0..iterations {
+                let intent = self::intent();
+                rt.block_on(async {
+                    let gate = baseline::gate::Gate::new(source(), "run".into());
+                    let reservation = gate.reserve(intent).unwrap();
+                    let (paused, pending) =
+                        tokio::join!(gate.boundary(&cancel, prepared_baseline), async {
+                            reservation.ready().await.unwrap().commit().unwrap()
+                        });
+                    let paused = paused.unwrap();
+                    gate.sealed(&paused);
+                    black_box(pending.wait().await.unwrap());
+                })
+            }
+        }
+        // As `gate/full_cycle/no_gate`: the same cycle's futures and joins
+        // on the same runtime with no gate (the floor the report subtracts).
+        "full_cycle_no_gate" => {
+            let rt = runtime();
+            for _ in 0..iterations {
+                let intent = Arc::clone(&intent);
+                rt.block_on(async {
+                    let fixture = black_box((source(), String::from("run")));
+                    let (paused, committed) = tokio::join!(
+                        async {
+                            let paused = prepared(intent).await;
+                            tokio::task::yield_now().await;
+                            paused
+                        },
+                        async { black_box(true) }
+                    );
+                    black_box((paused.unwrap(), committed, fixture));
+                    black_box(std::future::ready(true).await);
                 })
             }
         }
@@ -80,6 +147,37 @@ fn run(workload: &str, iterations: u64) {
                 ledger.register(&fresh, delegation(now)).unwrap();
                 ledger.arrive(&fresh);
                 black_box(ledger.take_arrived());
+            }
+        }
+        // As `ledger/take_overdue_one` at n = LEDGER_N (10 unless set): a
+        // ledger of n delegations started now, an old one registered and
+        // taken overdue.
+        "ledger_take_overdue_one" => {
+            let now = Instant::now();
+            let old = now - Duration::from_secs(120);
+            let ledger = Delegations::new();
+            let _scope = ledger.scope_task("tsk_a").unwrap();
+            let n = ledger_n();
+            for k in 0..n {
+                ledger.register(&id(k), delegation(now)).unwrap();
+            }
+            for k in n..n + iterations as usize {
+                ledger.register(&id(k), delegation(old)).unwrap();
+                black_box(ledger.take_overdue(Duration::from_secs(60), now));
+            }
+        }
+        "ledger_take_overdue_one_baseline" => {
+            let now = Instant::now();
+            let old = now - Duration::from_secs(120);
+            let ledger = baseline::ledger::Ledger::default();
+            ledger.scope_task("tsk_a");
+            let n = ledger_n();
+            for k in 0..n {
+                ledger.register(id(k), common::live(now));
+            }
+            for k in n..n + iterations as usize {
+                ledger.register(id(k), common::live(old));
+                black_box(ledger.take_overdue(Duration::from_secs(60), now));
             }
         }
         // As `cancel/cancel_and_check`: a new signal, fired and read.
