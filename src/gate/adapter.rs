@@ -6,8 +6,10 @@
 //! from a copy of the kind kept beside the lock, without taking it, in
 //! every kind but `Held` ([`StateKind::copy_may_answer`]).
 
+use std::any::Any;
 use std::fmt;
 use std::future::{Future, poll_fn};
+use std::ops::Deref;
 use std::pin::pin;
 use std::task::Poll;
 
@@ -16,16 +18,43 @@ use super::core::{
     self, Begin, Config, Event, Gone, Outcome, Refusal, State, StateKind, Ticket, Wait,
 };
 use super::ended::{BoundaryError, CommitError, ReadyError, WaitError};
-use crate::cancel::Cancellation;
+use crate::cancel::{CancelSignal, Cancellation};
 use crate::facts::{HandoffIntent, HandoffPause, Invocation};
 use crate::sync::{Arc, Mirror};
 use crate::trace::{self, GateNote};
 use crate::waiter::WatchCell;
 
-/// While a handoff is held: reads the worker's cancellation bit, so that
-/// `commit` sees it at the moment it commits (S3).
-type CancelBit = Box<dyn Fn() -> bool + Send + Sync>;
+/// While a handoff is held: the worker's cancellation, which `commit`
+/// reads so that it sees it at the moment it commits (S3). baton's own
+/// [`CancelSignal`] is kept as it is (one reference count); any other
+/// [`Cancellation`] behind a box (one allocation a held handoff).
+enum CancelBit {
+    Signal(CancelSignal),
+    Other(Box<dyn Fn() -> bool + Send + Sync>),
+}
 
+impl CancelBit {
+    fn of<C: Cancellation>(cancel: &C) -> Self {
+        match (cancel as &dyn Any).downcast_ref::<CancelSignal>() {
+            Some(signal) => Self::Signal(signal.clone()),
+            None => {
+                let cancel = cancel.clone();
+                Self::Other(Box::new(move || cancel.is_canceled()))
+            }
+        }
+    }
+
+    fn is_canceled(&self) -> bool {
+        match self {
+            Self::Signal(signal) => signal.is_canceled(),
+            Self::Other(bit) => bit(),
+        }
+    }
+}
+
+/// `repr(C)`: the state first, in the gate's hot first 64 bytes (see
+/// [`Shared`]); the cancel bit, read by a commit alone, after it.
+#[repr(C)]
 struct Slot<P> {
     state: State<P>,
     /// Set when the state becomes `Held`, cleared when it moves on.
@@ -117,6 +146,19 @@ impl<P: PartialEq> Shared<P> {
         }
     }
 
+    /// Feeds `Close`. A gate already sealed or closed ignores it (S6: no
+    /// event leaves a terminal state), which the kind's copy answers
+    /// without the lock: a worker dropping its gate after the seal, the
+    /// end of every handoff, takes no lock. With the `tracing` feature the
+    /// lock is taken anyway, for the `ignored` note's ticket.
+    fn close(&self) {
+        #[cfg(not(feature = "tracing"))]
+        if self.kind().is_terminal() {
+            return;
+        }
+        let _ = self.apply(Event::Close, None);
+    }
+
     /// The state's kind as of its last change, read without the lock.
     fn kind(&self) -> StateKind {
         // Only `enter_locked` stores it, always a kind; `Running` (which
@@ -162,22 +204,24 @@ fn nothing<T>(gone: Gone) -> Result<Option<T>, BoundaryError> {
 
 /// Releases a ticket when dropped (`Cancel(T)`), unless disarmed. The one
 /// place that implements the "dropped → `Cancel(T)`" rows of SPEC's
-/// cancel-safety table.
-struct Release<P: PartialEq> {
-    shared: Arc<Shared<P>>,
+/// cancel-safety table. `S` is how it reaches the gate: the handles own a
+/// reference count, `boundary` borrows the gate it runs on (no count to
+/// take and give back).
+struct Release<P: PartialEq, S: Deref<Target = Shared<P>> = Arc<Shared<P>>> {
+    shared: S,
     ticket: Ticket,
     armed: bool,
 }
 
-impl<P: PartialEq> Release<P> {
-    fn disarm(mut self) -> (Arc<Shared<P>>, Ticket) {
+impl<P: PartialEq, S: Deref<Target = Shared<P>>> Release<P, S> {
+    /// From now on, dropping it releases nothing.
+    fn disarm(&mut self) {
         self.armed = false;
-        (Arc::clone(&self.shared), self.ticket)
     }
 }
 
 #[cfg(not(baton_loom_broken))]
-impl<P: PartialEq> Drop for Release<P> {
+impl<P: PartialEq, S: Deref<Target = Shared<P>>> Drop for Release<P, S> {
     fn drop(&mut self) {
         if self.armed {
             // Ignored by the core unless `ticket` is still the live one (S2).
@@ -191,7 +235,7 @@ impl<P: PartialEq> Drop for Release<P> {
 /// one lock and releases under a **second**, so a stale handle can release a
 /// newer reservation (the shape of the seed's defect, S2).
 #[cfg(baton_loom_broken)]
-impl<P: PartialEq> Drop for Release<P> {
+impl<P: PartialEq, S: Deref<Target = Shared<P>>> Drop for Release<P, S> {
     fn drop(&mut self) {
         let ticket = self.ticket;
         let live = self.armed
@@ -200,7 +244,7 @@ impl<P: PartialEq> Drop for Release<P> {
                     || matches!(slot.state, State::Held { ticket: t, .. } if t == ticket)
             });
         if live {
-            let shared = &self.shared;
+            let shared = &*self.shared;
             let _ = shared.cell.update(|slot| {
                 let running = State::Running {
                     next: ticket.successor(),
@@ -272,8 +316,11 @@ pub struct HeldHandoff<P: PartialEq> {
 /// A committed handoff waiting for the worker's durable seal. Dropping it
 /// changes nothing: the commit is irreversible.
 pub struct PendingSeal<P: PartialEq> {
-    shared: Arc<Shared<P>>,
-    ticket: Ticket,
+    /// The held handoff's, disarmed by the commit.
+    release: Release<P>,
+    /// The committed pause: the very `Arc` a seal keeps, so `wait` hands
+    /// it over without taking another count.
+    pause: std::sync::Arc<HandoffPause<P>>,
 }
 
 impl<P: PartialEq> HandoffGate<P> {
@@ -443,20 +490,19 @@ impl<P: PartialEq> HandoffGate<P> {
             Begun::Committed(pause) => return Ok(Some(pause)),
         };
         trace::boundary_ticket!(span, ticket);
-        let release = Release {
-            shared: Arc::clone(shared),
+        let mut release = Release {
+            shared: &**shared,
             ticket,
             armed: true,
         };
         let pause = preflight(intent).await;
-        let bit = cancel.clone();
+        let bit = CancelBit::of(cancel);
         let (held, note) = shared.cell.update(|slot| {
             let event = Event::Preflight {
                 ticket,
                 pause,
                 canceled: cancel.is_canceled(),
             };
-            let bit: CancelBit = Box::new(move || bit.is_canceled());
             let (changed, (_, note)) = shared.apply_locked(slot, event, Some(bit));
             let held = match slot.state {
                 State::Held { ticket: t, .. } if t == ticket => Ok(()),
@@ -529,7 +575,7 @@ impl<P: PartialEq> HandoffGate<P> {
     /// its `Closed` error.
     /// A sealed gate stays sealed.
     pub fn close(&self) {
-        let _ = self.shared.apply(Event::Close, None);
+        self.shared.close();
     }
 
     /// A snapshot of the core state (diagnostics, tests).
@@ -545,7 +591,7 @@ impl<P: PartialEq> HandoffGate<P> {
 
 impl<P: PartialEq> Drop for HandoffGate<P> {
     fn drop(&mut self) {
-        let _ = self.shared.apply(Event::Close, None);
+        self.shared.close();
     }
 }
 
@@ -696,7 +742,8 @@ impl<P: PartialEq> HandoffReservation<P> {
             }),
             Err(gone) => {
                 // Not live any more: a `Cancel(T)` would be ignored.
-                self.release.disarm();
+                let mut release = self.release;
+                release.disarm();
                 Err(gone.into())
             }
         }
@@ -728,7 +775,7 @@ impl<P: PartialEq> HeldHandoff<P> {
         let shared = &self.release.shared;
         let ticket = self.release.ticket;
         let (committed, note) = shared.cell.update(|slot| {
-            let canceled = slot.cancel.as_ref().is_some_and(|bit| bit());
+            let canceled = slot.cancel.as_ref().is_some_and(CancelBit::is_canceled);
             let event = Event::Commit { ticket, canceled };
             let (changed, (result, note)) = shared.apply_locked(slot, event, None);
             let committed = match result {
@@ -744,15 +791,19 @@ impl<P: PartialEq> HeldHandoff<P> {
         // On an error `self` drops here: `Cancel(T)` releases the Run if
         // still held.
         committed?;
-        let (shared, ticket) = self.release.disarm();
-        Ok(PendingSeal { shared, ticket })
+        let mut release = self.release;
+        release.disarm();
+        Ok(PendingSeal {
+            release,
+            pause: self.pause,
+        })
     }
 }
 
 impl<P: PartialEq> PendingSeal<P> {
     /// This handoff's ticket.
     pub fn ticket(&self) -> Ticket {
-        self.ticket
+        self.release.ticket
     }
 
     /// Waits for the worker's seal: the pause, only once it is durably
@@ -770,11 +821,28 @@ impl<P: PartialEq> PendingSeal<P> {
     /// handoff is still sealed or closed by the worker.
     pub async fn wait(self) -> Result<std::sync::Arc<HandoffPause<P>>, WaitError> {
         // A committed handoff leaves `Committed{T}` only for `Sealed{T}`
-        // (resolved) or `Closed` (S4): every `Gone` here is a close.
-        self.shared
-            .settle(self.ticket, core::seal)
-            .await
-            .map_err(|_closed| WaitError::Closed)
+        // (resolved) or `Closed` (S4): every `Gone` here is a close. The
+        // sealed pause is the committed one, this handle's (the gate seals
+        // its own `Arc`, S5).
+        let ticket = self.release.ticket;
+        let sealed = self
+            .release
+            .shared
+            .cell
+            .wait_until(|slot| match core::seal(&slot.state, ticket) {
+                Wait::Pending => None,
+                Wait::Resolved(sealed) => {
+                    debug_assert!(std::sync::Arc::ptr_eq(sealed, &self.pause));
+                    Some(true)
+                }
+                Wait::Gone => Some(false),
+            })
+            .await;
+        if sealed {
+            Ok(self.pause)
+        } else {
+            Err(WaitError::Closed)
+        }
     }
 }
 
@@ -792,7 +860,7 @@ macro_rules! debug_by_ticket {
 debug_by_ticket! {
     HandoffReservation => |this| this.release.ticket;
     HeldHandoff => |this| this.release.ticket;
-    PendingSeal => |this| this.ticket;
+    PendingSeal => |this| this.release.ticket;
 }
 
 impl<P: PartialEq> fmt::Debug for HandoffGate<P> {
