@@ -58,3 +58,93 @@ pub fn live(started: Instant) -> crate::baseline::ledger::Live {
 pub fn id(n: usize) -> String {
     format!("dlg_{n:08}")
 }
+
+/// baton's preflight: the pause shares the intent it is given.
+pub fn prepared(
+    intent: std::sync::Arc<HandoffIntent>,
+) -> std::future::Ready<Option<baton::HandoffPause<()>>> {
+    std::future::ready(Some(baton::HandoffPause::new(intent, ())))
+}
+
+/// The original's preflight: the pause owns the copy of the intent it is
+/// given.
+pub fn prepared_baseline(
+    intent: HandoffIntent,
+) -> std::future::Ready<Option<crate::baseline::gate::Pause>> {
+    std::future::ready(Some(crate::baseline::gate::Pause {
+        intent,
+        execution: (),
+    }))
+}
+
+/// `gate/full_cycle`, baton: a new gate, reserve, boundary ∥ ready and
+/// commit, seal, wait.
+pub async fn full_cycle_baton(cancel: &baton::CancelSignal, intent: std::sync::Arc<HandoffIntent>) {
+    let gate = baton::HandoffGate::<()>::new(source(), "run".into());
+    let reservation = gate.requester().reserve(intent).unwrap();
+    let (paused, pending) = tokio::join!(gate.boundary(cancel, prepared), async {
+        reservation.ready().await.unwrap().commit().unwrap()
+    });
+    let paused = paused.unwrap().unwrap();
+    assert!(gate.sealed(&paused));
+    std::hint::black_box(pending.wait().await.unwrap());
+}
+
+/// `gate/full_cycle`, the original gate (its API takes the intent by value).
+pub async fn full_cycle_baseline(
+    cancel: &tokio_util::sync::CancellationToken,
+    intent: HandoffIntent,
+) {
+    let gate = crate::baseline::gate::Gate::new(source(), "run".into());
+    let reservation = gate.reserve(intent).unwrap();
+    let (paused, pending) = tokio::join!(gate.boundary(cancel, prepared_baseline), async {
+        reservation.ready().await.unwrap().commit().unwrap()
+    });
+    let paused = paused.unwrap();
+    gate.sealed(&paused);
+    std::hint::black_box(pending.wait().await.unwrap());
+}
+
+/// `gate/full_cycle`'s floor: the same cycle's futures and joins on the
+/// same runtime with no gate. The fixture's `Invocation` and root Run id
+/// are built and dropped as the gates' constructors take them, the
+/// preflight's pause is made and dropped, and the joined branches go round
+/// once more, as each gate's boundary waits once for the commit.
+pub async fn full_cycle_no_gate(intent: std::sync::Arc<HandoffIntent>) {
+    use std::hint::black_box;
+    let fixture = black_box((source(), String::from("run")));
+    let (paused, committed) = tokio::join!(
+        async {
+            let paused = prepared(intent).await;
+            tokio::task::yield_now().await;
+            paused
+        },
+        async { black_box(true) }
+    );
+    black_box((paused.unwrap(), committed, fixture));
+    black_box(std::future::ready(true).await);
+}
+
+/// A baton ledger scoped to `tsk_a` with `n` delegations started at `now`.
+pub fn filled_baton(
+    n: usize,
+    now: Instant,
+) -> (baton::ledger::Delegations, baton::ledger::DelegationScope) {
+    let ledger = baton::ledger::Delegations::new();
+    let scope = ledger.scope_task("tsk_a").unwrap();
+    for k in 0..n {
+        ledger.register(&id(k), delegation(now)).unwrap();
+    }
+    (ledger, scope)
+}
+
+/// The original ledger, scoped to `tsk_a`, with `n` delegations started at
+/// `now`.
+pub fn filled_baseline(n: usize, now: Instant) -> crate::baseline::ledger::Ledger {
+    let ledger = crate::baseline::ledger::Ledger::default();
+    ledger.scope_task("tsk_a");
+    for k in 0..n {
+        ledger.register(id(k), live(now));
+    }
+    ledger
+}

@@ -8,26 +8,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use baton::{CancelSignal, HandoffGate, HandoffPause};
-use common::{intent, runtime, source};
+use baton::{CancelSignal, HandoffGate};
+use common::{
+    full_cycle_baseline, full_cycle_baton, full_cycle_no_gate, intent, prepared, runtime, source,
+};
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use tokio_util::sync::CancellationToken;
-
-/// baton's preflight: the pause shares the intent it is given.
-fn prepared(intent: Arc<baton::HandoffIntent>) -> std::future::Ready<Option<HandoffPause<()>>> {
-    std::future::ready(Some(HandoffPause::new(intent, ())))
-}
-
-/// The original's preflight: the pause owns the copy of the intent it is
-/// given.
-fn prepared_baseline(
-    intent: baton::HandoffIntent,
-) -> std::future::Ready<Option<baseline::gate::Pause>> {
-    std::future::ready(Some(baseline::gate::Pause {
-        intent,
-        execution: (),
-    }))
-}
 
 /// baton's `reserve` shares an intent the caller keeps in an `Arc` (its API
 /// design); each iteration gets a clone of one, made in criterion's untimed
@@ -45,18 +31,7 @@ fn full_cycle(c: &mut Criterion) {
         let cancel = CancelSignal::new();
         b.iter_batched(
             shared_intent(),
-            |intent| {
-                rt.block_on(async {
-                    let gate = HandoffGate::<()>::new(source(), "run".into());
-                    let reservation = gate.requester().reserve(intent).unwrap();
-                    let (paused, pending) = tokio::join!(gate.boundary(&cancel, prepared), async {
-                        reservation.ready().await.unwrap().commit().unwrap()
-                    });
-                    let paused = paused.unwrap().unwrap();
-                    assert!(gate.sealed(&paused));
-                    black_box(pending.wait().await.unwrap());
-                })
-            },
+            |intent| rt.block_on(full_cycle_baton(&cancel, intent)),
             BatchSize::SmallInput,
         )
     });
@@ -64,46 +39,17 @@ fn full_cycle(c: &mut Criterion) {
         let cancel = CancellationToken::new();
         b.iter_batched(
             intent,
-            |intent| {
-                rt.block_on(async {
-                    let gate = baseline::gate::Gate::new(source(), "run".into());
-                    let reservation = gate.reserve(intent).unwrap();
-                    let (paused, pending) =
-                        tokio::join!(gate.boundary(&cancel, prepared_baseline), async {
-                            reservation.ready().await.unwrap().commit().unwrap()
-                        });
-                    let paused = paused.unwrap();
-                    gate.sealed(&paused);
-                    black_box(pending.wait().await.unwrap());
-                })
-            },
+            |intent| rt.block_on(full_cycle_baseline(&cancel, intent)),
             BatchSize::SmallInput,
         )
     });
-    // The floor under both: the same cycle's futures and joins on the same
-    // runtime with no gate. The fixture's `Invocation` and root Run id are
-    // built and dropped as the gates' constructors take them, the
-    // preflight's pause is made and dropped, and the joined branches go
-    // round once more, as each gate's boundary waits once for the commit.
-    // `scripts/bench-report` subtracts it: what remains is the gate's share.
+    // The floor under both (`common::full_cycle_no_gate` says what it
+    // holds); `scripts/bench-report` subtracts it: what remains is the
+    // gate's share.
     group.bench_function("no_gate", |b| {
         b.iter_batched(
             shared_intent(),
-            |intent| {
-                rt.block_on(async {
-                    let fixture = black_box((source(), String::from("run")));
-                    let (paused, committed) = tokio::join!(
-                        async {
-                            let paused = prepared(intent).await;
-                            tokio::task::yield_now().await;
-                            paused
-                        },
-                        async { black_box(true) }
-                    );
-                    black_box((paused.unwrap(), committed, fixture));
-                    black_box(std::future::ready(true).await);
-                })
-            },
+            |intent| rt.block_on(full_cycle_no_gate(intent)),
             BatchSize::SmallInput,
         )
     });

@@ -9,29 +9,11 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use baton::ledger::Delegations;
-use common::{delegation, id, live};
+use common::{delegation, filled_baseline, filled_baton, id, live};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 
 const SIZES: [usize; 5] = [10, 100, 1_000, 10_000, 100_000];
 const BOUND: Duration = Duration::from_secs(60);
-
-fn filled_baton(n: usize, now: Instant) -> (Delegations, baton::ledger::DelegationScope) {
-    let ledger = Delegations::new();
-    let scope = ledger.scope_task("tsk_a").unwrap();
-    for k in 0..n {
-        ledger.register(&id(k), delegation(now)).unwrap();
-    }
-    (ledger, scope)
-}
-
-fn filled_baseline(n: usize, now: Instant) -> baseline::ledger::Ledger {
-    let ledger = baseline::ledger::Ledger::default();
-    ledger.scope_task("tsk_a");
-    for k in 0..n {
-        ledger.register(id(k), live(now));
-    }
-    ledger
-}
 
 fn arrive_and_take(c: &mut Criterion) {
     let mut group = c.benchmark_group("ledger/arrive_take_arrived");

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use baton::ledger::Delegations;
-use baton::{CancelSignal, HandoffGate, HandoffPause};
+use baton::{CancelSignal, HandoffGate};
 use common::{delegation, id, intent, runtime, source};
 
 const WORKLOADS: [&str; 9] = [
@@ -39,19 +39,6 @@ const WORKLOADS: [&str; 9] = [
     "ledger_take_overdue_one_baseline",
     "cancel",
 ];
-
-fn prepared(intent: Arc<baton::HandoffIntent>) -> std::future::Ready<Option<HandoffPause<()>>> {
-    std::future::ready(Some(HandoffPause::new(intent, ())))
-}
-
-fn prepared_baseline(
-    intent: baton::HandoffIntent,
-) -> std::future::Ready<Option<baseline::gate::Pause>> {
-    std::future::ready(Some(baseline::gate::Pause {
-        intent,
-        execution: (),
-    }))
-}
 
 /// The ledger's size for the `ledger_*` workloads: `LEDGER_N`, else 10.
 fn ledger_n() -> usize {
@@ -67,16 +54,7 @@ fn run(workload: &str, iterations: u64) {
             let rt = runtime();
             let cancel = CancelSignal::new();
             for _ in 0..iterations {
-                rt.block_on(async {
-                    let gate = HandoffGate::<()>::new(source(), "run".into());
-                    let reservation = gate.requester().reserve(Arc::clone(&intent)).unwrap();
-                    let (paused, pending) = tokio::join!(gate.boundary(&cancel, prepared), async {
-                        reservation.ready().await.unwrap().commit().unwrap()
-                    });
-                    let paused = paused.unwrap().unwrap();
-                    assert!(gate.sealed(&paused));
-                    black_box(pending.wait().await.unwrap());
-                })
+                rt.block_on(common::full_cycle_baton(&cancel, Arc::clone(&intent)));
             }
         }
         // As `gate/full_cycle/baseline`: the original gate's cycle (its
@@ -85,39 +63,14 @@ fn run(workload: &str, iterations: u64) {
             let rt = runtime();
             let cancel = tokio_util::sync::CancellationToken::new();
             for _ in 0..iterations {
-                let intent = self::intent();
-                rt.block_on(async {
-                    let gate = baseline::gate::Gate::new(source(), "run".into());
-                    let reservation = gate.reserve(intent).unwrap();
-                    let (paused, pending) =
-                        tokio::join!(gate.boundary(&cancel, prepared_baseline), async {
-                            reservation.ready().await.unwrap().commit().unwrap()
-                        });
-                    let paused = paused.unwrap();
-                    gate.sealed(&paused);
-                    black_box(pending.wait().await.unwrap());
-                })
+                rt.block_on(common::full_cycle_baseline(&cancel, self::intent()));
             }
         }
-        // As `gate/full_cycle/no_gate`: the same cycle's futures and joins
-        // on the same runtime with no gate (the floor the report subtracts).
+        // As `gate/full_cycle/no_gate`: the floor the report subtracts.
         "full_cycle_no_gate" => {
             let rt = runtime();
             for _ in 0..iterations {
-                let intent = Arc::clone(&intent);
-                rt.block_on(async {
-                    let fixture = black_box((source(), String::from("run")));
-                    let (paused, committed) = tokio::join!(
-                        async {
-                            let paused = prepared(intent).await;
-                            tokio::task::yield_now().await;
-                            paused
-                        },
-                        async { black_box(true) }
-                    );
-                    black_box((paused.unwrap(), committed, fixture));
-                    black_box(std::future::ready(true).await);
-                })
+                rt.block_on(common::full_cycle_no_gate(Arc::clone(&intent)));
             }
         }
         // As `gate/reserve_busy`: a refused reserve (lock-free).
@@ -155,12 +108,8 @@ fn run(workload: &str, iterations: u64) {
         "ledger_take_overdue_one" => {
             let now = Instant::now();
             let old = now - Duration::from_secs(120);
-            let ledger = Delegations::new();
-            let _scope = ledger.scope_task("tsk_a").unwrap();
             let n = ledger_n();
-            for k in 0..n {
-                ledger.register(&id(k), delegation(now)).unwrap();
-            }
+            let (ledger, _scope) = common::filled_baton(n, now);
             for k in n..n + iterations as usize {
                 ledger.register(&id(k), delegation(old)).unwrap();
                 black_box(ledger.take_overdue(Duration::from_secs(60), now));
@@ -169,12 +118,8 @@ fn run(workload: &str, iterations: u64) {
         "ledger_take_overdue_one_baseline" => {
             let now = Instant::now();
             let old = now - Duration::from_secs(120);
-            let ledger = baseline::ledger::Ledger::default();
-            ledger.scope_task("tsk_a");
             let n = ledger_n();
-            for k in 0..n {
-                ledger.register(id(k), common::live(now));
-            }
+            let ledger = common::filled_baseline(n, now);
             for k in n..n + iterations as usize {
                 ledger.register(id(k), common::live(old));
                 black_box(ledger.take_overdue(Duration::from_secs(60), now));
