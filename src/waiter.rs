@@ -126,19 +126,34 @@ fn stay<S>(_: &mut S) -> bool {
 /// Accepts a change: bumps the version, then wakes every registered waiter
 /// after releasing the lock.
 fn wake_all<S>(mut inner: MutexGuard<'_, Inner<S>>) {
-    inner.version = inner.version.wrapping_add(1);
-    if inner.waiters == 0 {
-        return;
-    }
-    let woken: SmallVec<[Waker; INLINE_WAKES]> =
-        inner.slots.iter_mut().filter_map(Option::take).collect();
+    let woken = inner.accept();
     drop(inner);
+    wake(woken);
+}
+
+/// Wakes what [`Inner::accept`] took, with the lock released.
+#[inline(always)]
+fn wake(woken: Woken) {
     for waker in woken {
         waker.wake();
     }
 }
 
+/// The wakers one accepted change takes, to wake once the lock is released.
+type Woken = SmallVec<[Waker; INLINE_WAKES]>;
+
 impl<S> Inner<S> {
+    /// Accepts a change: bumps the version and takes every registered
+    /// waker, for the caller to wake once it has released the lock.
+    #[inline(always)]
+    fn accept(&mut self) -> Woken {
+        self.version = self.version.wrapping_add(1);
+        if self.waiters == 0 {
+            return Woken::new();
+        }
+        self.slots.iter_mut().filter_map(Option::take).collect()
+    }
+
     fn register(&mut self, slot: &mut Option<usize>, waker: &Waker) {
         match *slot {
             Some(index) => match &mut self.slots[index] {
@@ -188,35 +203,54 @@ where
 // The future holds no self-references: moving it is always fine.
 impl<S, Q, L: FnMut(&mut S) -> bool> Unpin for WaitUntil<'_, S, Q, L> {}
 
-#[cfg(not(baton_loom_broken))]
-impl<S, Q, L, T> Future for WaitUntil<'_, S, Q, L>
+impl<S, Q, L, T> WaitUntil<'_, S, Q, L>
 where
     Q: FnMut(&mut S) -> Option<T>,
     L: FnMut(&mut S) -> bool,
 {
-    type Output = T;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
-        let this = self.get_mut();
-        let mut inner = lock(&this.cell.inner);
-        match (this.query)(&mut inner.state) {
+    /// Polls this future with `change` applied first, under the same lock:
+    /// if `change` answers `true` the change is accepted and every *other*
+    /// waiter woken, as by [`WatchCell::update`]; then the query decides,
+    /// and if it is still `None` this future registers, still under that
+    /// lock. A step and the wait on its result in one critical section
+    /// (`boundary`'s preflight and its first wait), where an `update` and a
+    /// first `poll` would take the lock twice.
+    pub(crate) fn poll_after(
+        &mut self,
+        cx: &mut Context<'_>,
+        change: impl FnOnce(&mut S) -> bool,
+    ) -> Poll<T> {
+        let mut inner = lock(&self.cell.inner);
+        // Before this future registers: the change does not wake it.
+        let woken = change(&mut inner.state).then(|| inner.accept());
+        let decided = (self.query)(&mut inner.state);
+        // BROKEN ON PURPOSE, only under `--cfg baton_loom_broken` (the loom
+        // suite's self-test, `loom-tests/tests/loom_self_test.rs`): unlocks
+        // between the query and the registration, so an update in between
+        // wakes nobody — the lost wake-up one lock prevents.
+        #[cfg(baton_loom_broken)]
+        let mut inner = {
+            drop(inner);
+            lock(&self.cell.inner)
+        };
+        let poll = match decided {
             Some(value) => {
-                inner.release(&mut this.slot);
+                inner.release(&mut self.slot);
                 Poll::Ready(value)
             }
             None => {
-                inner.register(&mut this.slot, cx.waker());
+                inner.register(&mut self.slot, cx.waker());
                 Poll::Pending
             }
+        };
+        drop(inner);
+        if let Some(woken) = woken {
+            wake(woken);
         }
+        poll
     }
 }
 
-/// BROKEN ON PURPOSE, only under `--cfg baton_loom_broken` (the loom
-/// suite's self-test, `loom-tests/tests/loom_self_test.rs`): checks the
-/// query, **unlocks**, then registers, so an update in between wakes nobody
-/// — the lost wake-up the real `poll` prevents by doing both under one lock.
-#[cfg(baton_loom_broken)]
 impl<S, Q, L, T> Future for WaitUntil<'_, S, Q, L>
 where
     Q: FnMut(&mut S) -> Option<T>,
@@ -225,19 +259,7 @@ where
     type Output = T;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
-        let this = self.get_mut();
-        let decided = (this.query)(&mut lock(&this.cell.inner).state);
-        let mut inner = lock(&this.cell.inner);
-        match decided {
-            Some(value) => {
-                inner.release(&mut this.slot);
-                Poll::Ready(value)
-            }
-            None => {
-                inner.register(&mut this.slot, cx.waker());
-                Poll::Pending
-            }
-        }
+        self.get_mut().poll_after(cx, |_| false)
     }
 }
 

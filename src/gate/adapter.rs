@@ -10,7 +10,7 @@ use std::any::Any;
 use std::fmt;
 use std::future::{Future, poll_fn};
 use std::ops::Deref;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::task::Poll;
 
 use super::GateError;
@@ -22,7 +22,7 @@ use crate::cancel::{CancelSignal, Cancellation};
 use crate::facts::{HandoffIntent, HandoffPause, Invocation};
 use crate::sync::{Arc, Mirror};
 use crate::trace::{self, GateNote};
-use crate::waiter::WatchCell;
+use crate::waiter::{WaitUntil, WatchCell};
 
 /// While a handoff is held: the worker's cancellation, which `commit`
 /// reads so that it sees it at the moment it commits (S3). baton's own
@@ -168,20 +168,22 @@ impl<P: PartialEq> Shared<P> {
 
     /// A future resolving with what `query` decides for `ticket`: the
     /// pause, or why it is gone, read under the same lock as the decision.
-    async fn settle(
+    fn settle(
         &self,
         ticket: Ticket,
         query: core::Query<P>,
-    ) -> Result<std::sync::Arc<HandoffPause<P>>, Gone> {
+    ) -> WaitUntil<'_, Slot<P>, impl FnMut(&mut Slot<P>) -> Option<Settled<P>>> {
         self.cell
-            .wait_until(|slot| match query(&slot.state, ticket) {
+            .wait_until(move |slot| match query(&slot.state, ticket) {
                 Wait::Pending => None,
                 Wait::Resolved(pause) => Some(Ok(std::sync::Arc::clone(pause))),
                 Wait::Gone => Some(Err(slot.state.kind().gone())),
             })
-            .await
     }
 }
+
+/// What a wait on the gate settles with: the pause, or why it is gone.
+type Settled<P> = Result<std::sync::Arc<HandoffPause<P>>, Gone>;
 
 /// What `boundary` found when it began, shared out of the lock (preflight
 /// receives the very intent the gate holds).
@@ -496,31 +498,40 @@ impl<P: PartialEq> HandoffGate<P> {
             armed: true,
         };
         let pause = preflight(intent).await;
-        let bit = CancelBit::of(cancel);
-        let (held, note) = shared.cell.update(|slot| {
-            let event = Event::Preflight {
-                ticket,
-                pause,
-                canceled: cancel.is_canceled(),
-            };
-            let (changed, (_, note)) = shared.apply_locked(slot, event, Some(bit));
-            let held = match slot.state {
-                State::Held { ticket: t, .. } if t == ticket => Ok(()),
-                _ => Err(slot.state.kind().gone()),
-            };
-            (changed, (held, note))
-        });
-        shared.emit(note);
-        if let Err(gone) = held {
-            release.disarm();
-            return nothing(gone);
-        }
+        let mut preflight = Some((pause, CancelBit::of(cancel)));
         let decided = {
-            let mut settled = pin!(shared.settle(ticket, core::boundary));
+            let mut settled = shared.settle(ticket, core::boundary);
             let mut canceled = pin!(cancel.canceled());
-            poll_fn(|cx| match settled.as_mut().poll(cx) {
-                Poll::Ready(decided) => Poll::Ready(Some(decided)),
-                Poll::Pending => canceled.as_mut().poll(cx).map(|()| None),
+            poll_fn(|cx| {
+                let settle = match preflight.take() {
+                    // The preflight's step and, if its pause is held, this
+                    // wait's registration, under one lock. A pause let go
+                    // (mismatched, canceled, released meanwhile) is `Gone`
+                    // at once, with cancellation never awaited.
+                    Some((pause, bit)) => {
+                        let mut note = None;
+                        let settle = settled.poll_after(cx, |slot| {
+                            let event = Event::Preflight {
+                                ticket,
+                                pause,
+                                canceled: cancel.is_canceled(),
+                            };
+                            let (changed, (_, stepped)) =
+                                shared.apply_locked(slot, event, Some(bit));
+                            note = Some(stepped);
+                            changed
+                        });
+                        if let Some(note) = note {
+                            shared.emit(note);
+                        }
+                        settle
+                    }
+                    None => Pin::new(&mut settled).poll(cx),
+                };
+                match settle {
+                    Poll::Ready(decided) => Poll::Ready(Some(decided)),
+                    Poll::Pending => canceled.as_mut().poll(cx).map(|()| None),
+                }
             })
             .await
         };

@@ -438,9 +438,16 @@ pub fn step<P: PartialEq>(config: &Config, state: &State<P>, event: Event<P>) ->
             State::Committed { ticket, pause }
                 if Arc::ptr_eq(pause, &offered) || *pause == offered =>
             {
+                // Sealed keeps the gate's own `Arc` (S5): the offered one
+                // only when it is that very `Arc`, which saves a count.
+                let pause = if Arc::ptr_eq(pause, &offered) {
+                    offered
+                } else {
+                    Arc::clone(pause)
+                };
                 Moved(State::Sealed {
                     ticket: *ticket,
-                    pause: Arc::clone(pause),
+                    pause,
                 })
             }
             State::Running { .. }

@@ -158,6 +158,31 @@ fn every_cell_of_the_transition_table_moves_and_answers_as_specified() {
     assert_eq!(checked, 12 * 6 * 2);
 }
 
+/// S5: the sealed pause is the committed `Arc`, whether the seal offers
+/// that very `Arc` or an equal copy; a copy is never sealed in its place.
+#[test]
+fn s5_a_seal_keeps_the_committed_arc_whichever_equal_pause_is_offered() {
+    let sample = Sample::new();
+    let pause = Arc::new(sample.prepared.clone());
+    let state = State::Committed {
+        ticket: LIVE,
+        pause: Arc::clone(&pause),
+    };
+    let copy = Arc::new(sample.prepared.clone());
+    for offered in [Arc::clone(&pause), copy] {
+        match step(&sample.config, &state, Event::Seal(offered)) {
+            Outcome::Moved(State::Sealed {
+                ticket,
+                pause: sealed,
+            }) => {
+                assert_eq!(ticket, LIVE);
+                assert!(Arc::ptr_eq(&sealed, &pause), "S5: not the committed Arc");
+            }
+            other => panic!("S5: a seal of the committed pause moved to {other:?}"),
+        }
+    }
+}
+
 #[test]
 fn s9_an_intent_for_another_root_run_is_invalid_input_in_every_state() {
     let sample = Sample::new();
