@@ -11,8 +11,9 @@
 //! Besides the `tracing` feature's cost, the same counts split a criterion
 //! figure: `full_cycle_baseline` and `full_cycle_no_gate` are the cycle of
 //! the original gate and the floor with no gate (`gate/full_cycle`'s other
-//! two rows), and `ledger_take_overdue_one[_baseline]` is
-//! `ledger/take_overdue_one` at n = `LEDGER_N` (10 unless set). Run under
+//! two rows), and `ledger_arrive_take[_baseline]` and
+//! `ledger_take_overdue_one[_baseline]` are `ledger/arrive_take_arrived`
+//! and `ledger/take_overdue_one` at n = `LEDGER_N` (10 unless set). Run under
 //! `valgrind --tool=callgrind` at two counts, (I(2N) − I(N)) / N is the
 //! instructions per iteration; run plainly at two counts, the same
 //! difference of wall times is the time per iteration, setup cancelled.
@@ -24,17 +25,17 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use baton::ledger::Delegations;
 use baton::{CancelSignal, HandoffGate};
 use common::{delegation, id, intent, runtime, source};
 
-const WORKLOADS: [&str; 9] = [
+const WORKLOADS: [&str; 10] = [
     "full_cycle",
     "full_cycle_baseline",
     "full_cycle_no_gate",
     "reserve_busy",
     "reserve_release",
     "ledger_arrive_take",
+    "ledger_arrive_take_baseline",
     "ledger_take_overdue_one",
     "ledger_take_overdue_one_baseline",
     "cancel",
@@ -90,14 +91,26 @@ fn run(workload: &str, iterations: u64) {
                 drop(black_box(requester.reserve(Arc::clone(&intent)).unwrap()));
             }
         }
-        // As `ledger/arrive_take_arrived` at n = 0: register, arrive, take.
+        // As `ledger/arrive_take_arrived` at n = LEDGER_N (10 unless set):
+        // register, arrive, take.
         "ledger_arrive_take" => {
-            let ledger = Delegations::new();
-            let _scope = ledger.scope_task("tsk_a").unwrap();
             let now = Instant::now();
-            for n in 0..iterations as usize {
-                let fresh = id(n);
+            let n = ledger_n();
+            let (ledger, _scope) = common::filled_baton(n, now);
+            for k in n..n + iterations as usize {
+                let fresh = id(k);
                 ledger.register(&fresh, delegation(now)).unwrap();
+                ledger.arrive(&fresh);
+                black_box(ledger.take_arrived());
+            }
+        }
+        "ledger_arrive_take_baseline" => {
+            let now = Instant::now();
+            let n = ledger_n();
+            let ledger = common::filled_baseline(n, now);
+            for k in n..n + iterations as usize {
+                let fresh = id(k);
+                ledger.register(fresh.clone(), common::live(now));
                 ledger.arrive(&fresh);
                 black_box(ledger.take_arrived());
             }
