@@ -126,9 +126,10 @@ fn stay<S>(_: &mut S) -> bool {
 /// Accepts a change: bumps the version, then wakes every registered waiter
 /// after releasing the lock.
 fn wake_all<S>(mut inner: MutexGuard<'_, Inner<S>>) {
-    let woken = inner.accept();
-    drop(inner);
-    wake(woken);
+    if let Some(woken) = inner.accept() {
+        drop(inner);
+        wake(woken);
+    }
 }
 
 /// Wakes what [`Inner::accept`] took, with the lock released.
@@ -144,14 +145,15 @@ type Woken = SmallVec<[Waker; INLINE_WAKES]>;
 
 impl<S> Inner<S> {
     /// Accepts a change: bumps the version and takes every registered
-    /// waker, for the caller to wake once it has released the lock.
+    /// waker, for the caller to wake once it has released the lock (`None`:
+    /// nobody waits).
     #[inline(always)]
-    fn accept(&mut self) -> Woken {
+    fn accept(&mut self) -> Option<Woken> {
         self.version = self.version.wrapping_add(1);
         if self.waiters == 0 {
-            return Woken::new();
+            return None;
         }
-        self.slots.iter_mut().filter_map(Option::take).collect()
+        Some(self.slots.iter_mut().filter_map(Option::take).collect())
     }
 
     fn register(&mut self, slot: &mut Option<usize>, waker: &Waker) {
@@ -222,7 +224,11 @@ where
     ) -> Poll<T> {
         let mut inner = lock(&self.cell.inner);
         // Before this future registers: the change does not wake it.
-        let woken = change(&mut inner.state).then(|| inner.accept());
+        let woken = if change(&mut inner.state) {
+            inner.accept()
+        } else {
+            None
+        };
         let decided = (self.query)(&mut inner.state);
         // BROKEN ON PURPOSE, only under `--cfg baton_loom_broken` (the loom
         // suite's self-test, `loom-tests/tests/loom_self_test.rs`): unlocks

@@ -212,13 +212,11 @@ impl Delegations {
         let mut asked: Option<(Shared, bool)> = None;
         loop {
             let step = self.cell.update(|ledger| {
-                let being_ended = match (ledger.arrival_child(id), &asked) {
-                    (None, _) => false,
-                    (Some(now), Some((then, answer))) if Shared::same(now, then) => *answer,
-                    (Some(now), _) => return (false, Err(now.clone())),
-                };
-                let arrival = ledger.arrive_decided(id, being_ended);
-                (arrival == Arrival::Delivered, Ok(arrival))
+                let arrival = ledger.arrive_asking(id, |now| match &asked {
+                    Some((then, answer)) if Shared::same(now, then) => Ok(*answer),
+                    Some(_) | None => Err(now.clone()),
+                });
+                (matches!(arrival, Ok(Arrival::Delivered)), arrival)
             });
             match step {
                 Ok(arrival) => {

@@ -26,6 +26,7 @@
 //! handful) the ledger scans them instead, which costs less than keeping
 //! the indexes (`index.rs`). `counts` is O(1) either way.
 
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -239,28 +240,25 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     fn insert(&mut self, id: &str, data: D, started: T) {
         let id: DelegationId = Arc::from(id);
         let data = Arc::new(data);
-        let live = self
-            .index
-            .0
-            .as_ref()
-            .is_some_and(|kept| kept.live.get().is_some())
-            .then(|| (Arc::clone(&id), Arc::clone(&data)));
-        let entry = Entry {
+        let entry = |data| Entry {
             data,
             started,
             arrived: false,
             child: None,
         };
-        let seq = self.entries.insert(Arc::clone(&id), entry);
-        if let Some(kept) = self.kept() {
-            kept.waiting.insert((started, seq), Arc::clone(&id));
-            if let (Some(map), Some((id, data))) = (kept.live_mut(), live) {
-                map.insert(id, data);
+        let Some(kept) = self.index.0.as_deref_mut() else {
+            // No index: the table takes the id and the data as they are.
+            self.entries.insert(id, entry(data));
+            if self.entries.len() > self.keep_above {
+                self.index = Index(Some(Box::new(Index::build(&self.entries))));
             }
+            return;
+        };
+        if let Some(map) = kept.live_mut() {
+            map.insert(Arc::clone(&id), Arc::clone(&data));
         }
-        if self.index.0.is_none() && self.entries.len() > self.keep_above {
-            self.index = Index(Some(Box::new(Index::build(&self.entries))));
-        }
+        let seq = self.entries.insert(Arc::clone(&id), entry(data));
+        kept.waiting.insert((started, seq), id);
     }
 
     /// The indexes, if kept.
@@ -324,8 +322,9 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     where
         C: Child,
     {
-        let being_ended = self.arrival_child(id).is_some_and(Child::is_being_ended);
-        self.arrive_decided(id, being_ended)
+        let Ok(arrival) =
+            self.arrive_asking(id, |child| Ok::<_, Infallible>(child.is_being_ended()));
+        arrival
     }
 
     /// The child whose ending would refuse an arrival for `id` now: the
@@ -345,20 +344,37 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     /// [`is_being_ended`](Child::is_being_ended) given: `being_ended` is
     /// read only if there is such a child.
     pub fn arrive_decided(&mut self, id: &str, being_ended: bool) -> Arrival {
+        let Ok(arrival) = self.arrive_asking(id, |_| Ok::<_, Infallible>(being_ended));
+        arrival
+    }
+
+    /// [`arrive`](Self::arrive) in one lookup of `id`, with `ask` in place
+    /// of [`is_being_ended`](Child::is_being_ended): it is called only on
+    /// [`arrival_child`](Self::arrival_child)`(id)`, and its `Err` returns
+    /// at once, with nothing changed. A caller that must not ask a child
+    /// under its lock (the adapter) answers `Err` for a child it has not
+    /// asked yet, asks it outside, and comes back with the answer.
+    pub fn arrive_asking<E>(
+        &mut self,
+        id: &str,
+        ask: impl FnOnce(&C) -> Result<bool, E>,
+    ) -> Result<Arrival, E> {
         // A live id is never a delivered one, so the delivered memory is
         // asked only for an id that is not live.
         let Some(Slot { entry, seq }) = self.entries.get_mut(id) else {
-            return if self.delivered.contains(id) {
+            return Ok(if self.delivered.contains(id) {
                 Arrival::AlreadyDelivered
             } else {
                 Arrival::NotOutstanding
-            };
+            });
         };
         if entry.arrived {
-            return Arrival::AlreadyDelivered;
+            return Ok(Arrival::AlreadyDelivered);
         }
-        if entry.child.is_some() && being_ended {
-            return Arrival::BeingEnded;
+        if let Some(child) = &entry.child {
+            if ask(child)? {
+                return Ok(Arrival::BeingEnded);
+            }
         }
         entry.arrived = true;
         let key = (entry.started, *seq);
@@ -369,7 +385,7 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
             }
         }
         self.wake_one();
-        Arrival::Delivered
+        Ok(Arrival::Delivered)
     }
 
     /// The entries not yet arrived, and the arrived ones not yet taken

@@ -157,6 +157,50 @@ fn arrival_child_names_the_child_that_decides_and_arrive_decided_takes_its_answe
     );
 }
 
+/// What the adapter calls: `arrive_asking` asks exactly `arrival_child`,
+/// and only it; its `Err` returns at once with nothing changed; its answer
+/// decides as `arrive_decided`'s does (D1: one delivery).
+#[test]
+fn arrive_asking_asks_only_the_arrival_child_and_its_err_changes_nothing() {
+    let (mut ledger, _) = scoped();
+    ledger.register("dlg_a", TASK, "x", secs(0)).unwrap();
+    ledger.register("dlg_b", TASK, "x", secs(0)).unwrap();
+    let _ = ledger.adopt("dlg_a", kid("a"));
+    let never = |_: &_| -> Result<bool, ()> { panic!("asked a child that decides nothing") };
+    let before = ledger.clone();
+    assert_eq!(
+        ledger.arrive_asking("dlg_a", |child| {
+            assert_eq!(child, &kid("a"), "the arrival child");
+            Err("ask outside the lock")
+        }),
+        Err("ask outside the lock")
+    );
+    assert_eq!(ledger, before, "an Err changes nothing");
+    assert_eq!(
+        ledger.arrive_asking("dlg_a", |_| Ok::<_, ()>(true)),
+        Ok(Arrival::BeingEnded)
+    );
+    assert_eq!(ledger, before, "a refusal changes nothing");
+    assert_eq!(
+        ledger.arrive_asking("dlg_b", never),
+        Ok(Arrival::Delivered),
+        "no child"
+    );
+    assert_eq!(
+        ledger.arrive_asking("dlg_a", |_| Ok::<_, ()>(false)),
+        Ok(Arrival::Delivered)
+    );
+    assert_eq!(
+        ledger.arrive_asking("dlg_a", never),
+        Ok(Arrival::AlreadyDelivered)
+    );
+    assert_eq!(
+        ledger.arrive_asking("dlg_gone", never),
+        Ok(Arrival::NotOutstanding)
+    );
+    assert_eq!(ledger.counts().arrived, 2);
+}
+
 /// Seed defect (3): a duplicate id silently replaced (and orphaned) a live
 /// entry.
 #[test]
