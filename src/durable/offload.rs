@@ -23,22 +23,35 @@ type Job = Box<dyn FnOnce() + Send>;
 /// Where a job's answer lands, and the future's waker with it.
 type Slot<T> = WatchCell<Option<Result<T, LogError>>>;
 
+/// What the thread receives: a job, or the word to end.
+enum Message {
+    Run(Job),
+    /// Sent by [`Offload::close`]: after the jobs sent before it.
+    Stop,
+}
+
 /// The log's thread. Dropping the last sender (this, and those held by
-/// pending futures) ends it once the jobs already sent are done; nobody
-/// joins it, so dropping a log never blocks.
+/// pending futures) ends it once the jobs already sent are done; dropping
+/// never blocks, and nobody joins it. [`close`](Self::close) ends it and
+/// waits for it.
 #[derive(Debug)]
 pub(crate) struct Offload {
-    jobs: mpsc::Sender<Job>,
+    jobs: mpsc::Sender<Message>,
+    /// Only ever joined, by [`close`](Self::close), which consumes it: no
+    /// state a panic could leave half-changed is reachable through it, so
+    /// the log stays `UnwindSafe` and `RefUnwindSafe` (a `JoinHandle`'s
+    /// result cell is neither).
+    thread: AssertUnwindSafe<thread::JoinHandle<()>>,
 }
 
 impl Offload {
     /// Starts the thread, named `name`.
     pub(crate) fn start(name: &str) -> Result<Self, LogError> {
-        let (jobs, queue) = mpsc::channel::<Job>();
-        thread::Builder::new()
+        let (jobs, queue) = mpsc::channel::<Message>();
+        let thread = thread::Builder::new()
             .name(name.to_owned())
             .spawn(move || {
-                while let Ok(job) = queue.recv() {
+                while let Ok(Message::Run(job)) = queue.recv() {
                     // A panic (a payload's `Serialize`, say) answers its
                     // future through the reply's drop and spares the
                     // thread, so later jobs still run.
@@ -46,7 +59,23 @@ impl Offload {
                 }
             })
             .map_err(|error| LogError::Storage(Box::new(error)))?;
-        Ok(Self { jobs })
+        Ok(Self {
+            jobs,
+            thread: AssertUnwindSafe(thread),
+        })
+    }
+
+    /// Ends the thread once the jobs already sent are done, and waits until
+    /// it has exited. A job sent later (by a future polled for the first
+    /// time after this) is not run: its future answers
+    /// [`LogError::Storage`].
+    pub(crate) fn close(self) {
+        // The thread holds the receiver until it exits: the send cannot
+        // fail while it runs, and if it has exited there is nothing to end.
+        let _ = self.jobs.send(Message::Stop);
+        // Its jobs' panics are caught inside it: the thread itself does
+        // not panic, and a join error would have nothing to report.
+        let _ = self.thread.0.join();
     }
 
     /// A future that runs `job` on the thread and resolves with its answer.
@@ -66,7 +95,7 @@ impl Offload {
             let reply = Reply(Some(Arc::clone(&slot)));
             // If the thread is gone the job comes back in the error and is
             // dropped here, and its reply answers `Err`.
-            let _ = jobs.send(Box::new(move || reply.send(job())));
+            let _ = jobs.send(Message::Run(Box::new(move || reply.send(job()))));
             slot.wait_until(Option::take).await
         }
     }
@@ -91,7 +120,7 @@ impl<T> Drop for Reply<T> {
             put(
                 &slot,
                 Err(LogError::Storage(
-                    "the log's thread ended the operation without an answer (it panicked)".into(),
+                    "the log's thread ended the operation without an answer (it panicked, or the log was closed before it was sent)".into(),
                 )),
             );
         }
@@ -124,5 +153,40 @@ mod tests {
         );
         let next = within("the thread runs the next job", offload.run(|| Ok(7))).await;
         assert_eq!(next.unwrap(), 7);
+    }
+
+    /// `close` runs the jobs already sent, then ends the thread and waits
+    /// for it; a future first polled after it answers `Storage` (L1: it
+    /// never waits for a thread that is gone).
+    #[tokio::test]
+    async fn close_runs_the_jobs_sent_then_ends_the_thread_and_a_later_job_answers_storage() {
+        let offload = Offload::start("baton-offload-test").unwrap();
+        let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sent = {
+            let ran = Arc::clone(&ran);
+            offload.run(move || {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                ran.store(true, std::sync::atomic::Ordering::SeqCst);
+                Ok(1)
+            })
+        };
+        let mut sent = Box::pin(sent);
+        // Polled once: sent to the thread, which is now busy with it.
+        assert!(futures_poll_once(sent.as_mut()).is_pending());
+        let later = offload.run(|| Ok(2));
+        offload.close();
+        assert!(
+            ran.load(std::sync::atomic::Ordering::SeqCst),
+            "close returned before the job sent first had run"
+        );
+        assert_eq!(within("the sent job's answer", sent).await.unwrap(), 1);
+        let answer = within("L1: a job after close answers", later).await;
+        assert!(matches!(answer, Err(LogError::Storage(_))), "{answer:?}");
+    }
+
+    fn futures_poll_once<F: Future + ?Sized>(
+        future: std::pin::Pin<&mut F>,
+    ) -> std::task::Poll<F::Output> {
+        future.poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
     }
 }

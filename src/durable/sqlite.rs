@@ -92,6 +92,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// outside a tokio runtime). Both forms share one connection and one rule.
 /// Dropping the log does not wait for its thread: the thread ends, and
 /// the file is closed, once the operations already sent are done.
+/// [`close`](Self::close) waits for both.
 ///
 /// ```
 /// use baton::durable::{Claim, Decision, Epoch, HandoffLog, SqliteLog, reconcile};
@@ -174,6 +175,25 @@ impl<P> SqliteLog<P> {
             thread: Offload::start("baton-sqlite-log")?,
             payload: PhantomData,
         })
+    }
+
+    /// Closes the log and waits for its thread: the async operations
+    /// already sent to it run to the end, then the thread exits, and the
+    /// log's connection is closed unless a future not yet polled still
+    /// holds it (such a future answers [`LogError::Storage`] when polled,
+    /// without touching the file). Blocks the caller meanwhile (call it
+    /// from a blocking context, not on an async runtime's thread).
+    ///
+    /// Dropping the log instead returns at once, and leaves its thread to
+    /// end on its own: a process that checks for leaks as it exits (a
+    /// fuzzer's LeakSanitizer), or that reopens the file and must know the
+    /// old connection is gone, closes it.
+    pub fn close(self) {
+        let Self {
+            connection, thread, ..
+        } = self;
+        thread.close();
+        drop(connection);
     }
 
     /// The WAL journal, `synchronous = FULL`, and the schema at

@@ -157,3 +157,33 @@ async fn an_async_append_dropped_in_flight_still_commits_and_a_retry_is_idempote
     );
     assert_eq!(log.facts("root", "run").unwrap().epoch, Epoch::new(1));
 }
+
+/// `close` waits for the log's thread: an append sent before it (its
+/// future polled once, then dropped) is durable when `close` returns, and
+/// the connection is closed, so the last close has removed the WAL file;
+/// a fresh open of the file reads the append.
+#[test]
+fn close_runs_the_operations_sent_then_closes_the_connection_r1() {
+    let db = TempDb::new();
+    let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    let epoch = owner(&log);
+    let (source, pause) = (source(), pause("h"));
+    {
+        let mut append = pin!(log.append_async("root", &source, epoch, &pause));
+        let _ = append
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()));
+    }
+    log.close();
+    let wal = std::path::PathBuf::from(format!("{}-wal", db.0.display()));
+    assert!(
+        !wal.exists(),
+        "the connection outlived close: {wal:?} is still there"
+    );
+    let reopened: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    assert_eq!(
+        reopened.facts("root", "run").unwrap().pauses.len(),
+        1,
+        "the append sent before close is durable"
+    );
+}

@@ -205,7 +205,12 @@ mod sqlite {
         /// Closes the log (and the eraser: no connection is left) and opens
         /// its file again.
         pub(super) fn reopen(&mut self) -> Result<(), Refusal> {
-            self.log = None;
+            // Closed, not dropped: its thread has exited when this returns,
+            // so no old log's thread is still exiting while the next input
+            // runs (see fuzz/lsan.supp).
+            if let Some(log) = self.log.take() {
+                log.close();
+            }
             let inner = self.inner.as_mut().expect("kept until drop");
             inner.eraser = None;
             self.log = Some(SqliteLog::open(&inner.path).map_err(Refusal::from)?);
