@@ -12,6 +12,20 @@ use std::time::{Duration, Instant};
 use baton::ledger::{Arrival, BoxedChild, Child, Counts, Delegation, Delegations, RegisterError};
 use common::{poll_once, within};
 
+/// `ledger.arrive(id)` on a thread of its own, failing the test if it has
+/// not returned within 10 s: an arrival that deadlocks or loops (asking a
+/// child again and again) fails its test instead of hanging the binary.
+fn arrive(ledger: &Delegations, id: &str) -> Arrival {
+    let (sender, answer) = std::sync::mpsc::channel();
+    let (ledger, id) = (ledger.clone(), id.to_owned());
+    std::thread::spawn(move || {
+        let _ = sender.send(ledger.arrive(&id));
+    });
+    answer
+        .recv_timeout(Duration::from_secs(10))
+        .expect("L1: arrive returns (it did not within 10 s)")
+}
+
 fn delegation(task: &str, started: Instant) -> Delegation {
     Delegation {
         task_id: task.into(),
@@ -129,7 +143,7 @@ fn d2_a_delegation_is_kept_only_while_its_task_is_in_scope() {
         ledger.live().is_empty(),
         "D5: the scope's end takes what is left"
     );
-    assert_eq!(ledger.arrive("dlg_mine"), Arrival::NotOutstanding);
+    assert_eq!(arrive(&ledger, "dlg_mine"), Arrival::NotOutstanding);
 }
 
 /// Seed defect (1): dropping an *older* scope after a newer `scope_task`
@@ -168,12 +182,12 @@ fn the_delivered_memory_belongs_to_the_scope_and_is_freed_with_it() {
         ledger
             .register(&id, delegation("tsk_a", Instant::now()))
             .unwrap();
-        assert_eq!(ledger.arrive(&id), Arrival::Delivered);
+        assert_eq!(arrive(&ledger, &id), Arrival::Delivered);
     }
     assert_eq!(ledger.take_arrived().len(), 100);
     assert_eq!(ledger.remembered(), 100);
     assert_eq!(
-        ledger.arrive("dlg_7"),
+        arrive(&ledger, "dlg_7"),
         Arrival::AlreadyDelivered,
         "D1 within the scope"
     );
@@ -216,9 +230,9 @@ fn the_set_delivers_each_outcome_once_and_refuses_one_nobody_waits_for() {
             .register(id, delegation("tsk_a", Instant::now()))
             .unwrap();
     }
-    assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
-    assert_eq!(ledger.arrive("dlg_a"), Arrival::AlreadyDelivered);
-    assert_eq!(ledger.arrive("dlg_nobody"), Arrival::NotOutstanding);
+    assert_eq!(arrive(&ledger, "dlg_a"), Arrival::Delivered);
+    assert_eq!(arrive(&ledger, "dlg_a"), Arrival::AlreadyDelivered);
+    assert_eq!(arrive(&ledger, "dlg_nobody"), Arrival::NotOutstanding);
     assert_eq!(
         ledger.counts(),
         Counts {
@@ -238,10 +252,10 @@ fn the_set_delivers_each_outcome_once_and_refuses_one_nobody_waits_for() {
             arrived: 0
         }
     );
-    assert_eq!(ledger.arrive("dlg_a"), Arrival::AlreadyDelivered);
+    assert_eq!(arrive(&ledger, "dlg_a"), Arrival::AlreadyDelivered);
     let left = ledger.take_all();
     assert_eq!(left.iter().map(|t| t.id()).collect::<Vec<_>>(), ["dlg_b"]);
-    assert_eq!(ledger.arrive("dlg_b"), Arrival::NotOutstanding);
+    assert_eq!(arrive(&ledger, "dlg_b"), Arrival::NotOutstanding);
 }
 
 #[test]
@@ -254,7 +268,7 @@ fn an_arrival_from_a_child_being_ended_is_refused() {
     let child = counted();
     child.ending.store(true, Ordering::SeqCst);
     ledger.adopt("dlg_a", Box::new(Handle(Arc::clone(&child))));
-    assert_eq!(ledger.arrive("dlg_a"), Arrival::BeingEnded);
+    assert_eq!(arrive(&ledger, "dlg_a"), Arrival::BeingEnded);
     assert_eq!(
         ledger.counts(),
         Counts {
@@ -282,7 +296,7 @@ fn the_backstop_takes_only_an_outstanding_delegation_past_its_bound() {
     ledger
         .register("dlg_arrived", delegation("tsk_a", older))
         .unwrap();
-    assert_eq!(ledger.arrive("dlg_arrived"), Arrival::Delivered);
+    assert_eq!(arrive(&ledger, "dlg_arrived"), Arrival::Delivered);
     let child = counted();
     ledger.adopt("dlg_old", Box::new(Handle(Arc::clone(&child))));
     let bound = Duration::from_secs(60);
@@ -335,7 +349,7 @@ fn d3_a_scope_change_ends_children_not_arrived_and_spares_arrived_ones() {
             .unwrap();
         ledger.adopt(id, Box::new(Handle(Arc::clone(child))));
     }
-    assert_eq!(ledger.arrive("dlg_done"), Arrival::Delivered);
+    assert_eq!(arrive(&ledger, "dlg_done"), Arrival::Delivered);
     let _second = ledger.scope_task("tsk_b").unwrap();
     assert_eq!((ended(&running), ended(&done)), (1, 0));
     assert_eq!(
@@ -375,7 +389,7 @@ async fn d6_each_arrival_wakes_the_wait_for_the_next_one() {
             .register(id, delegation("tsk_a", Instant::now()))
             .unwrap();
     }
-    assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
+    assert_eq!(arrive(&ledger, "dlg_a"), Arrival::Delivered);
     let promise = "D6: an arrival nobody was waiting for resolves the next wait";
     within(promise, ledger.wait_for_arrival()).await;
     assert!(
@@ -396,7 +410,7 @@ async fn d6_each_arrival_wakes_the_wait_for_the_next_one() {
         within(promise, door.wait_for_arrival()).await;
     });
     tokio::task::yield_now().await;
-    assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
+    assert_eq!(arrive(&ledger, "dlg_b"), Arrival::Delivered);
     within(
         "D6: the arrival wakes the pending wait (its task ends)",
         waiting,
@@ -443,8 +457,8 @@ async fn d6_two_arrivals_wake_both_of_two_pending_waits() {
         }
     })
     .await;
-    assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
-    assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
+    assert_eq!(arrive(&ledger, "dlg_a"), Arrival::Delivered);
+    assert_eq!(arrive(&ledger, "dlg_b"), Arrival::Delivered);
     for wait in waits {
         within("D6: each arrival wakes one pending wait", wait)
             .await
@@ -462,8 +476,8 @@ async fn d6_two_arrivals_wake_both_of_two_pending_waits() {
 #[test]
 fn d6_with_no_wait_pending_arrivals_coalesce_into_one_permit() {
     let (ledger, _scope) = scoped_with(&["dlg_a", "dlg_b"]);
-    assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
-    assert_eq!(ledger.arrive("dlg_b"), Arrival::Delivered);
+    assert_eq!(arrive(&ledger, "dlg_a"), Arrival::Delivered);
+    assert_eq!(arrive(&ledger, "dlg_b"), Arrival::Delivered);
     assert!(poll_once(pin!(ledger.wait_for_arrival())).is_ready());
     assert!(
         poll_once(pin!(ledger.wait_for_arrival())).is_pending(),
@@ -483,7 +497,7 @@ fn d6_a_woken_wait_dropped_passes_its_wake_up_to_the_next_wait() {
     drop(unwoken);
     let mut woken = Box::pin(ledger.wait_for_arrival());
     assert!(poll_once(woken.as_mut()).is_pending());
-    assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
+    assert_eq!(arrive(&ledger, "dlg_a"), Arrival::Delivered);
     drop(woken);
     assert_eq!(ledger.waiter_count(), 0);
     assert!(
@@ -501,7 +515,7 @@ fn d6_woken_waits_dropped_pass_their_wake_up_to_a_later_pending_wait_and_wake_it
     let mut first = Box::pin(ledger.wait_for_arrival());
     let mut second = Box::pin(ledger.wait_for_arrival());
     assert!(poll_once(first.as_mut()).is_pending() && poll_once(second.as_mut()).is_pending());
-    assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
+    assert_eq!(arrive(&ledger, "dlg_a"), Arrival::Delivered);
     let wakes = Arc::new(Wakes::default());
     let waker = Waker::from(Arc::clone(&wakes));
     let mut cx = Context::from_waker(&waker);
@@ -538,7 +552,7 @@ fn the_ledger_its_scope_and_a_taken_delegation_debug_as_their_state() {
             .unwrap();
     }
     ledger.adopt("dlg_b", Box::new(Handle(counted())));
-    assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
+    assert_eq!(arrive(&ledger, "dlg_a"), Arrival::Delivered);
     assert_eq!(
         format!("{ledger:?}"),
         r#"Delegations { task_id: Some("tsk_a"), outstanding: 1, arrived: 1 }"#
@@ -585,9 +599,9 @@ fn d6_a_delivered_arrival_wakes_the_pending_wait() {
     let mut wait = Box::pin(ledger.wait_for_arrival());
     let mut cx = Context::from_waker(&waker);
     assert!(wait.as_mut().poll(&mut cx).is_pending());
-    assert_eq!(ledger.arrive("dlg_x"), Arrival::NotOutstanding);
+    assert_eq!(arrive(&ledger, "dlg_x"), Arrival::NotOutstanding);
     assert_eq!(wakes.0.load(Ordering::SeqCst), 0, "nothing delivered");
-    assert_eq!(ledger.arrive("dlg_a"), Arrival::Delivered);
+    assert_eq!(arrive(&ledger, "dlg_a"), Arrival::Delivered);
     assert_eq!(wakes.0.load(Ordering::SeqCst), 1, "the delivery wakes it");
     assert!(wait.as_mut().poll(&mut cx).is_ready());
 }
@@ -668,7 +682,7 @@ fn a_discarded_delegation_dropped_ends_its_child_unless_it_arrived() {
     let (running, done) = (counted(), counted());
     ledger.adopt("dlg_running", Box::new(Handle(Arc::clone(&running))));
     ledger.adopt("dlg_done", Box::new(Handle(Arc::clone(&done))));
-    assert_eq!(ledger.arrive("dlg_done"), Arrival::Delivered);
+    assert_eq!(arrive(&ledger, "dlg_done"), Arrival::Delivered);
     drop(ledger.discard("dlg_running"));
     drop(ledger.discard("dlg_done"));
     assert_eq!(
