@@ -116,6 +116,20 @@ async fn an_async_append_runs_its_blocking_work_off_a_current_thread_executor() 
     );
 }
 
+/// Polls an append once, which hands it to the log's thread, then drops
+/// its future, whatever the poll returned.
+fn send_and_drop_append(
+    log: &SqliteLog<u32>,
+    epoch: Epoch,
+    source: &crate::facts::Invocation,
+    pause: &HandoffPause<u32>,
+) {
+    let mut append = pin!(log.append_async("root", source, epoch, pause));
+    let _ = append
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()));
+}
+
 /// Cancel safety, as documented: an append dropped after its first poll
 /// may still commit — the case of a lost reply — and the identical append
 /// again resolves it (`AlreadyDurable`); the owner's claim says `HandedOff`.
@@ -125,14 +139,7 @@ async fn an_async_append_dropped_in_flight_still_commits_and_a_retry_is_idempote
     let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
     let epoch = owner(&log);
     let (source, pause) = (source(), pause("h"));
-    {
-        let mut append = pin!(log.append_async("root", &source, epoch, &pause));
-        // The first poll hands the append to the log's thread; then the
-        // future is dropped, whatever the poll returned.
-        let _ = append
-            .as_mut()
-            .poll(&mut Context::from_waker(Waker::noop()));
-    }
+    send_and_drop_append(&log, epoch, &source, &pause);
     // The log's thread runs its jobs in order: this read comes after it.
     let facts = within("the facts are read", log.facts_async("root", "run"))
         .await
@@ -166,14 +173,7 @@ async fn an_async_append_dropped_in_flight_still_commits_and_a_retry_is_idempote
 fn close_runs_the_operations_sent_then_closes_the_connection_r1() {
     let db = TempDb::new();
     let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
-    let epoch = owner(&log);
-    let (source, pause) = (source(), pause("h"));
-    {
-        let mut append = pin!(log.append_async("root", &source, epoch, &pause));
-        let _ = append
-            .as_mut()
-            .poll(&mut Context::from_waker(Waker::noop()));
-    }
+    send_and_drop_append(&log, owner(&log), &source(), &pause("h"));
     log.close();
     let wal = std::path::PathBuf::from(format!("{}-wal", db.0.display()));
     assert!(
