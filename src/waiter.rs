@@ -288,6 +288,7 @@ impl<S, Q, L: FnMut(&mut S) -> bool> Drop for WaitUntil<'_, S, Q, L> {
 #[cfg(not(loom))]
 mod tests {
     use super::*;
+    use crate::within::poll_once;
     use std::pin::pin;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -309,16 +310,15 @@ mod tests {
         }
     }
 
-    fn poll_once<F: Future + Unpin>(fut: &mut F) -> Poll<F::Output> {
-        Pin::new(fut).poll(&mut Context::from_waker(Waker::noop()))
-    }
-
     #[test]
     fn a_pending_waiter_holds_one_slot_and_frees_it_on_drop() {
         let cell = WatchCell::new(0u32);
         let mut wait = cell.wait_until(|s| (*s > 0).then_some(*s));
-        assert!(poll_once(&mut wait).is_pending());
-        assert!(poll_once(&mut wait).is_pending(), "re-poll reuses its slot");
+        assert!(poll_once(Pin::new(&mut wait)).is_pending());
+        assert!(
+            poll_once(Pin::new(&mut wait)).is_pending(),
+            "re-poll reuses its slot"
+        );
         assert_eq!(cell.waiter_count(), 1);
         drop(wait);
         assert_eq!(cell.waiter_count(), 0);
@@ -328,13 +328,13 @@ mod tests {
     fn an_update_wakes_and_the_waiter_resolves_with_the_new_state() {
         let cell = WatchCell::new(0u32);
         let mut wait = cell.wait_until(|s| (*s > 0).then_some(*s));
-        assert!(poll_once(&mut wait).is_pending());
+        assert!(poll_once(Pin::new(&mut wait)).is_pending());
         cell.update(|s| {
             *s = 7;
             (true, ())
         });
         assert_eq!(cell.version(), 1);
-        assert_eq!(poll_once(&mut wait), Poll::Ready(7));
+        assert_eq!(poll_once(Pin::new(&mut wait)), Poll::Ready(7));
         assert_eq!(cell.waiter_count(), 0, "a resolved waiter frees its slot");
     }
 
@@ -419,5 +419,54 @@ mod tests {
             3,
             "update returns f's result"
         );
+    }
+
+    /// `poll_after`: the change and the registration under one lock. The
+    /// change wakes every waiter registered before it, never the future
+    /// that made it (not registered yet), and bumps the version; the
+    /// query then sees the changed state, and an unanswered one registers.
+    #[test]
+    fn poll_after_wakes_the_other_waiters_not_its_own_and_the_query_sees_the_change() {
+        let cell = WatchCell::new(0u32);
+        let (other, own) = (Arc::new(Count::default()), Arc::new(Count::default()));
+        let mut waiting = cell.wait_until(|s| (*s > 0).then_some(*s));
+        let other_waker = Waker::from(Arc::clone(&other));
+        assert!(
+            Pin::new(&mut waiting)
+                .poll(&mut Context::from_waker(&other_waker))
+                .is_pending()
+        );
+        let mut changing = cell.wait_until(|s| (*s > 1).then_some(*s));
+        let own_waker = Waker::from(Arc::clone(&own));
+        let mut cx = Context::from_waker(&own_waker);
+        let polled = changing.poll_after(&mut cx, |s| {
+            *s = 1;
+            true
+        });
+        assert!(polled.is_pending(), "the query saw 1: not > 1");
+        assert_eq!(
+            (other.get(), own.get()),
+            (1, 0),
+            "the other woken, not its own"
+        );
+        assert_eq!((cell.version(), cell.waiter_count()), (1, 2));
+        cell.update(|s| {
+            *s = 2;
+            (true, ())
+        });
+        assert_eq!(
+            own.get(),
+            1,
+            "registered under that lock: the next change wakes it"
+        );
+        assert_eq!(poll_once(Pin::new(&mut changing)), Poll::Ready(2));
+        assert_eq!(poll_once(Pin::new(&mut waiting)), Poll::Ready(2));
+        let polled = cell.wait_until(|s| Some(*s)).poll_after(&mut cx, |_| false);
+        assert_eq!(
+            polled,
+            Poll::Ready(2),
+            "an unchanged state, answered at once"
+        );
+        assert_eq!(cell.version(), 2, "an unchanged step bumps nothing");
     }
 }

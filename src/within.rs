@@ -13,7 +13,8 @@
 //! A future polled once by hand (`poll_once`) cannot hang and needs no bound.
 
 use std::future::{Future, IntoFuture, poll_fn};
-use std::pin::pin;
+use std::pin::{Pin, pin};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 /// How long a test waits for a promise before it calls the promise broken.
@@ -52,4 +53,9 @@ pub async fn within<F: IntoFuture>(promise: &str, future: F) -> F::Output {
         future.as_mut().poll(cx)
     })
     .await
+}
+
+/// Polls `future` once with a waker that does nothing.
+pub fn poll_once<F: Future + ?Sized>(future: Pin<&mut F>) -> Poll<F::Output> {
+    future.poll(&mut Context::from_waker(Waker::noop()))
 }

@@ -137,7 +137,7 @@ fn put<T>(slot: &Slot<T>, answer: Result<T, LogError>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::within::within;
+    use crate::within::{poll_once, within};
 
     /// L1 for the log's thread: a job that panics answers its future with
     /// `Storage` (through the reply's drop) instead of leaving it pending,
@@ -172,7 +172,7 @@ mod tests {
         };
         let mut sent = Box::pin(sent);
         // Polled once: sent to the thread, which is now busy with it.
-        assert!(futures_poll_once(sent.as_mut()).is_pending());
+        assert!(poll_once(sent.as_mut()).is_pending());
         let later = offload.run(|| Ok(2));
         offload.close();
         assert!(
@@ -182,11 +182,5 @@ mod tests {
         assert_eq!(within("the sent job's answer", sent).await.unwrap(), 1);
         let answer = within("L1: a job after close answers", later).await;
         assert!(matches!(answer, Err(LogError::Storage(_))), "{answer:?}");
-    }
-
-    fn futures_poll_once<F: Future + ?Sized>(
-        future: std::pin::Pin<&mut F>,
-    ) -> std::task::Poll<F::Output> {
-        future.poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
     }
 }

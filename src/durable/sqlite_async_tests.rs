@@ -2,10 +2,8 @@
 //! a dropped append is resolved as a lost reply.
 
 use std::fmt;
-use std::future::Future;
 use std::pin::pin;
 use std::sync::{Arc, Mutex, mpsc};
-use std::task::{Context, Waker};
 
 use serde::ser::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -14,7 +12,7 @@ use super::{TempDb, owner};
 use crate::durable::tests::{pause, source};
 use crate::durable::{AsyncHandoffLog, Claim, Epoch, HandoffLog, Receipt, SqliteLog};
 use crate::facts::HandoffPause;
-use crate::within::{BOUND, within};
+use crate::within::{BOUND, poll_once, within};
 
 /// A payload whose encoding — the first part of an append's blocking work,
 /// which [`SqliteLog`] runs on its own thread with the transaction and the
@@ -124,10 +122,7 @@ fn send_and_drop_append(
     source: &crate::facts::Invocation,
     pause: &HandoffPause<u32>,
 ) {
-    let mut append = pin!(log.append_async("root", source, epoch, pause));
-    let _ = append
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()));
+    let _ = poll_once(pin!(log.append_async("root", source, epoch, pause)));
 }
 
 /// Cancel safety, as documented: an append dropped after its first poll

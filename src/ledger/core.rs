@@ -328,9 +328,8 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     }
 
     /// The child whose ending would refuse an arrival for `id` now: the
-    /// child of a live entry not arrived yet. A caller that must not ask it
-    /// under a lock (the adapter) asks it outside, then calls
-    /// [`arrive_decided`](Self::arrive_decided).
+    /// child of a live entry not arrived yet, the one
+    /// [`arrive_asking`](Self::arrive_asking) asks.
     pub fn arrival_child(&self, id: &str) -> Option<&C> {
         // A live id is never a delivered one (`register` refuses those).
         self.entries
@@ -341,8 +340,9 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
 
     /// [`arrive`](Self::arrive) with the answer of
     /// [`arrival_child`](Self::arrival_child)`(id)`'s
-    /// [`is_being_ended`](Child::is_being_ended) given: `being_ended` is
-    /// read only if there is such a child.
+    /// [`is_being_ended`](Child::is_being_ended) known beforehand (for a
+    /// ledger whose children are not [`Child`]): `being_ended` is read
+    /// only if there is such a child.
     pub fn arrive_decided(&mut self, id: &str, being_ended: bool) -> Arrival {
         let Ok(arrival) = self.arrive_asking(id, |_| Ok::<_, Infallible>(being_ended));
         arrival

@@ -125,9 +125,8 @@ fn scope_task_refuses_an_invalid_task_id_and_changes_nothing() {
     assert_eq!(ledger.scope(), Some((TASK, token)));
 }
 
-/// The adapter asks a child outside its lock: `arrival_child` names the
-/// child whose ending decides, `arrive_decided` takes its answer, and
-/// together they are `arrive`.
+/// `arrival_child` names the child whose ending decides, `arrive_decided`
+/// takes its answer given beforehand, and together they are `arrive`.
 #[test]
 fn arrival_child_names_the_child_that_decides_and_arrive_decided_takes_its_answer() {
     let (mut ledger, _) = scoped();

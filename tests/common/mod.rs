@@ -1,10 +1,7 @@
 //! Fixtures shared by the integration tests.
 #![allow(dead_code)]
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
 
 use baton::facts::{CompactionBudget, Digest, HandoffTools, REPLAY_VERSION, ReplayEvidence};
 use baton::{
@@ -15,7 +12,9 @@ use baton::{
 // The bounded await, one file shared with the library's unit tests.
 #[path = "../../src/within.rs"]
 mod within;
-pub use within::within;
+// Not every test crate polls by hand (`dead_code` does not cover imports).
+#[allow(unused_imports)]
+pub use within::{poll_once, within};
 
 #[cfg(all(unix, feature = "sqlite"))]
 pub mod child;
@@ -119,9 +118,4 @@ pub async fn commit_at_boundary(
     })
     .await;
     (paused.expect("the gate is open"), pending)
-}
-
-/// Polls once with a waker that does nothing.
-pub fn poll_once<F: Future + ?Sized>(future: Pin<&mut F>) -> Poll<F::Output> {
-    future.poll(&mut Context::from_waker(Waker::noop()))
 }
