@@ -56,6 +56,8 @@ pub async fn within<F: IntoFuture>(promise: &str, future: F) -> F::Output {
 }
 
 /// Polls `future` once with a waker that does nothing.
+// Under `--cfg loom` the unit tests that poll by hand are compiled out.
+#[cfg_attr(loom, allow(dead_code))]
 pub fn poll_once<F: Future + ?Sized>(future: Pin<&mut F>) -> Poll<F::Output> {
     future.poll(&mut Context::from_waker(Waker::noop()))
 }
