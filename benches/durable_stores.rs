@@ -191,7 +191,10 @@ fn sqlite_baton(path: &Path, op: &str, workers: usize, ops: usize) -> Sample {
                     };
                     match done {
                         Ok(()) => break,
-                        Err(baton::durable::LogError::Storage(_)) => continue,
+                        Err(
+                            baton::durable::LogError::Unavailable(_)
+                            | baton::durable::LogError::OutcomeUnknown(_),
+                        ) => continue,
                         Err(other) => panic!("{op}: {other}"),
                     }
                 }
@@ -250,8 +253,13 @@ where
 async fn postgres_baton(url: Arc<String>, op: &'static str, workers: usize, ops: usize) -> Sample {
     let tag = format!("{op}-{workers}");
     if op == "append" {
-        let _schema: PostgresLog<HandoffExecution> =
-            PostgresLog::connect(url.parse().unwrap()).await.unwrap();
+        let _schema: PostgresLog<HandoffExecution> = PostgresLog::connect_with(
+            url.parse().unwrap(),
+            tokio_postgres::NoTls,
+            baton::durable::PostgresOptions::new().migrate(true),
+        )
+        .await
+        .unwrap();
         let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
             .await
             .unwrap();

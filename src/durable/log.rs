@@ -26,8 +26,8 @@ use crate::sync::{Mutex, lock};
 ///   epoch is fenced from then on;
 /// - [`append`](Self::append) writes only under the Run's current epoch,
 ///   while no pause is durable; it returns `Ok` only once the pause is
-///   durable, and every `Err` except [`LogError::Storage`] means nothing
-///   was written;
+///   durable, and every `Err` except [`LogError::OutcomeUnknown`] means
+///   nothing was written;
 /// - appending the identical row again under the same epoch is an
 ///   idempotent `Ok(`[`Receipt::AlreadyDurable`]`)`, so a worker may retry
 ///   an append whose reply it did not get;
@@ -139,8 +139,10 @@ pub trait HandoffLog<P> {
     ///
     /// [`LogError::InvalidRun`] for an invalid id and
     /// [`LogError::Contradictory`] for facts that contradict each other
-    /// (nothing written); [`LogError::Storage`] (the claim's outcome is
-    /// unknown: claim again, which is always safe).
+    /// (nothing written); [`LogError::Unavailable`] (nothing written: claim
+    /// again); [`LogError::OutcomeUnknown`] (the claim's outcome is
+    /// unknown: claim again, which is always safe, its new epoch fencing
+    /// the one that may have been issued).
     fn claim(&self, root_run_id: &str, run_id: &str) -> Result<Claim<P>, LogError>;
 
     /// Appends `pause`, which hands off the Run executing as `source` within
@@ -153,8 +155,10 @@ pub trait HandoffLog<P> {
     /// [`LogError::EpochNotIssued`] (an epoch no claim of this Run issued),
     /// [`LogError::Fenced`] (a newer epoch owns the Run: the worker must
     /// stop) and [`LogError::AlreadyHandedOff`] (another pause is durable).
-    /// [`LogError::Storage`] leaves the outcome unknown until the facts are
-    /// read back, or the append is retried (idempotent).
+    /// [`LogError::Unavailable`]: nothing written, the same append may be
+    /// sent again. [`LogError::OutcomeUnknown`] leaves the outcome unknown
+    /// until the facts are read back, or the append is retried
+    /// (idempotent).
     fn append(
         &self,
         root_run_id: &str,
@@ -169,7 +173,9 @@ pub trait HandoffLog<P> {
     /// # Errors
     ///
     /// [`LogError::InvalidRun`] for an invalid id; [`LogError::Corrupt`]
-    /// for a stored row that does not decode; [`LogError::Storage`].
+    /// for a stored row that does not decode; [`LogError::Unavailable`] (a
+    /// read writes nothing, so its failures are never
+    /// [`LogError::OutcomeUnknown`]).
     fn facts(&self, root_run_id: &str, run_id: &str) -> Result<RunFacts<P>, LogError>;
 }
 
@@ -263,11 +269,50 @@ pub enum LogError {
     /// fails). Nothing was written.
     #[error("the pause does not encode as JSON")]
     Encode(#[source] serde_json::Error),
-    /// The storage itself failed (I/O, locking, a full disk). For an append,
-    /// whether the pause became durable is unknown: read the facts back.
-    /// The store's error is the [`source`](StdError::source).
-    #[error("storage failed")]
-    Storage(#[source] Box<dyn StdError + Send + Sync>),
+    /// The store failed **before anything could be written**: it could not
+    /// be reached (connection refused, TLS or authentication failed, no
+    /// runtime), it refused the operation, or the operation's transaction
+    /// ended without a commit being sent (locked out past the busy timeout,
+    /// a connection lost mid-transaction). Nothing was written, so running
+    /// the same operation again is safe (it may fail the same way). The
+    /// store's error is the [`source`](StdError::source).
+    #[error("storage unavailable; nothing was written")]
+    Unavailable(#[source] Box<dyn StdError + Send + Sync>),
+    /// The store failed **once the write may have been sent**: the commit
+    /// (or a one-statement write) was in flight when the connection was
+    /// lost, the operation outlived its timeout, or the thread running it
+    /// ended without an answer. The write may or may not be durable: read
+    /// the facts back, or append the identical row again (idempotent); a
+    /// claim is claimed again (a new epoch fences the unknown one). The
+    /// store's error is the [`source`](StdError::source).
+    #[error("storage failed; the outcome is unknown")]
+    OutcomeUnknown(#[source] Box<dyn StdError + Send + Sync>),
+}
+
+impl LogError {
+    /// Whether the operation's outcome is unknown
+    /// ([`OutcomeUnknown`](Self::OutcomeUnknown)): the only error after
+    /// which the write may have happened. Every other error means nothing
+    /// was written.
+    ///
+    /// ```
+    /// use baton::durable::LogError;
+    ///
+    /// assert!(LogError::OutcomeUnknown("the reply was lost".into()).outcome_unknown());
+    /// assert!(!LogError::Unavailable("connection refused".into()).outcome_unknown());
+    /// ```
+    pub fn outcome_unknown(&self) -> bool {
+        matches!(self, LogError::OutcomeUnknown(_))
+    }
+
+    /// The error of an operation that writes nothing (a read of the
+    /// facts): its failure is never an unknown outcome.
+    pub(crate) fn of_a_read(self) -> Self {
+        match self {
+            LogError::OutcomeUnknown(error) => LogError::Unavailable(error),
+            other => other,
+        }
+    }
 }
 
 /// The pure checks of every [`HandoffLog::append`]'s input, made before

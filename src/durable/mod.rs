@@ -60,7 +60,10 @@ pub use fence::{AppendStep, Claim, ClaimStep, Epoch, append_step, claim_step};
 pub use log::{HandoffLog, LogError, MemoryLog, Receipt, check_append};
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
-pub use postgres::{POSTGRES_SCHEMA_VERSION, PostgresConfig, PostgresLog};
+pub use postgres::{
+    InvalidSchemaName, POSTGRES_SCHEMA_VERSION, PostgresConfig, PostgresLog, PostgresOptions,
+    PostgresSchema, deadpool_postgres, tokio_postgres,
+};
 pub use reconcile::{Appended, Decision, ReconcileError, RunFacts, RunField, reconcile};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]

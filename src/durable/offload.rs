@@ -58,7 +58,7 @@ impl Offload {
                     let _ = catch_unwind(AssertUnwindSafe(job));
                 }
             })
-            .map_err(|error| LogError::Storage(Box::new(error)))?;
+            .map_err(|error| LogError::Unavailable(Box::new(error)))?;
         Ok(Self {
             jobs,
             thread: AssertUnwindSafe(thread),
@@ -68,7 +68,7 @@ impl Offload {
     /// Ends the thread once the jobs already sent are done, and waits until
     /// it has exited. A job sent later (by a future polled for the first
     /// time after this) is not run: its future answers
-    /// [`LogError::Storage`].
+    /// [`LogError::Unavailable`].
     pub(crate) fn close(self) {
         // The thread holds the receiver until it exits: the send cannot
         // fail while it runs, and if it has exited there is nothing to end.
@@ -92,23 +92,36 @@ impl Offload {
         let jobs = self.jobs.clone();
         async move {
             let slot: Arc<Slot<T>> = Arc::new(WatchCell::new(None));
-            let reply = Reply(Some(Arc::clone(&slot)));
+            let reply = Reply {
+                slot: Some(Arc::clone(&slot)),
+                started: false,
+            };
             // If the thread is gone the job comes back in the error and is
-            // dropped here, and its reply answers `Err`.
-            let _ = jobs.send(Message::Run(Box::new(move || reply.send(job()))));
+            // dropped here, never started, and its reply answers
+            // `Unavailable`.
+            let _ = jobs.send(Message::Run(Box::new(move || {
+                let mut reply = reply;
+                reply.started = true;
+                reply.send(job());
+            })));
             slot.wait_until(Option::take).await
         }
     }
 }
 
-/// The sending end of one job's answer. Dropped unsent (the job panicked,
-/// or never ran), it answers [`LogError::Storage`], so no future waits for
-/// an answer that cannot come.
-struct Reply<T>(Option<Arc<Slot<T>>>);
+/// The sending end of one job's answer. Dropped unsent, it answers an
+/// error, so no future waits for an answer that cannot come: a job that
+/// never started (the log's thread was gone) [`LogError::Unavailable`], as
+/// nothing was written; a job that started and panicked
+/// [`LogError::OutcomeUnknown`], as it may have committed before.
+struct Reply<T> {
+    slot: Option<Arc<Slot<T>>>,
+    started: bool,
+}
 
 impl<T> Reply<T> {
     fn send(mut self, answer: Result<T, LogError>) {
-        if let Some(slot) = self.0.take() {
+        if let Some(slot) = self.slot.take() {
             put(&slot, answer);
         }
     }
@@ -116,13 +129,18 @@ impl<T> Reply<T> {
 
 impl<T> Drop for Reply<T> {
     fn drop(&mut self) {
-        if let Some(slot) = self.0.take() {
-            put(
-                &slot,
-                Err(LogError::Storage(
-                    "the log's thread ended the operation without an answer (it panicked, or the log was closed before it was sent)".into(),
-                )),
-            );
+        if let Some(slot) = self.slot.take() {
+            let error = if self.started {
+                LogError::OutcomeUnknown(
+                    "the log's thread panicked in the operation, which may have committed".into(),
+                )
+            } else {
+                LogError::Unavailable(
+                    "the log's thread was gone (the log was closed) before the operation was sent"
+                        .into(),
+                )
+            };
+            put(&slot, Err(error));
         }
     }
 }
@@ -140,15 +158,16 @@ mod tests {
     use crate::within::{poll_once, within};
 
     /// L1 for the log's thread: a job that panics answers its future with
-    /// `Storage` (through the reply's drop) instead of leaving it pending,
-    /// and the thread lives on for the next job.
+    /// `OutcomeUnknown` (through the reply's drop: it may have committed)
+    /// instead of leaving it pending, and the thread lives on for the next
+    /// job.
     #[tokio::test]
-    async fn a_job_that_panics_answers_storage_and_the_thread_runs_the_next_job() {
+    async fn a_job_that_panics_answers_outcome_unknown_and_the_thread_runs_the_next_job() {
         let offload = Offload::start("baton-offload-test").unwrap();
         let panicked = offload.run(|| -> Result<u32, LogError> { panic!("a payload's Serialize") });
         let answer = within("L1: a panicked job's future resolves", panicked).await;
         assert!(
-            matches!(&answer, Err(LogError::Storage(message)) if message.to_string().contains("panicked")),
+            matches!(&answer, Err(LogError::OutcomeUnknown(message)) if message.to_string().contains("panicked")),
             "{answer:?}"
         );
         let next = within("the thread runs the next job", offload.run(|| Ok(7))).await;
@@ -156,10 +175,11 @@ mod tests {
     }
 
     /// `close` runs the jobs already sent, then ends the thread and waits
-    /// for it; a future first polled after it answers `Storage` (L1: it
-    /// never waits for a thread that is gone).
+    /// for it; a future first polled after it answers `Unavailable` (L1: it
+    /// never waits for a thread that is gone; the job never ran, so
+    /// nothing was written).
     #[tokio::test]
-    async fn close_runs_the_jobs_sent_then_ends_the_thread_and_a_later_job_answers_storage() {
+    async fn close_runs_the_jobs_sent_then_ends_the_thread_and_a_later_job_answers_unavailable() {
         let offload = Offload::start("baton-offload-test").unwrap();
         let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let sent = {
@@ -181,6 +201,9 @@ mod tests {
         );
         assert_eq!(within("the sent job's answer", sent).await.unwrap(), 1);
         let answer = within("L1: a job after close answers", later).await;
-        assert!(matches!(answer, Err(LogError::Storage(_))), "{answer:?}");
+        assert!(
+            matches!(answer, Err(LogError::Unavailable(_))),
+            "{answer:?}"
+        );
     }
 }

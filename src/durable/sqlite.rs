@@ -59,7 +59,7 @@ CREATE TABLE run_epoch (
 ";
 
 /// How long a connection waits for another's write lock before the
-/// operation fails with [`LogError::Storage`].
+/// operation fails with [`LogError::Unavailable`].
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The durable handoff log in one SQLite file: WAL journal,
@@ -129,7 +129,7 @@ impl<P> std::fmt::Debug for SqliteLog<P> {
 
 /// Whether `error` is SQLite's "database is locked" (`SQLITE_BUSY`).
 fn is_busy(error: &LogError) -> bool {
-    let LogError::Storage(error) = error else {
+    let LogError::Unavailable(error) = error else {
         return false;
     };
     error
@@ -138,8 +138,15 @@ fn is_busy(error: &LogError) -> bool {
         == Some(rusqlite::ErrorCode::DatabaseBusy)
 }
 
+/// A failure before the transaction's commit: nothing was written.
 fn storage(error: rusqlite::Error) -> LogError {
-    LogError::Storage(Box::new(error))
+    LogError::Unavailable(Box::new(error))
+}
+
+/// A failed commit of a transaction that wrote: SQLite's journal makes
+/// the transaction whole or absent, but which one is not known here.
+fn commit_failed(error: rusqlite::Error) -> LogError {
+    LogError::OutcomeUnknown(Box::new(error))
 }
 
 impl<P> SqliteLog<P> {
@@ -153,7 +160,7 @@ impl<P> SqliteLog<P> {
     ///
     /// [`LogError::UnknownSchema`] if the file records another schema
     /// version (or has a `handoff_pause` table but no version);
-    /// [`LogError::Storage`] if it cannot be opened or is not a database.
+    /// [`LogError::Unavailable`] if it cannot be opened or is not a database.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, LogError> {
         let mut connection = Connection::open(path).map_err(storage)?;
         connection.busy_timeout(BUSY_TIMEOUT).map_err(storage)?;
@@ -180,7 +187,7 @@ impl<P> SqliteLog<P> {
     /// Closes the log and waits for its thread: the async operations
     /// already sent to it run to the end, then the thread exits, and the
     /// log's connection is closed unless a future not yet polled still
-    /// holds it (such a future answers [`LogError::Storage`] when polled,
+    /// holds it (such a future answers [`LogError::Unavailable`] when polled,
     /// without touching the file). Blocks the caller meanwhile (call it
     /// from a blocking context, not on an async runtime's thread).
     ///
@@ -204,7 +211,7 @@ impl<P> SqliteLog<P> {
             .pragma_update_and_check(None, "journal_mode", "wal", |row| row.get(0))
             .map_err(storage)?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(LogError::Storage(
+            return Err(LogError::Unavailable(
                 format!("the journal mode is {mode:?}, not WAL (an in-memory database?)").into(),
             ));
         }
@@ -368,7 +375,7 @@ where
                     params![root_run_id, run_id, stored],
                 )
                 .map_err(storage)?;
-            transaction.commit().map_err(storage)?;
+            transaction.commit().map_err(commit_failed)?;
         }
         Ok(step.answer)
     }
@@ -424,7 +431,7 @@ where
                 .map_err(storage)?;
             // With `synchronous = FULL`, COMMIT returns after the WAL is
             // synced: only now is the append acknowledged.
-            transaction.commit().map_err(storage)?;
+            transaction.commit().map_err(commit_failed)?;
         }
         Ok(step.receipt())
     }
@@ -503,8 +510,10 @@ where
     ) -> impl Future<Output = Result<RunFacts<P>, LogError>> + Send {
         let connection = Arc::clone(&self.connection);
         let (root_run_id, run_id) = (root_run_id.to_owned(), run_id.to_owned());
-        self.thread
-            .run(move || Self::facts_on(&connection, &root_run_id, &run_id))
+        let facts = self
+            .thread
+            .run(move || Self::facts_on(&connection, &root_run_id, &run_id));
+        async move { facts.await.map_err(LogError::of_a_read) }
     }
 }
 

@@ -148,7 +148,7 @@ fn a_file_that_is_not_a_database_is_a_storage_error_not_a_panic() {
     .unwrap();
     assert!(matches!(
         SqliteLog::<u32>::open(&db.0),
-        Err(LogError::Storage(_))
+        Err(LogError::Unavailable(_))
     ));
 }
 

@@ -309,7 +309,7 @@ impl HandoffLog<u32> for BrokenLog {
         _: Epoch,
         _: &HandoffPause<u32>,
     ) -> Result<Receipt, LogError> {
-        Err(LogError::Storage("disk full".into()))
+        Err(LogError::Unavailable("disk full".into()))
     }
     fn facts(&self, root_run_id: &str, run_id: &str) -> Result<RunFacts<u32>, LogError> {
         Ok(RunFacts::empty(root_run_id, run_id))
@@ -356,7 +356,7 @@ async fn a_failed_append_closes_the_gate_without_a_seal_and_the_run_is_resumable
     let (pending, paused) = committed(&gate).await;
     assert!(matches!(
         append_then_seal(&gate, &BrokenLog, Epoch::new(1), &paused),
-        Err(SealError::Append(LogError::Storage(_)))
+        Err(SealError::Append(LogError::Unavailable(_)))
     ));
     assert_eq!(gate.state().kind(), StateKind::Closed);
     assert_eq!(

@@ -33,8 +33,9 @@ pub enum SealError {
         current: Epoch,
     },
     /// The append failed; the gate is **closed without a seal**, so the
-    /// requester's `wait()` answers `Err(WaitError::Closed)`. For [`LogError::Storage`] the
-    /// append's outcome is unknown: the owner reconciles from the log. The
+    /// requester's `wait()` answers `Err(WaitError::Closed)`. For
+    /// [`LogError::OutcomeUnknown`] the append's outcome is unknown: the
+    /// owner reconciles from the log. The
     /// log's error is this error's [`source`](std::error::Error::source)
     /// (the message does not repeat it).
     #[error("the durable append failed; the gate is closed without a seal")]
@@ -68,7 +69,7 @@ pub enum SealStep {
 /// |---|---|
 /// | `Ok(receipt)` (`Written`, or `AlreadyDurable` for a retry) | [`SealStep::Seal`]`(receipt)` |
 /// | [`LogError::Fenced`] | [`SealStep::Close`]`(`[`SealError::Fenced`]`)`: a newer epoch owns the Run, stop |
-/// | any other `Err` (a refusal, or [`LogError::Storage`]: a lost reply) | [`SealStep::Close`]`(`[`SealError::Append`]`)` |
+/// | any other `Err` (a refusal, [`LogError::Unavailable`], or [`LogError::OutcomeUnknown`]: a lost reply) | [`SealStep::Close`]`(`[`SealError::Append`]`)` |
 ///
 /// Only an acknowledged append seals, so an `Ok` from `wait()` implies a
 /// durable pause (R2), and a fenced worker never seals (R7). A lost reply
@@ -84,7 +85,7 @@ pub enum SealStep {
 /// assert!(matches!(seal_step(Ok(Receipt::Written)), SealStep::Seal(Receipt::Written)));
 /// let fenced = LogError::Fenced { epoch: Epoch::new(1), current: Epoch::new(2) };
 /// assert!(matches!(seal_step(Err(fenced)), SealStep::Close(SealError::Fenced { .. })));
-/// let lost = LogError::Storage("the reply was lost".into());
+/// let lost = LogError::OutcomeUnknown("the reply was lost".into());
 /// assert!(matches!(seal_step(Err(lost)), SealStep::Close(SealError::Append(_))));
 /// ```
 pub fn seal_step(appended: Result<Receipt, LogError>) -> SealStep {
@@ -105,7 +106,8 @@ pub fn seal_step(appended: Result<Receipt, LogError>) -> SealStep {
             | LogError::UnknownSchema { .. }
             | LogError::Corrupt { .. }
             | LogError::Encode(_)
-            | LogError::Storage(_)),
+            | LogError::Unavailable(_)
+            | LogError::OutcomeUnknown(_)),
         ) => SealStep::Close(SealError::Append(error)),
     }
 }

@@ -78,7 +78,11 @@ fn every_answer() -> Vec<(Result<Receipt, LogError>, Option<bool>)> {
             Some(false),
         ),
         (
-            Err(LogError::Storage("the reply was lost".into())),
+            Err(LogError::Unavailable("connection refused".into())),
+            Some(false),
+        ),
+        (
+            Err(LogError::OutcomeUnknown("the reply was lost".into())),
             Some(false),
         ),
     ]
@@ -112,10 +116,10 @@ fn seal_step_seals_only_an_acknowledged_append_and_closes_on_every_error_r2_r7()
 
 /// The error chain names each cause once: `SealError::Append`'s message
 /// does not repeat the `LogError` its `source()` returns, nor
-/// `LogError::Storage`'s the store's error.
+/// `LogError::Unavailable`'s the store's error.
 #[test]
 fn a_failed_appends_error_chain_prints_each_cause_once() {
-    let error = SealError::Append(LogError::Storage("disk full".into()));
+    let error = SealError::Append(LogError::Unavailable("disk full".into()));
     let mut chain = vec![error.to_string()];
     let mut cause = error.source();
     while let Some(next) = cause {
@@ -126,7 +130,7 @@ fn a_failed_appends_error_chain_prints_each_cause_once() {
         chain,
         [
             "the durable append failed; the gate is closed without a seal",
-            "storage failed",
+            "storage unavailable; nothing was written",
             "disk full",
         ]
     );
@@ -192,7 +196,7 @@ async fn the_async_form_closes_the_gate_without_a_seal_when_the_append_fails() {
     let (pending, paused) = committed(&gate).await;
     assert!(matches!(
         append_then_seal_async(&gate, &BrokenLog, Epoch::new(1), &paused).await,
-        Err(SealError::Append(LogError::Storage(_)))
+        Err(SealError::Append(LogError::Unavailable(_)))
     ));
     assert_eq!(gate.state().kind(), StateKind::Closed);
     assert_eq!(

@@ -36,6 +36,8 @@ struct Shared {
     lose_commit_reply: AtomicBool,
     /// Every live connection's two sockets, to close them on `Drop`.
     live: Mutex<Vec<(TcpStream, TcpStream)>>,
+    /// Every connection's own blackhole (see [`Proxy::blackhole_live`]).
+    holds: Mutex<Vec<Arc<AtomicBool>>>,
     /// How many replies to a COMMIT were lost.
     lost: AtomicU64,
     /// How many explicit transactions (`BEGIN`) clients sent.
@@ -61,6 +63,7 @@ impl Proxy {
             delay_ms: AtomicU64::new(0),
             lose_commit_reply: AtomicBool::new(false),
             live: Mutex::new(Vec::new()),
+            holds: Mutex::new(Vec::new()),
             lost: AtomicU64::new(0),
             transactions: AtomicU64::new(0),
             own_commits: AtomicU64::new(0),
@@ -97,6 +100,18 @@ impl Proxy {
                 let _ = b.shutdown(Shutdown::Both);
             }
         }
+    }
+
+    /// Blackholes the connections live now, and only those: every byte of
+    /// theirs is held both ways, while connections made later are
+    /// forwarded (one cut-off connection of a pool, the others fine).
+    /// Answers how many were live.
+    pub fn blackhole_live(&self) -> usize {
+        let holds = self.shared.holds.lock().unwrap();
+        for hold in holds.iter() {
+            hold.store(true, Ordering::SeqCst);
+        }
+        holds.len()
     }
 
     /// The delay of [`Mode::Delay`].
@@ -157,21 +172,36 @@ fn connect_pair(shared: &Arc<Shared>, client: TcpStream, server: TcpStream) {
         return;
     };
     shared.live.lock().unwrap().push((c3, s3));
+    let hold = Arc::new(AtomicBool::new(false));
+    shared.holds.lock().unwrap().push(Arc::clone(&hold));
     let cut = Arc::new(AtomicBool::new(false));
     let (up, down) = (Arc::clone(shared), Arc::clone(shared));
     let (cut_up, cut_down) = (Arc::clone(&cut), cut);
-    thread::spawn(move || pump(&up, client, server, Some(&cut_up)));
-    thread::spawn(move || pump_down(&down, s2, c2, &cut_down));
+    let (hold_up, hold_down) = (Arc::clone(&hold), hold);
+    thread::spawn(move || pump(&up, client, server, Some(&cut_up), &hold_up));
+    thread::spawn(move || pump_down(&down, s2, c2, &cut_down, &hold_down));
+}
+
+/// Whether this connection's bytes are held: the whole proxy is
+/// blackholed, or this connection is.
+fn held(shared: &Shared, hold: &AtomicBool) -> bool {
+    mode(shared) == Mode::Blackhole || hold.load(Ordering::SeqCst)
 }
 
 /// Client to server; watches for a commit (see [`Commits`]) to lose the
 /// reply of.
-fn pump(shared: &Shared, mut from: TcpStream, mut to: TcpStream, cut: Option<&AtomicBool>) {
+fn pump(
+    shared: &Shared,
+    mut from: TcpStream,
+    mut to: TcpStream,
+    cut: Option<&AtomicBool>,
+    hold: &AtomicBool,
+) {
     let _ = from.set_read_timeout(Some(Duration::from_millis(20)));
     let mut buf = vec![0u8; 64 * 1024];
     let mut commits = Commits::default();
     loop {
-        while mode(shared) == Mode::Blackhole {
+        while held(shared, hold) {
             thread::sleep(Duration::from_millis(10));
         }
         let n = match from.read(&mut buf) {
@@ -181,7 +211,7 @@ fn pump(shared: &Shared, mut from: TcpStream, mut to: TcpStream, cut: Option<&At
             Err(_) => break,
         };
         let chunk = &buf[..n];
-        hold_while_blackholed_or_delay(shared);
+        hold_while_blackholed_or_delay(shared, hold);
         if mode(shared) == Mode::Drop {
             break;
         }
@@ -215,11 +245,17 @@ fn pump(shared: &Shared, mut from: TcpStream, mut to: TcpStream, cut: Option<&At
 }
 
 /// Server to client; drops everything once the connection is cut.
-fn pump_down(shared: &Shared, mut from: TcpStream, mut to: TcpStream, cut: &AtomicBool) {
+fn pump_down(
+    shared: &Shared,
+    mut from: TcpStream,
+    mut to: TcpStream,
+    cut: &AtomicBool,
+    hold: &AtomicBool,
+) {
     let _ = from.set_read_timeout(Some(Duration::from_millis(20)));
     let mut buf = vec![0u8; 64 * 1024];
     loop {
-        while mode(shared) == Mode::Blackhole {
+        while held(shared, hold) {
             thread::sleep(Duration::from_millis(10));
         }
         let n = match from.read(&mut buf) {
@@ -228,7 +264,7 @@ fn pump_down(shared: &Shared, mut from: TcpStream, mut to: TcpStream, cut: &Atom
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => continue,
             Err(_) => break,
         };
-        hold_while_blackholed_or_delay(shared);
+        hold_while_blackholed_or_delay(shared, hold);
         if cut.load(Ordering::SeqCst) {
             continue; // the lost reply
         }
@@ -240,8 +276,12 @@ fn pump_down(shared: &Shared, mut from: TcpStream, mut to: TcpStream, cut: &Atom
     let _ = to.shutdown(Shutdown::Both);
 }
 
-fn hold_while_blackholed_or_delay(shared: &Shared) {
+fn hold_while_blackholed_or_delay(shared: &Shared, hold: &AtomicBool) {
     loop {
+        if hold.load(Ordering::SeqCst) {
+            thread::sleep(Duration::from_millis(10));
+            continue;
+        }
         match mode(shared) {
             Mode::Blackhole => thread::sleep(Duration::from_millis(10)),
             Mode::Delay => {
@@ -300,6 +340,10 @@ impl Commits {
                 b'P' => {
                     let (name, after) = cstr(body);
                     let query = cstr(after).0;
+                    // A name parsed again (the unnamed statement, "", is
+                    // parsed anew for each statement sent by its text)
+                    // is what it was parsed as last.
+                    self.writes.retain(|w| w != name);
                     if query.starts_with(b"INSERT") || query.starts_with(b"WITH") {
                         self.writes.push(name.to_vec());
                     }

@@ -2,7 +2,8 @@
 //! every store: `MemoryLog`, `SqliteLog` (feature `sqlite`) and
 //! `PostgresLog` (feature `postgres`, on a throwaway server the fixture
 //! starts; skipped with one printed line when the server programs are
-//! missing, unless `BATON_REQUIRE_POSTGRES=1`).
+//! missing, unless `BATON_REQUIRE_POSTGRES=1`). The PostgreSQL logs run as
+//! a role with only DML rights on a schema the operator migrated.
 //!
 //! Each store is a [`Store`]: a fresh, empty log that more connections can
 //! be opened to (for `MemoryLog`, handles on one shared log). The suite's
@@ -187,12 +188,20 @@ contract!(sqlite, sqlite);
 
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_store {
-    use baton::durable::PostgresLog;
+    use baton::durable::{PostgresLog, PostgresOptions, PostgresSchema};
 
     use super::*;
-    use crate::common::postgres::Cluster;
+    use crate::common::postgres::{Cluster, USER};
 
-    /// A fresh database of the binary's throwaway cluster.
+    /// The schema the contract suite's logs keep their tables in.
+    pub const SCHEMA: &str = "baton_log";
+
+    /// The role the contract suite's logs run as: no DDL rights at all.
+    pub const DML_ROLE: &str = "baton_dml";
+
+    /// A fresh database of the binary's throwaway cluster, migrated by
+    /// the operator (the superuser, the explicit step) into [`SCHEMA`],
+    /// and reached as [`DML_ROLE`].
     pub struct PostgresDatabase {
         pub url: String,
     }
@@ -200,17 +209,53 @@ mod postgres_store {
     impl Store for PostgresDatabase {
         type Log = PostgresLog<Payload>;
         async fn open(&self) -> PostgresLog<Payload> {
-            PostgresLog::connect(self.url.parse().expect("a connection string"))
-                .await
-                .expect("connect the PostgreSQL log")
+            let options = PostgresOptions::new().schema(PostgresSchema::named(SCHEMA).unwrap());
+            PostgresLog::connect_with(
+                self.url.parse().expect("a connection string"),
+                baton::durable::tokio_postgres::NoTls,
+                options,
+            )
+            .await
+            .expect("connect the PostgreSQL log")
         }
+    }
+
+    /// Migrates `dbname` into [`SCHEMA`] as the superuser, grants
+    /// [`DML_ROLE`] (made once per cluster) only `USAGE` on the schema and
+    /// `SELECT`, `INSERT`, `UPDATE` on its tables, and answers a
+    /// connection string for that role.
+    pub async fn dml_only(cluster: &Cluster, dbname: &str) -> String {
+        let admin = cluster.connect(dbname).await;
+        admin
+            .batch_execute(&format!(
+                "DO $$ BEGIN CREATE ROLE {DML_ROLE} LOGIN; \
+                 EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$"
+            ))
+            .await
+            .expect("the DML-only role");
+        PostgresSchema::named(SCHEMA)
+            .unwrap()
+            .migrate(&admin)
+            .await
+            .expect("the operator's migration");
+        admin
+            .batch_execute(&format!(
+                "REVOKE ALL ON SCHEMA public FROM PUBLIC; \
+                 GRANT USAGE ON SCHEMA {SCHEMA} TO {DML_ROLE}; \
+                 GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA {SCHEMA} TO {DML_ROLE}"
+            ))
+            .await
+            .expect("the grants");
+        cluster
+            .url(dbname)
+            .replace(&format!("user={USER} "), &format!("user={DML_ROLE} "))
     }
 
     pub async fn postgres() -> Option<PostgresDatabase> {
         let cluster = Cluster::shared()?;
         let dbname = cluster.database().await;
         Some(PostgresDatabase {
-            url: cluster.url(&dbname),
+            url: dml_only(cluster, &dbname).await,
         })
     }
 }

@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use baton::durable::tokio_postgres::NoTls;
 use baton::durable::{
-    AsyncHandoffLog, Claim, Epoch, LogError, POSTGRES_SCHEMA_VERSION, PostgresLog, Receipt,
-    RunField,
+    AsyncHandoffLog, Claim, Epoch, LogError, POSTGRES_SCHEMA_VERSION, PostgresLog, PostgresOptions,
+    PostgresSchema, Receipt, RunField,
 };
 use baton::facts::IdError;
 
@@ -22,21 +23,24 @@ type Log = PostgresLog<Payload>;
 
 const ROOT: &str = "run";
 
+/// Opens a log on `url` that migrates the schema first (as a test or a
+/// development setup does; a fleet migrates as a deploy step).
 async fn connect(url: &str) -> Result<Log, LogError> {
+    open(url, PostgresOptions::new().migrate(true)).await
+}
+
+async fn open(url: &str, options: PostgresOptions) -> Result<Log, LogError> {
     within(
         "R5: a connect resolves",
-        PostgresLog::connect(url.parse().unwrap()),
+        PostgresLog::connect_with(url.parse().unwrap(), NoTls, options),
     )
     .await
 }
 
 async fn connect_with_timeout(url: &str, timeout: Duration) -> Log {
-    within(
-        "R5: a connect resolves",
-        PostgresLog::connect_with_timeout(url.parse().unwrap(), timeout),
-    )
-    .await
-    .expect("connect")
+    open(url, PostgresOptions::new().migrate(true).timeout(timeout))
+        .await
+        .expect("connect")
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -129,8 +133,7 @@ fn logs_connecting_at_once_create_the_schema_once_and_record_its_version() {
         assert_eq!(rows, 1, "one version row");
         let debug = format!("{log:?}");
         assert!(
-            debug.starts_with("PostgresLog { hosts: [Tcp(\"127.0.0.1\")]")
-                && debug.contains(&dbname),
+            debug.starts_with("PostgresLog { pool_size: 16, connections: 1,"),
             "{debug}"
         );
     });
@@ -230,8 +233,8 @@ fn a_row_altered_outside_baton_is_corrupt_and_text_the_server_refuses_is_a_typed
 
 /// The lost reply of SPEC §6, for real: the COMMIT of an append reaches
 /// the server, which commits, and the reply never comes back (the proxy
-/// closes the connection instead). The append answers `Storage` (outcome
-/// unknown); the same log, reconnecting, reads the facts, which resolve
+/// closes the connection instead). The append answers `OutcomeUnknown`;
+/// the same log, reconnecting, reads the facts, which resolve
 /// it (the pause is durable), and the identical append again is
 /// `AlreadyDurable`.
 #[test]
@@ -245,7 +248,7 @@ fn a_lost_commit_reply_is_an_unknown_outcome_that_the_facts_resolve() {
         proxy.lose_next_commit_reply();
         let appended = append(&log, epoch).await;
         assert!(
-            matches!(appended, Err(LogError::Storage(_))),
+            matches!(appended, Err(LogError::OutcomeUnknown(_))),
             "{appended:?}"
         );
         assert_eq!(proxy.lost_replies(), 1, "the reply to the COMMIT was lost");
@@ -326,7 +329,8 @@ fn a_connection_lost_before_the_commit_is_retried_on_a_new_connection() {
 }
 
 /// A partition nobody is told of (the proxy holds every byte): the
-/// operation answers `Storage` once its timeout has passed, never hangs;
+/// operation answers `OutcomeUnknown` once its timeout has passed (it had
+/// sent its transaction's first statements), never hangs;
 /// the server ends the cut-off transaction (its idle and lock timeouts are
 /// the log's), so another host's claim goes through; once healed, the cut
 /// off log works again.
@@ -356,7 +360,10 @@ fn a_blackholed_operation_times_out_and_its_row_lock_does_not_outlive_the_timeou
         let (cut_off, answer) = within("R5: the cut-off claim answers", claiming)
             .await
             .unwrap();
-        assert!(matches!(answer, Err(LogError::Storage(_))), "{answer:?}");
+        assert!(
+            matches!(answer, Err(LogError::OutcomeUnknown(_))),
+            "{answer:?}"
+        );
         assert!(started.elapsed() < timeout * 2);
         // The other host's claim waits at most for the server to end the
         // cut-off transaction.
@@ -369,8 +376,8 @@ fn a_blackholed_operation_times_out_and_its_row_lock_does_not_outlive_the_timeou
 }
 
 /// The server crashes (`pg_ctl -m immediate`, then SIGKILL of the
-/// postmaster) and restarts: an operation meanwhile answers `Storage`
-/// promptly, every acknowledged write survives, and the same log, its
+/// postmaster) and restarts: a read meanwhile answers `Unavailable`
+/// promptly (a read writes nothing, so its outcome is never unknown), every acknowledged write survives, and the same log, its
 /// connection reopened, goes on.
 #[test]
 fn acknowledged_writes_survive_server_crashes_and_the_log_reconnects() {
@@ -390,7 +397,7 @@ fn acknowledged_writes_survive_server_crashes_and_the_log_reconnects() {
         tokio::task::block_in_place(|| cluster.crash());
         assert!(matches!(
             within("R5", log.facts_async(ROOT, "run")).await,
-            Err(LogError::Storage(_))
+            Err(LogError::Unavailable(_))
         ));
         tokio::task::block_in_place(|| cluster.restart());
         assert_eq!(
@@ -421,8 +428,8 @@ fn acknowledged_writes_survive_server_crashes_and_the_log_reconnects() {
     });
 }
 
-/// Polled outside a tokio runtime, an operation answers `Storage` at once:
-/// no panic.
+/// Polled outside a tokio runtime, an operation answers `Unavailable` at
+/// once (nothing was sent): no panic.
 #[test]
 fn an_operation_outside_a_tokio_runtime_is_a_typed_error_not_a_panic() {
     let Some(cluster) = Cluster::shared() else {
@@ -434,7 +441,342 @@ fn an_operation_outside_a_tokio_runtime_is_a_typed_error_not_a_panic() {
     });
     let claimed = poll_once(pin!(log.claim_async(ROOT, "run")));
     assert!(
-        matches!(claimed, Poll::Ready(Err(LogError::Storage(ref e))) if e.to_string().contains("tokio runtime")),
+        matches!(claimed, Poll::Ready(Err(LogError::Unavailable(ref e))) if e.to_string().contains("tokio runtime")),
         "{claimed:?}"
     );
+}
+
+/// Opening a log runs no DDL (issue 34): on a database without the schema
+/// it answers `UnknownSchema { found: 0 }` and creates nothing; once the
+/// operator has migrated (here `PostgresSchema::migrate`, the explicit
+/// step), the same options open it.
+#[test]
+fn opening_a_log_runs_no_ddl_and_a_database_is_refused_until_migrated() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        assert!(matches!(
+            open(&url, PostgresOptions::new()).await,
+            Err(LogError::UnknownSchema {
+                found: 0,
+                expected: POSTGRES_SCHEMA_VERSION
+            })
+        ));
+        let admin = cluster.connect(&dbname).await;
+        let tables: i64 = admin
+            .query_one(
+                "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'baton%'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(tables, 0, "opening created nothing");
+        PostgresSchema::search_path()
+            .migrate(&admin)
+            .await
+            .expect("the explicit migrate step");
+        PostgresSchema::search_path()
+            .migrate(&admin)
+            .await
+            .expect("migrating again changes nothing");
+        let log = open(&url, PostgresOptions::new()).await.expect("migrated");
+        assert_eq!(owner(&log).await, Epoch::new(1));
+    });
+}
+
+/// The SQL of every version, exported for other migration tools, applied
+/// by hand (each script in a transaction of its own, as such a tool does)
+/// in a named schema: a log told that schema opens on it without
+/// migrating, and keeps its tables there and nowhere else.
+#[test]
+fn the_exported_migrations_applied_by_another_tool_make_a_schema_the_log_opens() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        let schema = PostgresSchema::named("fleet").unwrap();
+        let admin = cluster.connect(&dbname).await;
+        admin.batch_execute("CREATE SCHEMA fleet").await.unwrap();
+        for script in schema.migrations() {
+            admin
+                .batch_execute(&format!("BEGIN; {script} COMMIT;"))
+                .await
+                .unwrap();
+        }
+        let log = open(&url, PostgresOptions::new().schema(schema.clone()))
+            .await
+            .expect("the log opens on the schema another tool made");
+        assert_eq!(owner(&log).await, Epoch::new(1));
+        assert_eq!(append(&log, Epoch::new(1)).await.unwrap(), Receipt::Written);
+        let placed: Vec<String> = admin
+            .query(
+                "SELECT schemaname || '.' || tablename FROM pg_tables \
+                 WHERE tablename LIKE 'baton%' ORDER BY 1",
+                &[],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        assert_eq!(
+            placed,
+            [
+                "fleet.baton_handoff_pause",
+                "fleet.baton_run",
+                "fleet.baton_schema"
+            ]
+        );
+        assert!(
+            matches!(
+                open(&url, PostgresOptions::new()).await,
+                Err(LogError::UnknownSchema { found: 0, .. })
+            ),
+            "the search_path's schema has no tables"
+        );
+    });
+}
+
+/// Schema version 2 (no foreign key from the pause to its Run) upgrades a
+/// database of version 1 in place: written as version 1's SQL made it,
+/// with an open Run at epoch 2 and a handed-off Run, it is migrated when
+/// a log opens with `migrate`, the key is gone, and every fact is kept:
+/// the open Run's next claim issues epoch 3, the handed-off Run stays
+/// handed off (R1).
+#[test]
+fn a_version_1_database_is_upgraded_in_place_and_keeps_its_facts() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        let admin = cluster.connect(&dbname).await;
+        let version_1 = &PostgresSchema::search_path().migrations()[0];
+        admin.batch_execute(version_1).await.unwrap();
+        let json = serde_json::to_string(&pause()).unwrap();
+        admin
+            .execute(
+                "INSERT INTO baton_run VALUES ('run', 'open', 2), ('run', 'run', 1)",
+                &[],
+            )
+            .await
+            .unwrap();
+        admin
+            .execute(
+                "INSERT INTO baton_handoff_pause VALUES ('run', 'run', 'session', 'turn', \
+                 'invocation', 'handoff', 'successor-run', 'successor-invocation', \
+                 CAST($1::text AS json), 1)",
+                &[&json],
+            )
+            .await
+            .unwrap();
+        let foreign_keys = async || -> i64 {
+            admin
+                .query_one(
+                    "SELECT count(*) FROM pg_constraint \
+                     WHERE conrelid = 'baton_handoff_pause'::regclass AND contype = 'f'",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .get(0)
+        };
+        assert_eq!(foreign_keys().await, 1, "version 1 has the key");
+        assert!(matches!(
+            open(&url, PostgresOptions::new()).await,
+            Err(LogError::UnknownSchema { found: 1, .. })
+        ));
+        let log = connect(&url).await.expect("migrated to version 2");
+        assert_eq!(foreign_keys().await, 0, "version 2 has none");
+        let version: i64 = admin
+            .query_one("SELECT version FROM baton_schema", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(version, 2);
+        assert_eq!(
+            within("R5", log.claim_async(ROOT, "open")).await.unwrap(),
+            Claim::Owner(Epoch::new(3))
+        );
+        assert_eq!(
+            within("R5", log.claim_async(ROOT, "run")).await.unwrap(),
+            Claim::HandedOff(pause()),
+            "R1: a handed-off Run stays handed off across the upgrade"
+        );
+    });
+}
+
+/// A role with only `USAGE` on the schema and `SELECT`, `INSERT` and
+/// `UPDATE` on the tables runs the log (the contract suite runs as such a
+/// role, see `main.rs`), but cannot migrate: asked to, it answers
+/// `Unavailable` (permission denied, nothing changed).
+#[test]
+fn a_role_with_only_dml_rights_cannot_migrate_and_the_refusal_is_unavailable() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (dbname, _) = fresh(cluster).await;
+        let url = crate::postgres_store::dml_only(cluster, &dbname).await;
+        let schema = PostgresSchema::named(crate::postgres_store::SCHEMA).unwrap();
+        let admin = cluster.connect(&dbname).await;
+        admin
+            .batch_execute(&format!(
+                "UPDATE {}.baton_schema SET version = 1",
+                crate::postgres_store::SCHEMA
+            ))
+            .await
+            .unwrap();
+        let refused = open(&url, PostgresOptions::new().schema(schema).migrate(true)).await;
+        let Err(LogError::Unavailable(error)) = &refused else {
+            panic!("{refused:?}");
+        };
+        let code = error
+            .downcast_ref::<baton::durable::tokio_postgres::Error>()
+            .and_then(|error| error.code());
+        assert_eq!(
+            code,
+            Some(&baton::durable::tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE),
+            "{refused:?}"
+        );
+        let version: i64 = admin
+            .query_one(
+                &format!(
+                    "SELECT version FROM {}.baton_schema",
+                    crate::postgres_store::SCHEMA
+                ),
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(version, 1, "the refused migration changed nothing");
+    });
+}
+
+/// No head-of-line blocking (issue 34), decided by construction: another
+/// session holds one Run's row lock, and the log's claim of that Run waits
+/// for it (as it must); meanwhile 100 other Runs claim and append through
+/// the same log, and every one of them finishes while the lock is still
+/// held (the blocked claim is still pending when the last one is done).
+/// With one connection per log they would all wait behind it.
+#[test]
+fn one_runs_row_lock_held_elsewhere_delays_no_other_runs_operations() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        let log = Arc::new(connect(&url).await.unwrap());
+        assert!(matches!(
+            within("R5", log.claim_async(ROOT, "held")).await,
+            Ok(Claim::Owner(_))
+        ));
+        let admin = cluster.connect(&dbname).await;
+        admin
+            .batch_execute("BEGIN; SELECT 1 FROM baton_run WHERE run_id = 'held' FOR UPDATE")
+            .await
+            .unwrap();
+        let blocked = tokio::spawn({
+            let log = Arc::clone(&log);
+            async move { log.claim_async(ROOT, "held").await }
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!blocked.is_finished(), "the claim waits for the row lock");
+        let started = Instant::now();
+        let others: Vec<_> = (0..100)
+            .map(|i| {
+                let log = Arc::clone(&log);
+                tokio::spawn(async move {
+                    let mut source = common::source();
+                    source.run_id = format!("other-{i}");
+                    let Ok(Claim::Owner(epoch)) = log.claim_async(ROOT, &source.run_id).await
+                    else {
+                        panic!("a fresh Run is open");
+                    };
+                    log.append_async(ROOT, &source, epoch, &pause()).await
+                })
+            })
+            .collect();
+        let done = tokio::time::timeout(Duration::from_secs(3), async {
+            for other in others {
+                assert_eq!(other.await.unwrap().unwrap(), Receipt::Written);
+            }
+        })
+        .await;
+        assert!(
+            done.is_ok(),
+            "100 other Runs did not finish within 3 s while one Run's row lock was held"
+        );
+        let took = started.elapsed();
+        assert!(
+            !blocked.is_finished(),
+            "the lock was held throughout (the blocked claim still waits)"
+        );
+        admin.batch_execute("COMMIT").await.unwrap();
+        assert_eq!(
+            within("R5", blocked).await.unwrap().unwrap(),
+            Claim::Owner(Epoch::new(2))
+        );
+        eprintln!("100 Runs claimed and appended in {took:?} beside a held row lock");
+    });
+}
+
+/// One pooled connection cut off (the proxy holds every byte of the
+/// connections live at that moment, and forwards new ones): the operation
+/// that gets it answers `OutcomeUnknown` at its timeout, and every other
+/// Run's operation goes on over the rest of the pool meanwhile.
+#[test]
+fn one_blackholed_pooled_connection_delays_no_other_run() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (_, url) = fresh(cluster).await;
+        drop(connect(&url).await.unwrap()); // the schema
+        let (proxy, via) = through_a_proxy(cluster, &url);
+        let timeout = Duration::from_secs(2);
+        let log = Arc::new(
+            open(&via, PostgresOptions::new().timeout(timeout))
+                .await
+                .unwrap(),
+        );
+        // The pool holds the one connection opening made, idle.
+        assert_eq!(proxy.blackhole_live(), 1);
+        let started = Instant::now();
+        let runs: Vec<_> = (0..20)
+            .map(|i| {
+                let log = Arc::clone(&log);
+                tokio::spawn(async move {
+                    let answer = log.claim_async(ROOT, &format!("run-{i}")).await;
+                    (answer, Instant::now())
+                })
+            })
+            .collect();
+        let mut unknown = 0;
+        let mut slowest_other = Duration::ZERO;
+        for run in runs {
+            let (answer, at) = within("R5", run).await.unwrap();
+            match answer {
+                Ok(Claim::Owner(_)) => slowest_other = slowest_other.max(at - started),
+                Err(LogError::OutcomeUnknown(_)) => {
+                    unknown += 1;
+                    assert!(at - started >= timeout, "it waited out its timeout");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(
+            unknown, 1,
+            "exactly the operation on the cut-off connection"
+        );
+        assert!(
+            slowest_other < timeout / 2,
+            "the other Runs went on over the rest of the pool ({slowest_other:?})"
+        );
+    });
 }

@@ -1,7 +1,7 @@
 //! The history of a campaign and its checker: SPEC §6's R1–R7 over every
-//! operation the processes made (ok, refused, or unknown: no answer, a
-//! `Storage` error, or a process killed mid-way) and the facts the server
-//! holds at the end.
+//! operation the processes made (ok, refused, unavailable — nothing was
+//! written — or unknown: no answer, an `OutcomeUnknown` error, or a
+//! process killed mid-way) and the facts the server holds at the end.
 //!
 //! Real-time order is the processes' own wall-clock stamps: an operation's
 //! `invoke` is stamped before it starts and its outcome after it returned,
@@ -56,7 +56,9 @@ pub enum Outcome {
     AlreadyHandedOff,
     EpochNotIssued,
     Other(String),
-    /// No answer, or `Storage`: it may or may not have taken effect.
+    /// `Unavailable`: the log says nothing was written.
+    Unavailable,
+    /// No answer, or `OutcomeUnknown`: it may or may not have taken effect.
     Unknown,
 }
 
@@ -137,6 +139,7 @@ pub fn replay(lines: &[Line]) -> (Vec<Op>, Vec<Seal>) {
                         ["refused", "already-handed-off"] => Outcome::AlreadyHandedOff,
                         ["refused", "epoch-not-issued", ..] => Outcome::EpochNotIssued,
                         ["unknown"] => Outcome::Unknown,
+                        ["unavailable"] => Outcome::Unavailable,
                         other => Outcome::Other(other.join(" ")),
                     };
                 }
@@ -153,6 +156,9 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<String> {
     let pause_of = |run: &str| truth.pauses.get(run);
     let mut issued: HashMap<(String, u64), usize> = HashMap::new();
     let mut invoked_pauses: HashSet<&str> = HashSet::new();
+    // The pauses some append of which may have written them: every answer
+    // but a refusal and `Unavailable` (nothing written).
+    let mut may_have_written: HashSet<&str> = HashSet::new();
     for op in ops {
         match (&op.kind, &op.outcome) {
             (Kind::Claim { run }, Outcome::Owner(epoch)) => {
@@ -194,6 +200,12 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<String> {
         }
         if let Kind::Append { pause, .. } = &op.kind {
             invoked_pauses.insert(pause);
+            if matches!(
+                op.outcome,
+                Outcome::Written | Outcome::Already | Outcome::Unknown
+            ) {
+                may_have_written.insert(pause);
+            }
         }
     }
     for ((run, epoch), count) in &issued {
@@ -213,6 +225,11 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<String> {
         }
         if !invoked_pauses.contains(pause.as_str()) {
             anomalies.push(format!("{run} holds pause {pause} nobody appended"));
+        } else if !may_have_written.contains(pause.as_str()) {
+            anomalies.push(format!(
+                "Unavailable means nothing written: {run} holds pause {pause}, but every \
+                 append of it was refused or answered Unavailable"
+            ));
         }
     }
     // Real-time order, per Run.

@@ -26,8 +26,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use baton::durable::tokio_postgres::NoTls;
 use baton::durable::{
-    AsyncHandoffLog, Claim, Epoch, LogError, PostgresLog, Receipt, SealError,
+    AsyncHandoffLog, Claim, Epoch, LogError, PostgresLog, PostgresOptions, Receipt, SealError,
     append_then_seal_async,
 };
 use baton::{CancelSignal, HandoffGate, HandoffIntent, Invocation};
@@ -96,7 +97,8 @@ fn refusal(error: &LogError) -> String {
         LogError::Fenced { current, .. } => format!("refused fenced {current}"),
         LogError::AlreadyHandedOff { .. } => "refused already-handed-off".into(),
         LogError::EpochNotIssued { current, .. } => format!("refused epoch-not-issued {current}"),
-        LogError::Storage(_) => "unknown".into(),
+        LogError::OutcomeUnknown(_) => "unknown".into(),
+        LogError::Unavailable(_) => "unavailable".into(),
         other => format!("refused other {}", format!("{other:?}").replace(' ', "_")),
     }
 }
@@ -207,7 +209,8 @@ pub fn main(role: &str) {
 async fn connect(url: &str) -> Log {
     loop {
         let config = url.parse().expect("a connection string");
-        match PostgresLog::connect_with_timeout(config, Duration::from_secs(2)).await {
+        let options = PostgresOptions::new().timeout(Duration::from_secs(2));
+        match PostgresLog::connect_with(config, NoTls, options).await {
             Ok(log) => return log,
             Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
         }

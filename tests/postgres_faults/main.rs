@@ -49,7 +49,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use baton::durable::PostgresLog;
+use baton::durable::PostgresSchema;
 use checker::{Line, Outcome, Truth, check, replay};
 use common::postgres::Cluster;
 use common::proxy::{Mode, Proxy};
@@ -204,12 +204,12 @@ fn campaign(name: &str, unfenced: bool, seconds: u64) -> Option<Figures> {
         .build()
         .unwrap();
     let dbname = runtime.block_on(cluster.database());
-    let url = cluster.url(&dbname);
     runtime.block_on(async {
-        let _schema: PostgresLog<baton::HandoffExecution> =
-            PostgresLog::connect(url.parse().unwrap())
-                .await
-                .expect("the schema");
+        let admin = cluster.connect(&dbname).await;
+        PostgresSchema::search_path()
+            .migrate(&admin)
+            .await
+            .expect("the schema");
     });
     let history: History = Arc::default();
     let proxies: Vec<Proxy> = (0..=WORKERS)
@@ -401,10 +401,12 @@ fn campaign(name: &str, unfenced: bool, seconds: u64) -> Option<Figures> {
             (checker::Kind::Claim { .. }, Outcome::Owner(_)) => "claim ok (owner)",
             (checker::Kind::Claim { .. }, Outcome::HandedOff(_)) => "claim ok (handed off)",
             (checker::Kind::Claim { .. }, Outcome::Unknown) => "claim unknown",
+            (checker::Kind::Claim { .. }, Outcome::Unavailable) => "claim unavailable",
             (checker::Kind::Claim { .. }, _) => "claim refused",
             (checker::Kind::Append { .. }, Outcome::Written | Outcome::Already) => "append ok",
             (checker::Kind::Append { .. }, Outcome::Fenced(_)) => "append refused (fenced)",
             (checker::Kind::Append { .. }, Outcome::Unknown) => "append unknown",
+            (checker::Kind::Append { .. }, Outcome::Unavailable) => "append unavailable",
             (checker::Kind::Append { .. }, _) => "append refused (other)",
         };
         *outcomes.entry(outcome).or_default() += 1;

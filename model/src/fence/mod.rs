@@ -446,7 +446,7 @@ fn after_append(appended: Result<baton::durable::Receipt, LogError>) -> Phase {
 /// What a worker sees when its request or its reply is lost: a storage
 /// error, the append's outcome unknown to it.
 fn lost() -> LogError {
-    LogError::Storage("the request or its reply was lost".into())
+    LogError::OutcomeUnknown("the request or its reply was lost".into())
 }
 
 impl Model for FenceModel {

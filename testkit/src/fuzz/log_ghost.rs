@@ -20,8 +20,8 @@ use baton::facts::{Field, HandoffIntent, HandoffPause, IdError, IntentError, Inv
 pub type Payload = String;
 
 /// A [`LogError`] in a form that compares: its variant and its
-/// deterministic fields (the sources of `Encode` and `Storage`, never
-/// expected, are kept as their messages).
+/// deterministic fields (the sources of `Encode`, `Unavailable` and
+/// `OutcomeUnknown`, never expected, are kept as their messages).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Refusal {
     /// [`LogError::InvalidPause`].
@@ -75,8 +75,10 @@ pub enum Refusal {
     },
     /// [`LogError::Encode`] (never expected: text always encodes).
     Encode(String),
-    /// [`LogError::Storage`] (never expected).
-    Storage(String),
+    /// [`LogError::Unavailable`] (never expected).
+    Unavailable(String),
+    /// [`LogError::OutcomeUnknown`] (never expected).
+    OutcomeUnknown(String),
     /// A [`LogError`] variant this ghost does not know (never expected).
     Unknown(String),
 }
@@ -107,7 +109,8 @@ impl From<LogError> for Refusal {
             }
             LogError::Corrupt { run_id, reason } => Refusal::Corrupt { run_id, reason },
             LogError::Encode(error) => Refusal::Encode(error.to_string()),
-            LogError::Storage(error) => Refusal::Storage(error.to_string()),
+            LogError::Unavailable(error) => Refusal::Unavailable(error.to_string()),
+            LogError::OutcomeUnknown(error) => Refusal::OutcomeUnknown(error.to_string()),
             // `LogError` is non-exhaustive: a variant of a newer baton that
             // this ghost does not know is never what it expects.
             other => Refusal::Unknown(other.to_string()),

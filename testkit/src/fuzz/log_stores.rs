@@ -50,7 +50,7 @@ impl Stores {
                 Call::Reopen => Answer::Reopened(self.sqlite.reopen()),
                 call => match self.sqlite.log.as_ref() {
                     Some(log) => ask(log, call),
-                    None => Answer::Reopened(Err(Refusal::Storage("not open".into()))),
+                    None => Answer::Reopened(Err(Refusal::Unavailable("not open".into()))),
                 },
             },
         ));
