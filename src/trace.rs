@@ -6,12 +6,18 @@
 //!
 //! | target | kind | level | name / message | fields |
 //! |---|---|---|---|---|
-//! | `baton::gate` | event | `DEBUG` | `transition` | `root_run_id`, `ticket`, `event`, `before`, `after` |
-//! | `baton::gate` | event | `TRACE` | `refused` | `root_run_id`, `ticket`, `event`, `before`, `refused`, `error` |
-//! | `baton::gate` | event | `TRACE` | `ignored` | `root_run_id`, `ticket`, `event`, `before` |
-//! | `baton::gate` | span | `DEBUG` | `boundary` | `root_run_id`, `ticket` (once a request is found) |
+//! | `baton::gate` | event | `DEBUG` | `transition` | `root_run_id`, `run_id`, `ticket`, `event`, `before`, `after` |
+//! | `baton::gate` | event | `TRACE` | `refused` | `root_run_id`, `run_id`, `ticket`, `event`, `before`, `refused`, `error` |
+//! | `baton::gate` | event | `TRACE` | `ignored` | `root_run_id`, `run_id`, `ticket`, `event`, `before` |
+//! | `baton::gate` | span | `DEBUG` | `boundary` | `root_run_id`, `run_id`, `ticket` (once a request is found) |
 //! | `baton::cancel` | event | `DEBUG` | `fired` | `phase` |
 //! | `baton::durable` | span | `DEBUG` | `append` | `root_run_id`, `run_id`, `epoch`, `outcome`, `sealed` |
+//! | `baton::postgres` | event | `DEBUG` | `connected` | (a new connection of a `PostgresLog`'s pool: the first, or a reconnection) |
+//! | `baton::postgres` | event | `WARN` | `connect failed`, `no connection` | `error` |
+//! | `baton::postgres` | event | `DEBUG` | `retry` | `op` (`claim`, `append`, `facts`), `root_run_id`, `run_id`, `attempt`, `why` (`serialization failure`, `deadlock`, `first claims raced`, `connection lost before the commit`) |
+//! | `baton::postgres` | event | `WARN` | `timed out` | `op`, `root_run_id`, `run_id`, `timeout_ms`, `sent` (whether the operation had a connection: its outcome is unknown) |
+//! | `baton::postgres` | event | `WARN` | `outcome unknown` | `op`, `root_run_id`, `run_id`, `error` |
+//! | `baton::postgres` | event | `INFO` | `migrating` | `version` (the version each step brings the schema to) |
 //! | `baton::ledger` | event | `DEBUG` | `scoped` | `task`, `left` (entries the previous scope left) |
 //! | `baton::ledger` | event | `DEBUG` | `scope_ended` | `scope` (its token), `left` |
 //! | `baton::ledger` | event | `DEBUG` | `registered` | `id`, `task` |
@@ -128,7 +134,7 @@ impl GateBegin {
 #[cfg(feature = "tracing")]
 impl GateNote {
     /// Emits the note. Call only with no baton lock held.
-    pub(crate) fn emit(self, root_run_id: &str) {
+    pub(crate) fn emit(self, root_run_id: &str, run_id: &str) {
         let GateBegin {
             event,
             ticket,
@@ -138,6 +144,7 @@ impl GateNote {
             Seen::Moved(after, next) => tracing::debug!(
                 target: "baton::gate",
                 root_run_id,
+                run_id,
                 ticket = next.or(ticket).map(Ticket::get),
                 event,
                 before = before.name(),
@@ -147,6 +154,7 @@ impl GateNote {
             Seen::Ignored => tracing::trace!(
                 target: "baton::gate",
                 root_run_id,
+                run_id,
                 ticket = ticket.map(Ticket::get),
                 event,
                 before = before.name(),
@@ -154,6 +162,7 @@ impl GateNote {
             ),
             Seen::Refused(error) => refused(
                 root_run_id,
+                run_id,
                 ticket,
                 event,
                 Some(before),
@@ -168,6 +177,7 @@ impl GateNote {
 #[cfg(feature = "tracing")]
 pub(crate) fn refused(
     root_run_id: &str,
+    run_id: &str,
     ticket: Option<Ticket>,
     event: &'static str,
     before: Option<StateKind>,
@@ -177,6 +187,7 @@ pub(crate) fn refused(
     tracing::trace!(
         target: "baton::gate",
         root_run_id,
+        run_id,
         ticket = ticket.map(Ticket::get),
         event,
         before = before.map(StateKind::name),
@@ -188,11 +199,12 @@ pub(crate) fn refused(
 
 /// The span of one `boundary` future, entered on each of its polls.
 #[cfg(feature = "tracing")]
-pub(crate) fn boundary_span(root_run_id: &str) -> tracing::Span {
+pub(crate) fn boundary_span(root_run_id: &str, run_id: &str) -> tracing::Span {
     tracing::debug_span!(
         target: "baton::gate",
         "boundary",
         root_run_id,
+        run_id,
         ticket = tracing::field::Empty
     )
 }
@@ -293,9 +305,9 @@ macro_rules! gate_end_reserve {
 
 /// Emits a [`GateNote`]. Only with no baton lock held.
 macro_rules! gate_emit {
-    ($note:expr, $root_run_id:expr) => {{
+    ($note:expr, $root_run_id:expr, $run_id:expr) => {{
         #[cfg(feature = "tracing")]
-        $note.emit($root_run_id);
+        $note.emit($root_run_id, $run_id);
         #[cfg(not(feature = "tracing"))]
         let $crate::trace::Nothing = $note;
     }};
@@ -304,10 +316,11 @@ macro_rules! gate_emit {
 /// A refusal decided without the lock; the arguments are evaluated only
 /// with the feature.
 macro_rules! gate_refused {
-    ($root_run_id:expr, $before:expr, $error:expr) => {
+    ($root_run_id:expr, $run_id:expr, $before:expr, $error:expr) => {
         #[cfg(feature = "tracing")]
         $crate::trace::refused(
             $root_run_id,
+            $run_id,
             None,
             "Reserve",
             $before,

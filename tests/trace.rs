@@ -212,12 +212,13 @@ fn span_named(capture: &Capture, name: &str) -> Option<Fields> {
 }
 
 /// Runs `test` on this thread with `capture` as the only subscriber, on a
-/// current-thread runtime (with the timer `within` needs).
+/// current-thread runtime (with the timer `within` needs, and the sockets
+/// a `PostgresLog` needs).
 fn with_capture<T>(capture: Capture, test: impl Future<Output = T>) -> (T, Arc<Capture>) {
     let capture = Arc::new(capture);
     let dispatch = tracing::Dispatch::new(Arc::clone(&capture));
     let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .build()
         .unwrap();
     let out = tracing::dispatcher::with_default(&dispatch, || runtime.block_on(test));
@@ -275,6 +276,41 @@ fn s5_a_full_handoff_emits_its_four_transitions_in_order() {
         (last.level, last.message(), last.field("event")),
         (Level::TRACE, Some("ignored"), Some("Close"))
     );
+}
+
+/// Runs under one root are told apart (issue 34): a gate of the Run
+/// `child` under the root Run `root` puts both on its transitions, its
+/// refusals and its `boundary` span.
+#[test]
+fn s5_gate_events_and_spans_carry_the_run_beside_the_root() {
+    let ((), capture) = with_capture(Capture::default(), async {
+        let mut source = source();
+        source.run_id = "child".into();
+        let gate: Gate = baton::HandoffGate::new(source.clone(), "root".into());
+        let cancel = CancelSignal::new();
+        let mut wanted = intent();
+        wanted.root_run_id = "root".into();
+        let reservation = gate.requester().reserve(wanted.clone()).expect("reserved");
+        assert!(gate.requester().reserve(wanted).is_err(), "S1: one live");
+        let (paused, pending) = commit_at_boundary(&gate, &cancel, reservation).await;
+        assert!(gate.sealed(&paused.expect("committed")));
+        within(SEALED, pending.wait()).await.expect("sealed");
+    });
+    let seen = seen(&capture);
+    assert!(seen.len() >= 5, "{seen:?}");
+    for event in &seen {
+        assert_eq!(
+            (event.field("root_run_id"), event.field("run_id")),
+            (Some("root"), Some("child")),
+            "{event:?}"
+        );
+    }
+    let preflight = seen
+        .iter()
+        .find(|e| e.field("event") == Some("Preflight"))
+        .unwrap();
+    let (_, fields) = preflight.span.clone().expect("in the boundary's span");
+    assert_eq!(fields.get("run_id").map(String::as_str), Some("child"));
 }
 
 /// S1, S9: a reserve refused while another is live (answered from the
@@ -630,4 +666,125 @@ fn d3_the_ledger_traces_overdue_takes_and_ended_children_outside_its_lock() {
     assert_eq!(ledger_events[6].field("arrival"), Some("already_delivered"));
     assert_eq!(ledger_events[3].field("op"), Some("register"));
     assert!(probe.checks.load(Ordering::SeqCst) >= 12);
+}
+
+/// The PostgreSQL store's events (issue 34), target `baton::postgres`:
+/// its connections (the first, and the one after a loss), the migration
+/// steps, a retry and why — here by construction: the log's claim waits
+/// for a Run's row lock another session holds, and the server ends the
+/// log's connection under it, before the commit — and an unknown outcome
+/// (the proxy loses the reply to an append's one-statement write).
+#[cfg(all(unix, feature = "postgres"))]
+#[test]
+fn the_postgres_store_traces_connections_migrations_retries_and_unknown_outcomes() {
+    use baton::durable::tokio_postgres::NoTls;
+    use baton::durable::{AsyncHandoffLog, Epoch, LogError, PostgresLog, PostgresOptions};
+    use common::postgres::Cluster;
+    use common::proxy::Proxy;
+
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    let ((), capture) = with_capture(Capture::default(), async {
+        let dbname = cluster.database().await;
+        let url = cluster.url(&dbname);
+        let open = async |url: &str| -> PostgresLog<HandoffExecution> {
+            let options = PostgresOptions::new().migrate(true);
+            within(
+                "R5",
+                PostgresLog::connect_with(url.parse().unwrap(), NoTls, options),
+            )
+            .await
+            .expect("connect")
+        };
+        let log = open(&url).await;
+        assert_eq!(
+            within("R5", log.claim_async("run", "held")).await.unwrap(),
+            Claim::Owner(Epoch::new(1))
+        );
+        let admin = cluster.connect(&dbname).await;
+        admin
+            .batch_execute("BEGIN; SELECT 1 FROM baton_run WHERE run_id = 'held' FOR UPDATE")
+            .await
+            .unwrap();
+        let mut claim = pin!(log.claim_async("run", "held"));
+        // Polled until it waits for the lock on the server.
+        let waiting = tokio::time::timeout(Duration::from_millis(300), claim.as_mut()).await;
+        assert!(waiting.is_err(), "the claim waits for the row lock");
+        let ended: i64 = common::within(
+            "R5",
+            admin.query_one(
+                "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE datname = $1 AND pid <> pg_backend_pid()) ended",
+                &[&dbname],
+            ),
+        )
+        .await
+        .unwrap()
+        .get(0);
+        assert!(ended >= 1, "the log's connection under the claim");
+        let released = async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            admin.batch_execute("COMMIT").await.unwrap();
+        };
+        let (claimed, ()) = within("R5", async { tokio::join!(claim, released) }).await;
+        assert_eq!(claimed.unwrap(), Claim::Owner(Epoch::new(2)));
+
+        let proxy = Proxy::start(cluster.port());
+        let via = cluster.url_via(proxy.port(), &dbname);
+        let cut = open(&via).await;
+        let mut source = source();
+        source.run_id = "lost".into();
+        let Ok(Claim::Owner(epoch)) = within("R5", cut.claim_async("run", "lost")).await else {
+            panic!("a fresh Run is open");
+        };
+        proxy.lose_next_commit_reply();
+        let pause = pause_for(intent());
+        let appended = within("R5", cut.append_async("run", &source, epoch, &pause)).await;
+        assert!(
+            matches!(appended, Err(LogError::OutcomeUnknown(_))),
+            "{appended:?}"
+        );
+    });
+    let seen: Vec<Seen> = seen(&capture)
+        .into_iter()
+        .filter(|e| e.target == "baton::postgres")
+        .collect();
+    let messages: Vec<_> = seen.iter().filter_map(Seen::message).collect();
+    assert!(
+        messages.iter().filter(|m| **m == "connected").count() >= 3,
+        "{messages:?}"
+    );
+    let migrated: Vec<_> = seen
+        .iter()
+        .filter(|e| e.message() == Some("migrating"))
+        .map(|e| e.field("version"))
+        .collect();
+    assert_eq!(migrated, [Some("1"), Some("2")], "{seen:?}");
+    let retry = seen
+        .iter()
+        .find(|e| e.message() == Some("retry"))
+        .expect("a retry");
+    assert_eq!(
+        (
+            retry.level,
+            retry.field("op"),
+            retry.field("run_id"),
+            retry.field("why")
+        ),
+        (
+            Level::DEBUG,
+            Some("claim"),
+            Some("held"),
+            Some("connection lost before the commit")
+        )
+    );
+    let unknown = seen
+        .iter()
+        .find(|e| e.message() == Some("outcome unknown"))
+        .expect("an unknown outcome");
+    assert_eq!(
+        (unknown.level, unknown.field("op"), unknown.field("run_id")),
+        (Level::WARN, Some("append"), Some("lost"))
+    );
 }

@@ -119,7 +119,11 @@ impl<P: PartialEq> Shared<P> {
     /// the lock: a subscriber is user code, and may call into the gate.
     #[inline(always)]
     fn emit(&self, note: GateNote) {
-        trace::gate_emit!(note, self.config.root_run_id());
+        trace::gate_emit!(
+            note,
+            self.config.root_run_id(),
+            &self.config.source().run_id
+        );
     }
 
     /// Carries out the core's `outcome` under the lock: a state it moved to
@@ -453,7 +457,7 @@ impl<P: PartialEq> HandoffGate<P> {
         // own future is returned, with no layer of its own (zero cost).
         #[cfg(feature = "tracing")]
         {
-            let span = trace::boundary_span(self.root_run_id());
+            let span = trace::boundary_span(self.root_run_id(), &self.source().run_id);
             tracing::Instrument::instrument(self.boundary_in(cancel, preflight, span.clone()), span)
         }
         #[cfg(not(feature = "tracing"))]
@@ -655,7 +659,7 @@ impl<P: PartialEq> HandoffRequester<P> {
         // the check needs no lock.
         if let Err(error) = intent.validate_for(shared.config.source(), root) {
             let refusal = GateError::from(error);
-            trace::gate_refused!(root, None, &refusal);
+            trace::gate_refused!(root, &shared.config.source().run_id, None, &refusal);
             return Err(refusal);
         }
         // Every kind of state but `Running` refuses a valid intent by its
@@ -663,7 +667,7 @@ impl<P: PartialEq> HandoffRequester<P> {
         // where the copy may answer (not in `Held`, S3).
         let kind = shared.kind();
         if let Some(refusal) = core::reserve_refusal(kind).filter(|_| kind.copy_may_answer()) {
-            trace::gate_refused!(root, Some(kind), &refusal);
+            trace::gate_refused!(root, &shared.config.source().run_id, Some(kind), &refusal);
             return Err(refusal);
         }
         let (ticket, note) = shared.cell.update(|slot| {

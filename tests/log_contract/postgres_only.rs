@@ -296,9 +296,12 @@ fn a_first_claim_and_an_append_at_the_current_epoch_are_one_statement_each() {
     });
 }
 
-/// A connection lost before the commit (here the server ends the log's
-/// session) means nothing committed: the operation runs again on a new
-/// connection and answers, without the caller seeing the loss.
+/// A connection lost before the commit means nothing committed: the
+/// operation runs again on a new connection and answers, without the
+/// caller seeing the loss. Decided by construction: the log's claim waits
+/// on the server for a Run's row lock another session holds, and the
+/// server ends the log's connection under it (`pg_terminate_backend`);
+/// once the lock is let go, the claim — run again — issues epoch 2, once.
 #[test]
 fn a_connection_lost_before_the_commit_is_retried_on_a_new_connection() {
     let Some(cluster) = Cluster::shared() else {
@@ -309,6 +312,13 @@ fn a_connection_lost_before_the_commit_is_retried_on_a_new_connection() {
         let log = connect(&url).await.unwrap();
         assert_eq!(owner(&log).await, Epoch::new(1));
         let admin = cluster.connect(&dbname).await;
+        admin
+            .batch_execute("BEGIN; SELECT 1 FROM baton_run WHERE run_id = 'run' FOR UPDATE")
+            .await
+            .unwrap();
+        let mut claim = pin!(log.claim_async(ROOT, "run"));
+        let waiting = tokio::time::timeout(Duration::from_millis(300), claim.as_mut()).await;
+        assert!(waiting.is_err(), "the claim waits for the row lock");
         let ended: i64 = admin
             .query_one(
                 "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
@@ -318,13 +328,18 @@ fn a_connection_lost_before_the_commit_is_retried_on_a_new_connection() {
             .await
             .unwrap()
             .get(0);
-        assert_eq!(ended, 1, "the log's one connection");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(ended, 1, "the log's one connection, under the claim");
+        let released = async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            admin.batch_execute("COMMIT").await.unwrap();
+        };
+        let (claimed, ()) = within("R5", async { tokio::join!(claim, released) }).await;
         assert_eq!(
-            owner(&log).await,
-            Epoch::new(2),
-            "the claim ran once, on a new connection"
+            claimed.unwrap(),
+            Claim::Owner(Epoch::new(2)),
+            "the claim ran again, once, on a new connection"
         );
+        assert_eq!(owner(&log).await, Epoch::new(3));
     });
 }
 
