@@ -134,7 +134,8 @@ impl GateBegin {
 #[cfg(feature = "tracing")]
 impl GateNote {
     /// Emits the note. Call only with no baton lock held.
-    pub(crate) fn emit(self, root_run_id: &str, run_id: &str) {
+    pub(crate) fn emit(self, config: &crate::gate::core::Config) {
+        let (root_run_id, run_id) = (config.root_run_id(), config.source().run_id.as_str());
         let GateBegin {
             event,
             ticket,
@@ -305,9 +306,9 @@ macro_rules! gate_end_reserve {
 
 /// Emits a [`GateNote`]. Only with no baton lock held.
 macro_rules! gate_emit {
-    ($note:expr, $root_run_id:expr, $run_id:expr) => {{
+    ($note:expr, $config:expr) => {{
         #[cfg(feature = "tracing")]
-        $note.emit($root_run_id, $run_id);
+        $note.emit($config);
         #[cfg(not(feature = "tracing"))]
         let $crate::trace::Nothing = $note;
     }};

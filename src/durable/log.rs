@@ -307,6 +307,7 @@ impl LogError {
 
     /// The error of an operation that writes nothing (a read of the
     /// facts): its failure is never an unknown outcome.
+    #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
     pub(crate) fn of_a_read(self) -> Self {
         match self {
             LogError::OutcomeUnknown(error) => LogError::Unavailable(error),

@@ -119,11 +119,7 @@ impl<P: PartialEq> Shared<P> {
     /// the lock: a subscriber is user code, and may call into the gate.
     #[inline(always)]
     fn emit(&self, note: GateNote) {
-        trace::gate_emit!(
-            note,
-            self.config.root_run_id(),
-            &self.config.source().run_id
-        );
+        trace::gate_emit!(note, &self.config);
     }
 
     /// Carries out the core's `outcome` under the lock: a state it moved to
