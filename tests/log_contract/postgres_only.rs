@@ -414,6 +414,20 @@ fn acknowledged_writes_survive_server_crashes_and_the_log_reconnects() {
             within("R5", log.facts_async(ROOT, "run")).await,
             Err(LogError::Unavailable(_))
         ));
+        // The read closed the pool's dead connection: while the server is
+        // down every write is refused a connection, so nothing was sent,
+        // and a log cannot open either.
+        let claimed = within("R5", log.claim_async(ROOT, "second")).await;
+        assert!(matches!(claimed, Err(LogError::Unavailable(_))), "{claimed:?}");
+        let appended = append(&log, epoch).await;
+        assert!(
+            matches!(appended, Err(LogError::Unavailable(_))),
+            "{appended:?}"
+        );
+        assert!(matches!(
+            open(&url, PostgresOptions::new()).await,
+            Err(LogError::Unavailable(_))
+        ));
         tokio::task::block_in_place(|| cluster.restart());
         assert_eq!(
             within("R5", log.claim_async(ROOT, "run")).await.unwrap(),
