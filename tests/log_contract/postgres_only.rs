@@ -418,7 +418,10 @@ fn acknowledged_writes_survive_server_crashes_and_the_log_reconnects() {
         // down every write is refused a connection, so nothing was sent,
         // and a log cannot open either.
         let claimed = within("R5", log.claim_async(ROOT, "second")).await;
-        assert!(matches!(claimed, Err(LogError::Unavailable(_))), "{claimed:?}");
+        assert!(
+            matches!(claimed, Err(LogError::Unavailable(_))),
+            "{claimed:?}"
+        );
         let appended = append(&log, epoch).await;
         assert!(
             matches!(appended, Err(LogError::Unavailable(_))),
