@@ -138,8 +138,33 @@ fn a_foreign_handoff_pause_table_without_a_version_is_a_typed_error() {
     ));
 }
 
+/// Which fault gives which error (issue 34): another connection holds the
+/// file's write lock past the busy timeout (5 s), so the append's
+/// transaction never begins: `Unavailable`, nothing written, and the same
+/// append sent again once the lock is let go is written.
 #[test]
-fn a_file_that_is_not_a_database_is_a_storage_error_not_a_panic() {
+fn an_append_locked_out_past_the_busy_timeout_is_unavailable_and_writes_nothing() {
+    let db = TempDb::new();
+    let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    let epoch = owner(&log);
+    let other = Connection::open(&db.0).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let appended = log.append("root", &source(), epoch, &pause("h"));
+    assert!(
+        matches!(&appended, Err(error @ LogError::Unavailable(_)) if !error.outcome_unknown()),
+        "{appended:?}"
+    );
+    other.execute_batch("ROLLBACK").unwrap();
+    assert!(log.facts("root", "run").unwrap().pauses.is_empty(), "nothing written");
+    assert_eq!(
+        log.append("root", &source(), epoch, &pause("h")).unwrap(),
+        Receipt::Written,
+        "sent again, it is written"
+    );
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_unavailable_not_a_panic() {
     let db = TempDb::new();
     std::fs::write(
         &db.0,
