@@ -155,7 +155,10 @@ fn an_append_locked_out_past_the_busy_timeout_is_unavailable_and_writes_nothing(
         "{appended:?}"
     );
     other.execute_batch("ROLLBACK").unwrap();
-    assert!(log.facts("root", "run").unwrap().pauses.is_empty(), "nothing written");
+    assert!(
+        log.facts("root", "run").unwrap().pauses.is_empty(),
+        "nothing written"
+    );
     assert_eq!(
         log.append("root", &source(), epoch, &pause("h")).unwrap(),
         Receipt::Written,
