@@ -79,6 +79,14 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// in one transaction, when opened (its Runs have epoch 0: a handed-off
 /// one stays handed off, an open one is claimed from epoch 1).
 ///
+/// **Errors say what to do.** A failure before a transaction's commit (the
+/// file locked by another connection past the busy timeout of 5 s, an I/O
+/// error while reading, a closed log) is [`LogError::Unavailable`]: nothing
+/// was written. A failed `COMMIT` of a write, or a panic inside the
+/// operation on the log's thread, is [`LogError::OutcomeUnknown`]: read the
+/// facts (or append the identical row again) to learn whether it
+/// committed.
+///
 /// The log is typed by the payload `P` of the pauses it holds, so reading
 /// needs no annotation once the log's type is known.
 ///
