@@ -274,10 +274,17 @@ mod tests {
         let few = entries.extract(0, |slot| slot.seq < 3);
         assert_eq!(few.len(), 3);
         assert!(entries.extract(0, |_| false).is_empty());
-        assert_eq!(
-            entries.map.capacity(),
-            grown,
-            "a few taken: the room is kept"
+        // Kept, less the tombstones: hashbrown marks a removed bucket
+        // deleted, not empty, unless its probe group still has an empty
+        // slot, and counts each such tombstone against the capacity. Which
+        // buckets those are follows the per-process hash seed, so each of
+        // the three removals costs one unit of room or none (the test
+        // compared the room exactly: 895 against 896 in 12 of 400 runs,
+        // issue 37).
+        let kept = entries.map.capacity();
+        assert!(
+            kept <= grown && grown - kept <= few.len(),
+            "a few taken: the room is kept ({grown} -> {kept})"
         );
         let mut most = entries.extract(0, |slot| slot.seq >= 20);
         most.sort_unstable_by(|a, b| a.id.cmp(&b.id));
