@@ -11,6 +11,11 @@
 //! ends in any way (a panic, an abort, a SIGKILL): no cluster outlives its
 //! test binary.
 //!
+//! [`Cluster::start_tls`] starts one that also speaks TLS (`ssl=on`; plain
+//! connections are still accepted): at start it makes a CA of its own and
+//! a server certificate for `127.0.0.1` and `localhost` signed by it
+//! (rcgen), whose certificate a client trusts ([`Cluster::ca_der`]).
+//!
 //! Without the server programs, [`Cluster::start`] prints one line saying
 //! the PostgreSQL tests are skipped and how to install the server, and
 //! answers `None` (the tests pass); with `BATON_REQUIRE_POSTGRES=1` (as
@@ -18,6 +23,7 @@
 
 use std::io::Write as _;
 use std::net::TcpListener;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::OnceLock;
@@ -30,14 +36,26 @@ pub const REQUIRE: &str = "BATON_REQUIRE_POSTGRES";
 /// The database superuser `initdb` creates (trust authentication).
 pub const USER: &str = "baton";
 
+/// A TLS cluster's server certificate and key, in the cluster's dir.
+const CERT: &str = "server.crt";
+const KEY: &str = "server.key";
+
 /// A running throwaway cluster.
 pub struct Cluster {
     dir: PathBuf,
     port: u16,
     bin: PathBuf,
     as_postgres: bool,
+    /// The CA the server's certificate is signed by, if it speaks TLS.
+    tls: Option<Tls>,
     /// The watchdog's stdin: dropping it stops and removes the cluster.
     watchdog: Option<(Child, ChildStdin)>,
+}
+
+/// A TLS cluster's CA certificate, in both encodings.
+struct Tls {
+    ca_der: Vec<u8>,
+    ca_pem: String,
 }
 
 /// The variable naming the directory of the server programs, instead of
@@ -71,7 +89,8 @@ pub fn server_bin() -> Option<PathBuf> {
     })
 }
 
-fn is_root() -> bool {
+/// Whether the tests run as root (then the servers run as `postgres`).
+pub fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()
@@ -112,6 +131,17 @@ impl Cluster {
     /// Starts a new cluster, or `None` if the server programs are missing
     /// (and `BATON_REQUIRE_POSTGRES` is not `1`).
     pub fn start() -> Option<Cluster> {
+        Cluster::start_with(false)
+    }
+
+    /// Starts a new cluster that speaks TLS (`ssl=on`, with a CA and a
+    /// server certificate it makes now; see [`ca_der`](Self::ca_der)) and
+    /// still accepts plain connections; `None` as [`start`](Self::start).
+    pub fn start_tls() -> Option<Cluster> {
+        Cluster::start_with(true)
+    }
+
+    fn start_with(tls: bool) -> Option<Cluster> {
         let Some(bin) = server_bin() else {
             if std::env::var(REQUIRE).is_ok_and(|v| v == "1") {
                 panic!(
@@ -136,6 +166,7 @@ impl Cluster {
             port: 0,
             bin,
             as_postgres,
+            tls: None,
             watchdog: None,
         };
         if as_postgres {
@@ -153,6 +184,9 @@ impl Cluster {
             "UTF8",
         ]);
         cluster.run(&mut initdb);
+        if tls {
+            cluster.tls = Some(cluster.make_certificates());
+        }
         // A port found free may be taken before the server binds it: try
         // again with another.
         for attempt in 0.. {
@@ -170,6 +204,24 @@ impl Cluster {
     pub fn shared() -> Option<&'static Cluster> {
         static SHARED: OnceLock<Option<Cluster>> = OnceLock::new();
         SHARED.get_or_init(Cluster::start).as_ref()
+    }
+
+    /// The TLS cluster shared by the tests of this binary (see
+    /// [`start_tls`](Self::start_tls)).
+    pub fn shared_tls() -> Option<&'static Cluster> {
+        static SHARED: OnceLock<Option<Cluster>> = OnceLock::new();
+        SHARED.get_or_init(Cluster::start_tls).as_ref()
+    }
+
+    /// The DER of the CA certificate a TLS cluster's server certificate is
+    /// signed by (for a client's root store); `None` without TLS.
+    pub fn ca_der(&self) -> Option<&[u8]> {
+        self.tls.as_ref().map(|tls| tls.ca_der.as_slice())
+    }
+
+    /// The same CA certificate in PEM; `None` without TLS.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.tls.as_ref().map(|tls| tls.ca_pem.as_str())
     }
 
     /// The server's loopback port.
@@ -254,6 +306,18 @@ impl Cluster {
     }
 
     fn try_start(&self) -> bool {
+        let mut options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=200",
+            self.port,
+            self.dir.display()
+        );
+        if self.tls.is_some() {
+            options.push_str(&format!(
+                " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+                self.dir.join(CERT).display(),
+                self.dir.join(KEY).display()
+            ));
+        }
         let mut start = self.command("pg_ctl");
         start
             .arg("-D")
@@ -261,16 +325,61 @@ impl Cluster {
             .arg("-l")
             .arg(self.dir.join("log"))
             .args(["-w", "-t", "30", "start", "-o"])
-            .arg(format!(
-                "-p {} -k {} -c listen_addresses=127.0.0.1 -c max_connections=200",
-                self.port,
-                self.dir.display()
-            ));
+            .arg(options);
         start
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success())
+    }
+
+    /// Makes a CA and a server certificate for `127.0.0.1` and `localhost`
+    /// signed by it, and writes the server's certificate and key into the
+    /// cluster's dir: the key with mode 0600 and owned by the server's OS
+    /// user, or the server refuses to start. Answers the CA's certificate.
+    fn make_certificates(&self) -> Tls {
+        use rcgen::{
+            BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose,
+            IsCa, KeyPair, KeyUsagePurpose,
+        };
+        let mut ca = CertificateParams::new(Vec::new()).expect("the CA's parameters");
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name
+            .push(DnType::CommonName, "baton test CA");
+        ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().expect("the CA's key"))
+            .expect("the CA's certificate");
+        let mut server = CertificateParams::new(vec!["127.0.0.1".into(), "localhost".into()])
+            .expect("the server certificate's parameters");
+        server
+            .distinguished_name
+            .push(DnType::CommonName, "127.0.0.1");
+        server.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        server.use_authority_key_identifier_extension = true;
+        let key = KeyPair::generate().expect("the server's key");
+        let certificate = server
+            .signed_by(&key, &ca)
+            .expect("the server's certificate");
+        let write = |name: &str, mode: u32, text: &str| {
+            let path = self.dir.join(name);
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(mode)
+                .open(&path)
+                .and_then(|mut file| file.write_all(text.as_bytes()))
+                .unwrap_or_else(|error| panic!("write {}: {error}", path.display()));
+            if self.as_postgres {
+                self.run(Command::new("chown").arg("postgres").arg(&path));
+            }
+        };
+        write(CERT, 0o644, &certificate.pem());
+        write(KEY, 0o600, &key.serialize_pem());
+        Tls {
+            ca_der: ca.der().to_vec(),
+            ca_pem: ca.pem(),
+        }
     }
 
     fn data(&self) -> PathBuf {

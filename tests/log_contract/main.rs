@@ -3,7 +3,10 @@
 //! `PostgresLog` (feature `postgres`, on a throwaway server the fixture
 //! starts; skipped with one printed line when the server programs are
 //! missing, unless `BATON_REQUIRE_POSTGRES=1`). The PostgreSQL logs run as
-//! a role with only DML rights on a schema the operator migrated.
+//! a role with only DML rights on a schema the operator migrated, three
+//! ways: direct (`postgres::`), over TLS to a server with a certificate the
+//! fixture makes (`postgres_tls::`), and through PgBouncer in transaction
+//! pooling mode with no prepared statements (`postgres_bouncer::`).
 //!
 //! Each store is a [`Store`]: a fresh, empty log that more connections can
 //! be opened to (for `MemoryLog`, handles on one shared log). The suite's
@@ -21,6 +24,8 @@ mod suite;
 
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_only;
+#[cfg(all(unix, feature = "postgres"))]
+mod postgres_tls_bouncer;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -264,3 +269,144 @@ mod postgres_store {
 use postgres_store::postgres;
 #[cfg(all(unix, feature = "postgres"))]
 contract!(postgres, postgres);
+
+// --- PostgresLog over TLS: rustls, trusting only the TLS cluster's CA. ---
+
+#[cfg(all(unix, feature = "postgres"))]
+mod postgres_tls_store {
+    use std::sync::Arc;
+
+    use baton::durable::{PostgresLog, PostgresOptions, PostgresSchema};
+    use tokio_postgres_rustls::MakeRustlsConnect;
+
+    use super::*;
+    use crate::common::postgres::Cluster;
+    use crate::postgres_store::{SCHEMA, dml_only};
+
+    /// rustls's connector for tokio-postgres, on the ring provider,
+    /// trusting only the certificates `roots` (DER).
+    pub fn rustls_trusting(roots: &[&[u8]]) -> MakeRustlsConnect {
+        let mut store = rustls::RootCertStore::empty();
+        for root in roots {
+            store
+                .add(rustls::pki_types::CertificateDer::from(root.to_vec()))
+                .expect("a root certificate");
+        }
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("ring's protocol versions")
+        .with_root_certificates(store)
+        .with_no_client_auth();
+        MakeRustlsConnect::new(config)
+    }
+
+    /// A fresh database of the binary's TLS cluster, migrated and granted
+    /// as [`postgres_store`](super::postgres_store)'s, reached as its
+    /// DML-only role over TLS (`sslmode=require`, the cluster's CA the one
+    /// root trusted).
+    pub struct PostgresTlsDatabase {
+        pub dbname: String,
+        pub url: String,
+        pub tls: MakeRustlsConnect,
+    }
+
+    impl Store for PostgresTlsDatabase {
+        type Log = PostgresLog<Payload>;
+        async fn open(&self) -> PostgresLog<Payload> {
+            let options = PostgresOptions::new().schema(PostgresSchema::named(SCHEMA).unwrap());
+            PostgresLog::connect_with(
+                self.url.parse().expect("a connection string"),
+                self.tls.clone(),
+                options,
+            )
+            .await
+            .expect("connect the PostgreSQL log over TLS")
+        }
+    }
+
+    pub async fn postgres_tls() -> Option<PostgresTlsDatabase> {
+        let cluster = Cluster::shared_tls()?;
+        let dbname = cluster.database().await;
+        let url = format!("{} sslmode=require", dml_only(cluster, &dbname).await);
+        Some(PostgresTlsDatabase {
+            dbname,
+            url,
+            tls: rustls_trusting(&[cluster.ca_der().expect("the TLS cluster's CA")]),
+        })
+    }
+}
+
+#[cfg(all(unix, feature = "postgres"))]
+use postgres_tls_store::postgres_tls;
+#[cfg(all(unix, feature = "postgres"))]
+contract!(postgres_tls, postgres_tls);
+
+// --- PostgresLog through PgBouncer (transaction pooling), unprepared. ---
+
+#[cfg(all(unix, feature = "postgres"))]
+mod postgres_bouncer_store {
+    use std::sync::OnceLock;
+
+    use baton::durable::{PostgresLog, PostgresOptions, PostgresSchema};
+
+    use super::*;
+    use crate::common::pgbouncer::Bouncer;
+    use crate::common::postgres::{Cluster, USER};
+    use crate::postgres_store::{DML_ROLE, SCHEMA, dml_only};
+
+    /// The PgBouncer of this binary, in front of its shared cluster,
+    /// letting in the superuser and [`DML_ROLE`].
+    pub fn bouncer() -> Option<&'static Bouncer> {
+        static SHARED: OnceLock<Option<Bouncer>> = OnceLock::new();
+        SHARED
+            .get_or_init(|| Bouncer::start(Cluster::shared()?, &[USER, DML_ROLE]))
+            .as_ref()
+    }
+
+    /// What a log behind a transaction-pooling PgBouncer is opened with:
+    /// the suite's schema, no prepared statements.
+    pub fn options() -> PostgresOptions {
+        PostgresOptions::new()
+            .schema(PostgresSchema::named(SCHEMA).unwrap())
+            .prepared_statements(false)
+    }
+
+    /// A fresh database of the binary's shared cluster, migrated and
+    /// granted directly on the server (as an operator would), reached as
+    /// the DML-only role through [`bouncer`].
+    pub struct PostgresBouncedDatabase {
+        pub dbname: String,
+        pub url: String,
+    }
+
+    impl Store for PostgresBouncedDatabase {
+        type Log = PostgresLog<Payload>;
+        async fn open(&self) -> PostgresLog<Payload> {
+            PostgresLog::connect_with(
+                self.url.parse().expect("a connection string"),
+                baton::durable::tokio_postgres::NoTls,
+                options(),
+            )
+            .await
+            .expect("connect the PostgreSQL log through PgBouncer")
+        }
+    }
+
+    pub async fn postgres_bouncer() -> Option<PostgresBouncedDatabase> {
+        let cluster = Cluster::shared()?;
+        let bouncer = bouncer()?;
+        let dbname = cluster.database().await;
+        dml_only(cluster, &dbname).await;
+        Some(PostgresBouncedDatabase {
+            url: bouncer.url(DML_ROLE, &dbname),
+            dbname,
+        })
+    }
+}
+
+#[cfg(all(unix, feature = "postgres"))]
+use postgres_bouncer_store::postgres_bouncer;
+#[cfg(all(unix, feature = "postgres"))]
+contract!(postgres_bouncer, postgres_bouncer);
