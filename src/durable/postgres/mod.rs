@@ -198,8 +198,8 @@ impl PostgresOptions {
 /// in Rust, what it writes for exactly those facts, and the statement
 /// writes it only if the Run's facts are those (the claim's insert `ON
 /// CONFLICT DO NOTHING`; the append's insert from the Run's row locked at
-/// its epoch, `ON CONFLICT DO NOTHING` on the pause), decided by its count
-/// of affected rows. When the facts are other (a takeover's claim, a
+/// its epoch, refused by the pause's key if a pause is there), decided by
+/// its count of affected rows. When the facts are other (a takeover's claim, a
 /// fenced or repeated append) nothing was written, and the operation runs
 /// its transaction, in two flights (pipelined: tokio-postgres sends
 /// requests in the order their futures are first polled, and the server
@@ -513,15 +513,18 @@ impl Sql {
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CAST($9::text AS json), $10)"
                 ),
                 // The append's one-statement form: the row lock of the Run
-                // at the append's epoch, and the insert only if it holds and
-                // no pause is there yet (the facts for which the rule
-                // writes).
+                // at the append's epoch, and the insert only if it holds;
+                // a pause already there fails it on the pause's key (the
+                // facts for which the rule writes: no pause). No `ON
+                // CONFLICT`: its speculative insertion costs every append
+                // (pgbench here: 0.313-0.330 ms with it, 0.292-0.298 ms
+                // without), while the key's refusal costs only the rare
+                // append that finds a pause.
                 format!(
                     "WITH run AS (SELECT epoch FROM {s}baton_run {key} AND epoch = $10 FOR UPDATE) \
                      INSERT INTO {s}baton_handoff_pause ({pause_columns}) \
                      SELECT $1, $2, $3, $4, $5, $6, $7, $8, CAST($9::text AS json), $10 \
-                     FROM run \
-                     ON CONFLICT (root_run_id, run_id) DO NOTHING"
+                     FROM run"
                 ),
             ],
         }
@@ -1210,10 +1213,12 @@ fn pause_params<'a, P>(
 /// `INSERT … ON CONFLICT DO NOTHING`, the append's insert from the Run's
 /// row locked at the append's epoch (`FOR UPDATE`: a claim that would
 /// move the epoch waits for it, or it for the claim, which it then sees),
-/// `ON CONFLICT DO NOTHING` on the pause. The statement is its own
+/// refused by the pause's primary key if a pause is there (a unique
+/// violation: nothing written). The statement is its own
 /// transaction (autocommit), so the write is durable in one round trip,
 /// like the bare store's own insert. `None` when the facts are not those
-/// (no row affected, nothing written): the operation then runs its
+/// (no row affected, or the pause's key refused it: nothing written): the
+/// operation then runs its
 /// transaction, which reads the facts under the lock and asks the rule
 /// again. `Facts` and any claim or append for which the rule does not
 /// write on those facts have no such form.
@@ -1276,6 +1281,9 @@ where
         Ok(1) => Ok(Some(answer)),
         Ok(0) => Ok(None),
         Ok(_) => Err(corrupt(op.run().1, "one Run's write affected several rows").into()),
+        // The append found a pause: its statement, its own transaction,
+        // committed nothing.
+        Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => Ok(None),
         Err(error) => Err(match Failure::from(error) {
             retry @ Failure::Server { retry: true, .. } => retry,
             // The server refused the statement: it committed nothing.
