@@ -212,7 +212,7 @@ fn sqlite_baton(path: &Path, op: &str, workers: usize, ops: usize) -> Sample {
                 let (source, pause) = (source(run), pause(run));
                 let started = Instant::now();
                 // SQLite's write lock may outlast the log's busy timeout
-                // (5 s) with 32 writers: the operation answers Storage,
+                // (5 s) with 32 writers: the operation answers Unavailable,
                 // and a caller does it again (an append is idempotent, a
                 // claim's epoch was not issued or is simply superseded).
                 loop {
