@@ -433,3 +433,26 @@ async fn a_zombie_worker_is_fenced_its_gate_closed_and_nothing_written() {
         "R1: the Run is still open: a later owner may take it again"
     );
 }
+
+/// A read writes nothing, so a store's read never answers an unknown
+/// outcome: `of_a_read` turns `OutcomeUnknown` (a panicked read on the
+/// SQLite log's thread, a read past PostgreSQL's timeout) into
+/// `Unavailable` with the same source, and leaves every other error as it
+/// is; `outcome_unknown` says which error alone may have written.
+#[test]
+fn a_reads_failure_is_never_an_unknown_outcome() {
+    let read = LogError::OutcomeUnknown("the thread panicked".into()).of_a_read();
+    assert!(
+        matches!(&read, LogError::Unavailable(source) if source.to_string() == "the thread panicked"),
+        "{read:?}"
+    );
+    assert!(!read.outcome_unknown());
+    assert!(LogError::OutcomeUnknown("lost".into()).outcome_unknown());
+    let kept = LogError::Unavailable("refused".into()).of_a_read();
+    assert!(matches!(&kept, LogError::Unavailable(source) if source.to_string() == "refused"));
+    assert!(matches!(
+        LogError::EpochsExhausted.of_a_read(),
+        LogError::EpochsExhausted
+    ));
+    assert!(!LogError::EpochsExhausted.outcome_unknown());
+}
