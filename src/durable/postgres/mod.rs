@@ -254,9 +254,11 @@ impl PostgresOptions {
 ///
 /// **Runtime.** tokio-postgres's sockets and timers are tokio's: the
 /// futures of a `PostgresLog` must be polled within a tokio runtime (any
-/// flavour, with its time driver), which also runs the tasks that drive
-/// the connections. Polled outside one, an operation answers
-/// [`LogError::Unavailable`], never panics. There is no blocking
+/// flavour) with its I/O and time drivers (`enable_all`), which also runs
+/// the tasks that drive the connections. Polled outside any runtime, an
+/// operation answers [`LogError::Unavailable`] instead of panicking; within
+/// a runtime built without the time driver it panics, as every tokio timer
+/// does there (tokio offers no way to ask first). There is no blocking
 /// [`HandoffLog`](super::HandoffLog) form, which would hide a runtime of
 /// its own; block on the async form ([`AsyncHandoffLog`]) where blocking
 /// is wanted.
