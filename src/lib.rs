@@ -25,7 +25,8 @@
 //!
 //! The worker owns the [`HandoffGate`] and calls
 //! [`boundary`](HandoffGate::boundary) between steps; a requester (a
-//! supervisor, another host) [`reserve`](HandoffRequester::reserve)s a
+//! supervisor in the same process, holding a [`HandoffRequester`] handle)
+//! [`reserve`](HandoffRequester::reserve)s a
 //! handoff, waits until the worker has prepared its pause
 //! ([`ready`](HandoffReservation::ready)), [`commit`](HeldHandoff::commit)s
 //! it and waits for the seal ([`wait`](PendingSeal::wait)). The handoff is
@@ -77,7 +78,8 @@
 //! # Durable handoff
 //!
 //! The canonical log ([`durable::HandoffLog`]: [`durable::MemoryLog`] for
-//! tests, `SqliteLog` with the `sqlite` feature) keeps an owner epoch per
+//! tests, `SqliteLog` with the `sqlite` feature for one host, `PostgresLog`
+//! with the `postgres` feature for a fleet) keeps an owner epoch per
 //! Run. The owner [`claim`](durable::HandoffLog::claim)s a Run before it
 //! starts or resumes a worker; the worker's last step,
 //! [`append_then_seal`](durable::append_then_seal), appends under its

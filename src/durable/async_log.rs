@@ -17,9 +17,12 @@ use crate::facts::{HandoffPause, Invocation};
 /// The methods are named `*_async` so that a type implementing both traits
 /// (every store in baton does) can have both in scope without ambiguity.
 ///
-/// The futures are `Send`, so they can be spawned. They are
-/// runtime-agnostic: they need no tokio runtime (nor any other), and
-/// `SqliteLog`'s are woken from its own thread.
+/// The futures are `Send`; they borrow their arguments (and the log), so
+/// they are not `'static`: to spawn one, move owned arguments and a shared
+/// log (`Arc`) into an `async move` block that awaits it. `MemoryLog`'s and
+/// `SqliteLog`'s are runtime-agnostic: they need no tokio runtime (nor any
+/// other), and `SqliteLog`'s are woken from its own thread. `PostgresLog`'s
+/// need a tokio runtime (see its docs).
 ///
 /// ```
 /// use baton::durable::{AsyncHandoffLog, Claim, Epoch, MemoryLog};

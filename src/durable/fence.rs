@@ -1,6 +1,6 @@
 //! The fencing rule (SPEC §6): what a log does on `claim` and `append`,
 //! given what it holds for the Run. Pure functions, so that every store
-//! ([`MemoryLog`](super::MemoryLog), `SqliteLog`) applies the *same* rule
+//! ([`MemoryLog`](super::MemoryLog), `SqliteLog`, `PostgresLog`) applies the *same* rule
 //! inside one transaction of its own, and tests pin it cell by cell.
 //!
 //! | what the log holds for the Run | `claim` | `append(epoch e, row)` |

@@ -18,7 +18,8 @@ use crate::sync::{Mutex, lock};
 /// token) and at most one pause. Implementations apply the same pure rule
 /// inside one transaction per operation (the table in
 /// [`claim`](Self::claim)'s and [`append`](Self::append)'s docs; checked on
-/// [`MemoryLog`] and `SqliteLog` by one shared test):
+/// [`MemoryLog`], `SqliteLog` and `PostgresLog` by one shared contract
+/// suite, `tests/log_contract`):
 ///
 /// - [`claim`](Self::claim) starts or takes over a Run: if a pause is
 ///   durable it answers [`Claim::HandedOff`] and changes nothing; else it

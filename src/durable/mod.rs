@@ -36,8 +36,8 @@
 //! ```text
 //!  owner:   claim(run) ─▶ Owner(epoch) ─▶ start a worker with epoch   | HandedOff(pause): never resume
 //!  worker:  boundary ─▶ Some(pause) ─▶ log.append(epoch, pause) ─ok─▶ gate.sealed(pause) ─▶ exit
-//!                                             │ err (Fenced, …)         (wait() = Some)
-//!                                             └──▶ gate.close()  (wait() = None)
+//!                                             │ err (Fenced, …)         (wait() = Ok(pause))
+//!                                             └──▶ gate.close()  (wait() = Err(Closed))
 //!  worker suspected (crashed, or only paused) ─▶ owner: claim(run) again
 //! ```
 

@@ -1,5 +1,6 @@
-//! [`SqliteLog`]: the default [`HandoffLog`], one SQLite file (feature
-//! `sqlite`, SQLite bundled: no system library needed).
+//! [`SqliteLog`]: the [`HandoffLog`] for one host, one SQLite file
+//! (feature `sqlite`, off by default; SQLite bundled: no system library
+//! needed).
 #![cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 
 use std::future::Future;

@@ -54,7 +54,7 @@ pub enum SealError {
 #[must_use = "the step says whether to seal or to close the gate"]
 pub enum SealStep {
     /// The pause is durable: seal the gate (the requester's `wait()` then
-    /// returns `Some`), and answer this receipt.
+    /// returns `Ok` with the pause), and answer this receipt.
     Seal(Receipt),
     /// The append did not succeed, or its outcome is unknown: close the
     /// gate without a seal (every `wait()` answers `Err(WaitError::Closed)`) and answer this
@@ -131,8 +131,12 @@ pub fn seal_step(appended: Result<Receipt, LogError>) -> SealStep {
 /// `wait()` answers `Err(WaitError::Closed)`, and the owner reconciles the Run from the log
 /// (`Resumable` if nothing was written).
 ///
-/// An append is idempotent, so calling this again after a crash-free
-/// failure is safe while the gate is still committed.
+/// Every failure closes the gate, so calling this again afterwards answers
+/// [`SealError::NotCommitted`] and appends nothing: the owner's next claim
+/// decides the Run from the log. Only a dropped
+/// [`append_then_seal_async`] future leaves the gate committed, and the
+/// identical call then may be made again (the append is idempotent; see
+/// its cancel safety).
 ///
 /// With the `tracing` feature the step runs in an `append` span (target
 /// `baton::durable`) with the root Run, the run id and the epoch, which
