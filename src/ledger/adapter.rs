@@ -70,7 +70,7 @@ pub struct Delegations {
 
 /// The scope of one task: dropping it ends the scope, taking every entry and
 /// ending every child that has not arrived (D3, D5). Dropping a scope that
-/// a newer `scope_task` replaced changes nothing **[beyond seed]**.
+/// a newer `scope_task` replaced changes nothing.
 #[must_use = "dropping the scope ends it at once"]
 pub struct DelegationScope {
     cell: Arc<WatchCell<Core>>,
@@ -325,7 +325,7 @@ impl Delegations {
 
     /// The live delegations in id order, as a snapshot, in O(1) under the
     /// lock: past 32 entries it shares the ledger's persistent map, below
-    /// it copies at most 32 id and data handles **[beyond seed]**.
+    /// it copies at most 32 id and data handles.
     ///
     /// ```
     /// use baton::ledger::{Delegation, Delegations};
@@ -356,7 +356,7 @@ impl Delegations {
     }
 
     /// The number of ids remembered as delivered in the current scope
-    /// (diagnostics): freed when the scope ends **[beyond seed]**.
+    /// (diagnostics): freed when the scope ends.
     pub fn remembered(&self) -> usize {
         self.cell.read(Ledger::delivered_len)
     }

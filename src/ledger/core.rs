@@ -14,7 +14,7 @@
 //! The answers a caller only reads ([`Arrival`], [`RegisterError`]) may
 //! grow and are `#[non_exhaustive]`.
 //!
-//! Scale **[beyond seed]**: entries are kept in a hash table by id
+//! Scale: entries are kept in a hash table by id
 //! (`entries.rs`); what a take or a snapshot returns is sorted by id. Past
 //! [`Ledger::KEEP_ABOVE`] entries, two indexes — not-arrived entries by
 //! start time, arrived entries by id — make `take_overdue` cost O(k log n)
@@ -160,7 +160,7 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
 
     /// Ends the scope `token`: like [`scope_task`](Self::scope_task) without
     /// a new task. `None` (and nothing changes) if `token` is not the
-    /// current scope's **[beyond seed]**.
+    /// current scope's.
     pub fn end_scope(&mut self, token: ScopeToken) -> Option<Vec<Taken<D, C, T>>> {
         if self.scope.as_ref().is_none_or(|scope| scope.token != token) {
             return None;

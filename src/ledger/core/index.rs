@@ -1,5 +1,5 @@
 //! The ledger's indexes, kept only when there are enough entries to pay
-//! for them **[beyond seed]**.
+//! for them.
 //!
 //! With few entries (at most [`Ledger::KEEP_ABOVE`], the usual task's
 //! handful) a take or `next_overdue` scans the entries, which costs less

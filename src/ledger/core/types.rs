@@ -164,7 +164,7 @@ pub enum Arrival {
     BeingEnded,
 }
 
-/// Why `register` refused (SPEC §2) **[beyond seed]**. The ledger is
+/// Why `register` refused (SPEC §2). The ledger is
 /// unchanged.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Error)]
 #[non_exhaustive]
