@@ -812,3 +812,99 @@ fn one_blackholed_pooled_connection_delays_no_other_run() {
         );
     });
 }
+
+/// What PostgreSQL retries, pinned (issue 37), counted on the wire by the
+/// proxy: a refusal (`Fenced`, `AlreadyHandedOff`, `EpochNotIssued`) costs
+/// its one-statement try and exactly one transaction, never another; bad
+/// input sends nothing; a connection lost once the write was sent is never
+/// run again (`OutcomeUnknown`, one write on the wire).
+#[test]
+fn a_refusal_runs_one_transaction_and_a_write_whose_reply_is_lost_is_never_sent_again() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (proxy, log) = log_through_a_proxy(cluster).await;
+        let cost = |before: (u64, u64)| {
+            (
+                proxy.own_commits() - before.0,
+                proxy.transactions() - before.1,
+            )
+        };
+        let now = || (proxy.own_commits(), proxy.transactions());
+        let first = owner(&log).await;
+        let second = owner(&log).await;
+        assert_eq!((first, second), (Epoch::new(1), Epoch::new(2)));
+
+        let before = now();
+        assert!(matches!(
+            append(&log, first).await,
+            Err(LogError::Fenced { .. })
+        ));
+        assert_eq!(cost(before), (1, 1), "Fenced: its try, one transaction");
+
+        let before = now();
+        assert!(matches!(
+            append(&log, Epoch::new(9)).await,
+            Err(LogError::EpochNotIssued { .. })
+        ));
+        assert_eq!(
+            cost(before),
+            (1, 1),
+            "EpochNotIssued: its try, one transaction"
+        );
+
+        let mut invalid = common::source();
+        invalid.session_id = String::new();
+        let before = now();
+        assert!(matches!(
+            within("R5", log.append_async(ROOT, &invalid, second, &pause())).await,
+            Err(LogError::InvalidRun { .. })
+        ));
+        assert_eq!(cost(before), (0, 0), "bad input: nothing sent");
+
+        let before = now();
+        assert_eq!(append(&log, second).await.unwrap(), Receipt::Written);
+        assert_eq!(
+            cost(before),
+            (1, 0),
+            "an append at the current epoch: one statement"
+        );
+
+        let mut other = pause();
+        std::sync::Arc::make_mut(&mut other.intent).handoff_id = "another".into();
+        let before = now();
+        assert!(matches!(
+            within(
+                "R5",
+                log.append_async(ROOT, &common::source(), second, &other)
+            )
+            .await,
+            Err(LogError::AlreadyHandedOff { .. })
+        ));
+        assert_eq!(
+            cost(before),
+            (1, 1),
+            "AlreadyHandedOff: its try, one transaction"
+        );
+
+        let mut lost = common::source();
+        lost.run_id = "lost".into();
+        let Ok(Claim::Owner(epoch)) = within("R5", log.claim_async(ROOT, "lost")).await else {
+            panic!("a fresh Run is open");
+        };
+        proxy.lose_next_commit_reply();
+        let before = now();
+        let answer = within("R5", log.append_async(ROOT, &lost, epoch, &pause())).await;
+        assert!(
+            matches!(answer, Err(LogError::OutcomeUnknown(_))),
+            "{answer:?}"
+        );
+        assert_eq!(proxy.lost_replies(), 1);
+        assert_eq!(
+            cost(before),
+            (1, 0),
+            "a write whose reply was lost is sent once, never again"
+        );
+    });
+}
