@@ -2,6 +2,7 @@
 //! and [`append_then_seal_async`] on each path the blocking form has.
 
 use std::error::Error as _;
+use std::sync::Arc;
 
 use super::*;
 use crate::durable::tests::{BrokenLog, committed, gate, owner, pause};
@@ -274,4 +275,140 @@ async fn an_async_append_then_seal_dropped_before_its_first_poll_does_nothing() 
         Receipt::Written
     );
     assert!(within("S5: sealed", pending.wait()).await.is_ok());
+}
+
+/// A log whose append, once the inner log has made the pause durable,
+/// closes the gate before answering: the seal that follows a durable
+/// append does not land, decided by construction (issue 37).
+struct ClosesTheGateInside<'a> {
+    log: &'a MemoryLog<u32>,
+    gate: &'a crate::durable::tests::Gate,
+}
+
+impl HandoffLog<u32> for ClosesTheGateInside<'_> {
+    fn claim(&self, root_run_id: &str, run_id: &str) -> Result<Claim<u32>, LogError> {
+        self.log.claim(root_run_id, run_id)
+    }
+    fn append(
+        &self,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        pause: &HandoffPause<u32>,
+    ) -> Result<Receipt, LogError> {
+        let appended = self.log.append(root_run_id, source, epoch, pause);
+        self.gate.close();
+        appended
+    }
+    fn facts(&self, root_run_id: &str, run_id: &str) -> Result<RunFacts<u32>, LogError> {
+        self.log.facts(root_run_id, run_id)
+    }
+}
+
+impl AsyncHandoffLog<u32> for ClosesTheGateInside<'_> {
+    async fn claim_async(&self, root_run_id: &str, run_id: &str) -> Result<Claim<u32>, LogError> {
+        HandoffLog::claim(self, root_run_id, run_id)
+    }
+    async fn append_async(
+        &self,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        pause: &HandoffPause<u32>,
+    ) -> Result<Receipt, LogError> {
+        HandoffLog::append(self, root_run_id, source, epoch, pause)
+    }
+    async fn facts_async(
+        &self,
+        root_run_id: &str,
+        run_id: &str,
+    ) -> Result<RunFacts<u32>, LogError> {
+        HandoffLog::facts(self, root_run_id, run_id)
+    }
+}
+
+/// The seal that does not land after a durable append (issue 37): the
+/// gate is closed between the append and the seal, so both forms answer
+/// `ClosedBeforeSeal` — not `Append`, not `Ok` — while the pause is
+/// durable (the owner's claim then answers `HandedOff`, R1), and the
+/// requester's `wait()` answers `Closed`.
+#[tokio::test]
+async fn a_seal_that_does_not_land_after_a_durable_append_is_closed_before_seal_in_both_forms() {
+    for blocking in [true, false] {
+        let gate = gate();
+        let log = MemoryLog::new();
+        let epoch = owner(&log);
+        let (pending, paused) = committed(&gate).await;
+        let closing = ClosesTheGateInside {
+            log: &log,
+            gate: &gate,
+        };
+        let answer = if blocking {
+            append_then_seal(&gate, &closing, epoch, &paused)
+        } else {
+            append_then_seal_async(&gate, &closing, epoch, &paused).await
+        };
+        assert!(
+            matches!(answer, Err(SealError::ClosedBeforeSeal)),
+            "blocking {blocking}: {answer:?}"
+        );
+        assert_eq!(
+            reconcile(&log.facts("root", "run").unwrap()),
+            Ok(Decision::HandedOff(HandoffPause::clone(&paused))),
+            "the pause is durable"
+        );
+        assert!(matches!(log.claim("root", "run"), Ok(Claim::HandedOff(_))));
+        assert_eq!(
+            within("L1: the closed gate ends the wait", pending.wait()).await,
+            Err(WaitError::Closed)
+        );
+    }
+}
+
+/// What the last step accepts as the committed pause (issue 37): the very
+/// pause, or one equal to it — not one with the same intent and another
+/// execution. Offered that, both forms answer `NotCommitted`, append
+/// nothing and leave the gate committed; the committed pause then seals.
+#[tokio::test]
+async fn an_equal_intent_with_another_execution_is_not_the_committed_pause_in_both_forms() {
+    for blocking in [true, false] {
+        let gate = gate();
+        let log = MemoryLog::new();
+        let epoch = owner(&log);
+        let (pending, paused) = committed(&gate).await;
+        let impostor = HandoffPause {
+            intent: Arc::clone(&paused.intent),
+            execution: paused.execution + 1,
+        };
+        let answer = if blocking {
+            append_then_seal(&gate, &log, epoch, &impostor)
+        } else {
+            append_then_seal_async(&gate, &log, epoch, &impostor).await
+        };
+        assert!(
+            matches!(answer, Err(SealError::NotCommitted)),
+            "blocking {blocking}: {answer:?}"
+        );
+        assert!(
+            log.facts("root", "run").unwrap().pauses.is_empty(),
+            "nothing appended"
+        );
+        assert_eq!(
+            gate.state().kind(),
+            StateKind::Committed,
+            "the gate is unchanged"
+        );
+        let equal = HandoffPause::clone(&paused);
+        assert_eq!(
+            append_then_seal(&gate, &log, epoch, &equal).unwrap(),
+            Receipt::Written,
+            "an equal pause is the committed one"
+        );
+        assert_eq!(
+            within("S5: the seal reaches the requester", pending.wait())
+                .await
+                .map(|p| p.execution),
+            Ok(7)
+        );
+    }
 }
