@@ -109,6 +109,19 @@ fn the_log_is_wal_with_full_sync_and_records_its_schema_version() {
     );
 }
 
+/// The durability the store promises is checked when it opens (issue
+/// 37): a database that cannot run in the WAL journal (an in-memory one
+/// keeps its journal in memory) is refused with `Unavailable` naming the
+/// mode, not opened without it.
+#[test]
+fn a_database_that_cannot_run_in_wal_is_refused_at_open() {
+    let refused = SqliteLog::<u32>::open(":memory:");
+    assert!(
+        matches!(&refused, Err(LogError::Unavailable(error)) if error.to_string().contains("not WAL")),
+        "{refused:?}"
+    );
+}
+
 #[test]
 fn a_file_with_an_unknown_schema_version_is_a_typed_error() {
     let db = TempDb::new();
