@@ -452,9 +452,17 @@ where
     ) -> Result<RunFacts<P>, LogError> {
         check_run(root_run_id, run_id)?;
         let mut connection = lock(connection);
-        // One read transaction: the epoch and the pause of one snapshot.
+        // One read transaction: the epoch and the pause of one snapshot
+        // (WAL: taken by the first read, kept while writers commit).
         let transaction = connection.transaction().map_err(storage)?;
-        Self::facts_in(&transaction, root_run_id, run_id)
+        let mut facts = RunFacts::empty(root_run_id, run_id);
+        facts.epoch = Self::epoch(&transaction, root_run_id, run_id)?;
+        #[cfg(test)]
+        inside::between_reads();
+        facts
+            .pauses
+            .extend(Self::read(&transaction, root_run_id, run_id)?);
+        Ok(facts)
     }
 }
 
@@ -546,6 +554,24 @@ pub(super) mod inside {
 
     pub(super) fn reached() {
         HOOK.with(|slot| {
+            if let Some(hook) = slot.borrow_mut().as_mut() {
+                hook();
+            }
+        });
+    }
+
+    thread_local! {
+        static BETWEEN: RefCell<Option<Box<dyn FnMut()>>> = const { RefCell::new(None) };
+    }
+
+    /// Runs `hook` on this thread whenever one of its reads of the facts
+    /// has read the epoch, before it reads the pause.
+    pub(crate) fn between_reads_on_this_thread(hook: impl FnMut() + 'static) {
+        BETWEEN.with(|slot| *slot.borrow_mut() = Some(Box::new(hook)));
+    }
+
+    pub(super) fn between_reads() {
+        BETWEEN.with(|slot| {
             if let Some(hook) = slot.borrow_mut().as_mut() {
                 hook();
             }

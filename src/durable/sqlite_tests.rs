@@ -503,3 +503,51 @@ fn connections_opening_one_fresh_file_at_once_all_open() {
         }
     }
 }
+
+/// `facts` is one snapshot (issue 37), by construction: held between its
+/// read of the epoch and its read of the pause, another connection claims
+/// the Run (epoch 2) and hands it off under that epoch — and commits, as a
+/// reader never blocks a writer in WAL. The held read still answers the
+/// facts of its first read (epoch 1, no pause), never epoch 1 with the
+/// pause of epoch 2, which were never true together.
+#[test]
+fn the_facts_are_one_snapshot_even_when_a_writer_commits_between_the_reads() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let db = TempDb::new();
+    let first: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    let second: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    assert_eq!(owner(&first), Epoch::new(1));
+    let (between_tx, between_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let read = std::thread::scope(|scope| {
+        let reader = scope.spawn(|| {
+            inside::between_reads_on_this_thread(move || {
+                let _ = between_tx.send(());
+                let _ = go_rx.recv_timeout(Duration::from_secs(10));
+            });
+            first.facts("root", "run").unwrap()
+        });
+        between_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the read stops between its two reads");
+        let epoch = owner(&second);
+        assert_eq!(epoch, Epoch::new(2));
+        assert_eq!(
+            second
+                .append("root", &source(), epoch, &pause("h"))
+                .unwrap(),
+            Receipt::Written,
+            "the writer commits while the read is open"
+        );
+        let _ = go_tx.send(());
+        reader.join().unwrap()
+    });
+    assert_eq!(
+        (read.epoch, read.pauses.len()),
+        (Epoch::new(1), 0),
+        "one snapshot: the facts as they were at the first read"
+    );
+    let now = first.facts("root", "run").unwrap();
+    assert_eq!((now.epoch, now.pauses.len()), (Epoch::new(2), 1));
+}
