@@ -908,3 +908,77 @@ fn a_refusal_runs_one_transaction_and_a_write_whose_reply_is_lost_is_never_sent_
         );
     });
 }
+
+/// `facts` is one snapshot on PostgreSQL too (issue 37), by construction:
+/// another session holds `baton_handoff_pause` locked (`ACCESS
+/// EXCLUSIVE`), so the log's read of the facts takes its snapshot with the
+/// epoch and then waits at the pause; meanwhile that session claims the
+/// Run (epoch 2) and hands it off under that epoch, and commits. The read
+/// then answers the facts of its snapshot (epoch 1, no pause), never epoch
+/// 1 with the pause of epoch 2, which were never true together.
+#[test]
+fn the_facts_are_one_snapshot_even_when_a_writer_commits_between_the_reads() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        let log = Arc::new(connect(&url).await.unwrap());
+        assert_eq!(owner(&log).await, Epoch::new(1));
+        // A read first, so the pool's connection has its statements
+        // prepared (a prepare would wait for the lock before the read's
+        // transaction began).
+        let _ = within("R5", log.facts_async(ROOT, "run")).await.unwrap();
+        let admin = cluster.connect(&dbname).await;
+        admin
+            .batch_execute("BEGIN; LOCK TABLE baton_handoff_pause IN ACCESS EXCLUSIVE MODE")
+            .await
+            .unwrap();
+        let reading = tokio::spawn({
+            let log = Arc::clone(&log);
+            async move { log.facts_async(ROOT, "run").await }
+        });
+        // Until the read waits for the lock: its epoch is read, its
+        // snapshot taken.
+        let waiting = within("the read reaches the locked table", async {
+            loop {
+                let row = admin
+                    .query_one(
+                        "SELECT count(*) FROM pg_stat_activity \
+                         WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                        &[],
+                    )
+                    .await
+                    .unwrap();
+                if row.get::<_, i64>(0) > 0 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        });
+        waiting.await;
+        let json = serde_json::to_string(&pause()).unwrap();
+        admin
+            .batch_execute("UPDATE baton_run SET epoch = 2 WHERE run_id = 'run'")
+            .await
+            .unwrap();
+        admin
+            .execute(
+                "INSERT INTO baton_handoff_pause VALUES ('run', 'run', 'session', 'turn', \
+                 'invocation', 'handoff', 'successor-run', 'successor-invocation', \
+                 CAST($1::text AS json), 2)",
+                &[&json],
+            )
+            .await
+            .unwrap();
+        admin.batch_execute("COMMIT").await.unwrap();
+        let read = within("R5", reading).await.unwrap().unwrap();
+        assert_eq!(
+            (read.epoch, read.pauses.len()),
+            (Epoch::new(1), 0),
+            "one snapshot: the facts as they were at the first read"
+        );
+        let now = within("R5", log.facts_async(ROOT, "run")).await.unwrap();
+        assert_eq!((now.epoch, now.pauses.len()), (Epoch::new(2), 1));
+    });
+}
