@@ -711,17 +711,7 @@ fn the_postgres_store_traces_connections_migrations_retries_and_unknown_outcomes
         // Polled until it waits for the lock on the server.
         let waiting = tokio::time::timeout(Duration::from_millis(300), claim.as_mut()).await;
         assert!(waiting.is_err(), "the claim waits for the row lock");
-        let ended: i64 = common::within(
-            "R5",
-            admin.query_one(
-                "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-                 WHERE datname = $1 AND pid <> pg_backend_pid()) ended",
-                &[&dbname],
-            ),
-        )
-        .await
-        .unwrap()
-        .get(0);
+        let ended = common::within("R5", Cluster::end_sessions(&admin, &dbname)).await;
         assert!(ended >= 1, "the log's connection under the claim");
         let released = async {
             tokio::time::sleep(Duration::from_millis(300)).await;

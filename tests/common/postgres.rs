@@ -265,6 +265,21 @@ impl Cluster {
         client
     }
 
+    /// Ends every session on `dbname` but `admin`'s own
+    /// (`pg_terminate_backend`), as a server does when it drops clients;
+    /// answers how many it ended.
+    pub async fn end_sessions(admin: &tokio_postgres::Client, dbname: &str) -> i64 {
+        admin
+            .query_one(
+                "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE datname = $1 AND pid <> pg_backend_pid()) ended",
+                &[&dbname],
+            )
+            .await
+            .expect("end the sessions")
+            .get(0)
+    }
+
     /// The server's crash: `pg_ctl stop -m immediate` (no checkpoint; WAL
     /// replay at the next start).
     pub fn crash(&self) {

@@ -97,6 +97,21 @@ fn pause() -> common::Pause {
     common::pause_for(common::intent())
 }
 
+/// Writes the test's pause for `(ROOT, "run")` under `epoch` by hand, as
+/// another writer (or an older baton) would: its columns and its JSON.
+async fn insert_pause_row(admin: &tokio_postgres::Client, epoch: i64) {
+    let json = serde_json::to_string(&pause()).unwrap();
+    admin
+        .execute(
+            "INSERT INTO baton_handoff_pause VALUES ('run', 'run', 'session', 'turn', \
+             'invocation', 'handoff', 'successor-run', 'successor-invocation', \
+             CAST($1::text AS json), $2)",
+            &[&json, &epoch],
+        )
+        .await
+        .unwrap();
+}
+
 /// Logs connecting at once to a database without a schema create it once,
 /// whole, and record its version; reconnecting leaves it as it is.
 #[test]
@@ -319,15 +334,7 @@ fn a_connection_lost_before_the_commit_is_retried_on_a_new_connection() {
         let mut claim = pin!(log.claim_async(ROOT, "run"));
         let waiting = tokio::time::timeout(Duration::from_millis(300), claim.as_mut()).await;
         assert!(waiting.is_err(), "the claim waits for the row lock");
-        let ended: i64 = admin
-            .query_one(
-                "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-                 WHERE datname = $1 AND pid <> pg_backend_pid()) ended",
-                &[&dbname],
-            )
-            .await
-            .unwrap()
-            .get(0);
+        let ended = Cluster::end_sessions(&admin, &dbname).await;
         assert_eq!(ended, 1, "the log's one connection, under the claim");
         let released = async {
             tokio::time::sleep(Duration::from_millis(300)).await;
@@ -589,7 +596,6 @@ fn a_version_1_database_is_upgraded_in_place_and_keeps_its_facts() {
         let admin = cluster.connect(&dbname).await;
         let version_1 = &PostgresSchema::search_path().migrations()[0];
         admin.batch_execute(version_1).await.unwrap();
-        let json = serde_json::to_string(&pause()).unwrap();
         admin
             .execute(
                 "INSERT INTO baton_run VALUES ('run', 'open', 2), ('run', 'run', 1)",
@@ -597,15 +603,7 @@ fn a_version_1_database_is_upgraded_in_place_and_keeps_its_facts() {
             )
             .await
             .unwrap();
-        admin
-            .execute(
-                "INSERT INTO baton_handoff_pause VALUES ('run', 'run', 'session', 'turn', \
-                 'invocation', 'handoff', 'successor-run', 'successor-invocation', \
-                 CAST($1::text AS json), 1)",
-                &[&json],
-            )
-            .await
-            .unwrap();
+        insert_pause_row(&admin, 1).await;
         let foreign_keys = async || -> i64 {
             admin
                 .query_one(
@@ -957,20 +955,11 @@ fn the_facts_are_one_snapshot_even_when_a_writer_commits_between_the_reads() {
             }
         });
         waiting.await;
-        let json = serde_json::to_string(&pause()).unwrap();
         admin
             .batch_execute("UPDATE baton_run SET epoch = 2 WHERE run_id = 'run'")
             .await
             .unwrap();
-        admin
-            .execute(
-                "INSERT INTO baton_handoff_pause VALUES ('run', 'run', 'session', 'turn', \
-                 'invocation', 'handoff', 'successor-run', 'successor-invocation', \
-                 CAST($1::text AS json), 2)",
-                &[&json],
-            )
-            .await
-            .unwrap();
+        insert_pause_row(&admin, 2).await;
         admin.batch_execute("COMMIT").await.unwrap();
         let read = within("R5", reading).await.unwrap().unwrap();
         assert_eq!(
