@@ -37,11 +37,18 @@ impl Epoch {
         self.0
     }
 
-    /// The epoch a claim issues after this one; `None` once `u64` is spent.
+    /// The last epoch a claim ever issues, in every store: `i64::MAX`, the
+    /// largest a SQL store's `bigint` holds, so that `MemoryLog`,
+    /// `SqliteLog` and `PostgresLog` run out at the same claim.
+    pub const LAST: Epoch = Epoch(i64::MAX as u64);
+
+    /// The epoch a claim issues after this one; `None` from
+    /// [`Epoch::LAST`] on (the Run's epochs are spent).
     pub const fn next(self) -> Option<Epoch> {
-        match self.0.checked_add(1) {
-            Some(next) => Some(Epoch(next)),
-            None => None,
+        if self.0 >= Self::LAST.0 {
+            None
+        } else {
+            Some(Epoch(self.0 + 1))
         }
     }
 }

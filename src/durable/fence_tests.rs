@@ -62,11 +62,16 @@ fn a_claim_on_contradictory_facts_is_refused_and_writes_nothing() {
 
 #[test]
 fn a_claim_past_the_last_epoch_is_refused() {
-    assert!(matches!(
-        claim_step(&facts(u64::MAX, &[])),
-        Err(LogError::EpochsExhausted)
-    ));
-    assert_eq!(Epoch::new(u64::MAX).next(), None);
+    for spent in [Epoch::LAST.get(), Epoch::LAST.get() + 1, u64::MAX] {
+        assert!(matches!(
+            claim_step(&facts(spent, &[])),
+            Err(LogError::EpochsExhausted)
+        ));
+        assert_eq!(Epoch::new(spent).next(), None);
+    }
+    assert_eq!(Epoch::LAST.get(), i64::MAX as u64);
+    let before_last = Epoch::new(Epoch::LAST.get() - 1);
+    assert_eq!(before_last.next(), Some(Epoch::LAST));
     assert_eq!(Epoch::new(41).next(), Some(Epoch::new(42)));
 }
 
@@ -133,7 +138,7 @@ fn r6_r7_an_append_under_an_older_epoch_is_fenced_whatever_the_log_holds() {
 #[test]
 fn an_append_under_an_epoch_never_issued_is_bad_input() {
     for existing in [None, Some("h")] {
-        for epoch in [0, 4, u64::MAX] {
+        for epoch in [0, 4, Epoch::LAST.get(), Epoch::LAST.get() + 1, u64::MAX] {
             assert!(
                 matches!(
                     append_at_3(epoch, existing, "h"),

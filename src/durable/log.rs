@@ -241,7 +241,8 @@ pub enum LogError {
         /// The Run's current epoch.
         current: Epoch,
     },
-    /// The Run's epochs are spent (`u64::MAX` claims). Nothing was written.
+    /// The Run's epochs are spent: its epoch is [`Epoch::LAST`], in every
+    /// store. Nothing was written.
     #[error("the Run's epochs are exhausted")]
     EpochsExhausted,
     /// The facts the log holds for the Run contradict each other: a claim
@@ -492,5 +493,28 @@ impl<P: PartialEq + Clone> HandoffLog<P> for MemoryLog<P> {
             root_run_id,
             run_id,
         ))
+    }
+}
+
+#[cfg(test)]
+mod edge_tests {
+    use super::*;
+
+    /// R6 at the edge, where every store agrees: `MemoryLog` issues its
+    /// last epoch at [`Epoch::LAST`] (`i64::MAX`, where `SqliteLog` and
+    /// `PostgresLog` stop, their column being a signed 64-bit integer),
+    /// then refuses the next claim and writes nothing, as they do.
+    #[test]
+    fn r6_memory_issues_its_last_epoch_where_the_sql_stores_do() {
+        let log: MemoryLog<u32> = MemoryLog::new();
+        assert!(matches!(log.claim("root", "run"), Ok(Claim::Owner(e)) if e == Epoch::new(1)));
+        lock(&log.runs)[0].epoch = Epoch::new(Epoch::LAST.get() - 1);
+        assert!(matches!(log.claim("root", "run"), Ok(Claim::Owner(e)) if e == Epoch::LAST));
+        assert_eq!(Epoch::LAST.get(), i64::MAX.unsigned_abs());
+        assert!(matches!(
+            log.claim("root", "run"),
+            Err(LogError::EpochsExhausted)
+        ));
+        assert_eq!(log.facts("root", "run").unwrap().epoch, Epoch::LAST);
     }
 }

@@ -359,6 +359,32 @@ fn a_stored_epoch_that_is_not_positive_is_reported_corrupt() {
     }
 }
 
+#[test]
+fn r6_the_last_epoch_is_epoch_last_and_a_claim_past_it_writes_nothing() {
+    let db = TempDb::new();
+    let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    assert_eq!(owner(&log), Epoch::new(1));
+    // The largest epoch SQLite's integer holds, less one.
+    lock(&log.connection)
+        .execute("UPDATE run_epoch SET epoch = ?1", [i64::MAX - 1])
+        .unwrap();
+    assert_eq!(owner(&log), Epoch::LAST, "the last epoch is issued");
+    assert_eq!(Epoch::LAST.get(), i64::MAX.unsigned_abs());
+    assert!(matches!(
+        log.claim("root", "run"),
+        Err(LogError::EpochsExhausted)
+    ));
+    assert_eq!(log.facts("root", "run").unwrap().epoch, Epoch::LAST);
+    let pause = pause("h");
+    assert!(
+        matches!(
+            log.append("root", &source(), Epoch::LAST, &pause),
+            Ok(Receipt::Written)
+        ),
+        "the last epoch still appends"
+    );
+}
+
 #[path = "sqlite_async_tests.rs"]
 mod async_tests;
 
