@@ -1,14 +1,13 @@
-//! Bounded awaits for the tests (issue 19): a defect that leaves a future
-//! pending forever fails its test within [`BOUND`], with a message naming
-//! the promise it broke, instead of hanging the job until CI's time limit.
+//! Bounded awaits for tests: a defect that leaves a future pending forever
+//! fails its test within [`BOUND`], with a message naming the promise it
+//! broke, instead of hanging the job until CI's time limit.
 //!
-//! One file, compiled into two kinds of test crate: the library's unit tests
-//! (`#[cfg(test)] mod within` in `src/lib.rs`) and every integration test
-//! that says `mod common;` (`tests/common/mod.rs` includes this file by
-//! `#[path]`). An integration test cannot see the library's `cfg(test)`
-//! items, and tokio is only a dev-dependency, so the helper cannot be a
-//! public item of the library; it uses std and tokio only, never `crate::`,
-//! so it means the same in both.
+//! One file, compiled three ways: baton's unit tests (`#[cfg(test)] mod
+//! within` in `src/lib.rs`), baton's integration tests
+//! (`tests/common/mod.rs` includes it by `#[path]`), and the test kit,
+//! whose `src/within.rs` is a symlink to it (public there as
+//! `baton_testkit::within`, the bound of its log contract). It uses std and
+//! tokio only, never `crate::`, so it means the same in all three.
 //!
 //! A future polled once by hand (`poll_once`) cannot hang and needs no bound.
 

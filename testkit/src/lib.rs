@@ -26,10 +26,16 @@
 //! - [`fuzz`]: the bodies of baton's own cargo-fuzz targets, each checking
 //!   a table or adapter against an independent ghost after every step, with
 //!   their `Arbitrary` operation sequences: run them in your CI against the
-//!   exact baton version you ship.
+//!   exact baton version you ship; [`fuzz::log_store`] runs the log's
+//!   fuzz body against a store of your own.
+//! - [`log_contract`](mod@log_contract): the canonical log's contract suite, run by baton
+//!   against its own stores, as a harness for yours: one macro call gives
+//!   one `#[test]` per rule, on any `HandoffLog` or `AsyncHandoffLog`.
+//! - [`within`]: bounded awaits that fail with the promise's rule id
+//!   instead of hanging.
 //!
 //! Under `--cfg loom` only [`linearize`], [`scene`] and `loom` are compiled: the rest
-//! drive baton's adapters outside a loom model.
+//! drive baton's adapters (and tokio) outside a loom model.
 //!
 //! The kit is released in step with baton and depends on the exact same
 //! version (`=0.1.0`), since it checks against baton's tables.
@@ -63,12 +69,16 @@
 #[cfg(not(loom))]
 pub mod fuzz;
 pub mod linearize;
+#[cfg(not(loom))]
+pub mod log_contract;
 #[cfg(loom)]
 #[cfg_attr(docsrs, doc(cfg(loom)))]
 pub mod loom;
 pub mod scene;
 #[cfg(not(loom))]
 pub mod strategies;
+#[cfg(not(loom))]
+pub mod within;
 
 #[doc = include_str!("../GUIDE.md")]
 pub mod guide {}

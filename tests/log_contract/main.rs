@@ -10,137 +10,36 @@
 //!
 //! Each store is a [`Store`]: a fresh, empty log that more connections can
 //! be opened to (for `MemoryLog`, handles on one shared log). The suite's
-//! tests (`suite.rs`) are generic over it and named with the SPEC ids they
-//! check; [`contract!`] instantiates every one of them for each store, so
-//! `cargo test --test log_contract memory::` (or `sqlite::`, `postgres::`)
-//! runs one store's. Each operation is awaited within the shared bound
-//! (R5: every operation resolves). What only one store has (a schema, a
+//! tests are the test kit's (`baton_testkit::log_contract`, the harness a
+//! user's store runs through too), generic over it and named with the
+//! rule ids they check; `baton_testkit::log_contract!` instantiates every
+//! one of them for each store, so `cargo test --test log_contract memory::`
+//! (or `sqlite::`, `postgres::`) runs one store's. Each operation is
+//! awaited within the shared bound (R5: every operation resolves). What only one store has (a schema, a
 //! server to crash) is tested beside, in `postgres_only.rs`, and for
 //! SQLite in the library's unit tests.
 
 #[path = "../common/mod.rs"]
 mod common;
-mod suite;
 
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_only;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_tls_bouncer;
 
-use std::future::Future;
-use std::sync::Arc;
+// The contract itself lives in the test kit (`baton_testkit::log_contract`),
+// where a user's store is held to it too; these are its names here.
+pub use baton_testkit::log_contract::{Payload, Shared, Store, run};
 
-use baton::HandoffExecution;
-use baton::durable::{AsyncHandoffLog, Claim, Epoch, LogError, MemoryLog, Receipt, RunFacts};
-use baton::{HandoffPause, Invocation};
-
-/// The payload every suite test appends.
-pub type Payload = HandoffExecution;
-
-/// A store under test: one empty log, to which [`open`](Self::open) opens
-/// another connection (another process's view of the same facts).
-pub trait Store: Send + Sync + 'static {
-    /// One connection.
-    type Log: AsyncHandoffLog<Payload> + Send + Sync + 'static;
-    /// Opens another connection to the store.
-    fn open(&self) -> impl Future<Output = Self::Log> + Send;
-}
-
-/// Runs `test` on a fresh store made by `make` (`None`: the store is not
-/// available here and the test passes, having said so), on a runtime of
-/// two worker threads so that connections really race.
-pub fn run<S, M, F>(make: impl FnOnce() -> M, test: impl FnOnce(Arc<S>) -> F)
-where
-    S: Store,
-    M: Future<Output = Option<S>>,
-    F: Future<Output = ()>,
-{
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    runtime.block_on(async {
-        if let Some(store) = make().await {
-            test(Arc::new(store)).await;
-        }
-    });
-}
-
-/// Instantiates every test of the suite for one store.
-macro_rules! contract {
-    ($store:ident, $make:expr) => {
-        contract!(@tests $store, $make;
-            r1_a_handed_off_run_is_never_claimed_again,
-            r1_r6_r7_a_takeover_fences_the_older_epoch_and_its_append_writes_nothing,
-            r6_only_the_current_epoch_appends_even_the_identical_row,
-            an_identical_reappend_is_already_durable_and_any_other_row_is_refused,
-            bad_input_is_a_typed_error_and_writes_nothing,
-            r3_the_facts_read_back_exactly_what_was_appended_and_each_run_is_its_own,
-            r4_an_acknowledged_append_is_durable_for_every_connection,
-            r6_concurrent_claims_from_several_connections_issue_each_epoch_once,
-            r1_racing_appends_and_a_takeover_from_several_connections_decide_one_way,
-            r2_r4_r7_append_then_seal_seals_only_a_durable_pause_and_a_fenced_worker_never,
-            a_dropped_append_is_resolved_by_the_facts_and_an_identical_retry,
-        );
-    };
-    (@tests $store:ident, $make:expr; $($test:ident),* $(,)?) => {
-        mod $store {
-            use super::*;
-            $(
-                #[test]
-                fn $test() {
-                    run($make, suite::$test);
-                }
-            )*
-        }
-    };
-}
+use baton::durable::MemoryLog;
 
 // --- MemoryLog: handles on one shared log. ---
 
-/// A connection to a shared [`MemoryLog`].
-#[derive(Clone)]
-pub struct SharedMemory(Arc<MemoryLog<Payload>>);
-
-impl AsyncHandoffLog<Payload> for SharedMemory {
-    fn claim_async(
-        &self,
-        root_run_id: &str,
-        run_id: &str,
-    ) -> impl Future<Output = Result<Claim<Payload>, LogError>> + Send {
-        self.0.claim_async(root_run_id, run_id)
-    }
-    fn append_async(
-        &self,
-        root_run_id: &str,
-        source: &Invocation,
-        epoch: Epoch,
-        pause: &HandoffPause<Payload>,
-    ) -> impl Future<Output = Result<Receipt, LogError>> + Send {
-        self.0.append_async(root_run_id, source, epoch, pause)
-    }
-    fn facts_async(
-        &self,
-        root_run_id: &str,
-        run_id: &str,
-    ) -> impl Future<Output = Result<RunFacts<Payload>, LogError>> + Send {
-        self.0.facts_async(root_run_id, run_id)
-    }
+async fn memory() -> Option<Shared<MemoryLog<Payload>>> {
+    Some(Shared::new(MemoryLog::new()))
 }
 
-impl Store for SharedMemory {
-    type Log = SharedMemory;
-    async fn open(&self) -> SharedMemory {
-        self.clone()
-    }
-}
-
-async fn memory() -> Option<SharedMemory> {
-    Some(SharedMemory(Arc::new(MemoryLog::new())))
-}
-
-contract!(memory, memory);
+baton_testkit::log_contract!(memory, memory);
 
 // --- SqliteLog: connections to one file. ---
 
@@ -187,7 +86,7 @@ mod sqlite_store {
 #[cfg(feature = "sqlite")]
 use sqlite_store::sqlite;
 #[cfg(feature = "sqlite")]
-contract!(sqlite, sqlite);
+baton_testkit::log_contract!(sqlite, sqlite);
 
 // --- PostgresLog: connections to a fresh database of the shared cluster. ---
 
@@ -268,7 +167,7 @@ mod postgres_store {
 #[cfg(all(unix, feature = "postgres"))]
 use postgres_store::postgres;
 #[cfg(all(unix, feature = "postgres"))]
-contract!(postgres, postgres);
+baton_testkit::log_contract!(postgres, postgres);
 
 // --- PostgresLog over TLS: rustls, trusting only the TLS cluster's CA. ---
 
@@ -341,7 +240,7 @@ mod postgres_tls_store {
 #[cfg(all(unix, feature = "postgres"))]
 use postgres_tls_store::postgres_tls;
 #[cfg(all(unix, feature = "postgres"))]
-contract!(postgres_tls, postgres_tls);
+baton_testkit::log_contract!(postgres_tls, postgres_tls);
 
 // --- PostgresLog through PgBouncer (transaction pooling), unprepared. ---
 
@@ -409,4 +308,4 @@ mod postgres_bouncer_store {
 #[cfg(all(unix, feature = "postgres"))]
 use postgres_bouncer_store::postgres_bouncer;
 #[cfg(all(unix, feature = "postgres"))]
-contract!(postgres_bouncer, postgres_bouncer);
+baton_testkit::log_contract!(postgres_bouncer, postgres_bouncer);

@@ -3,7 +3,8 @@
 //! [`SqliteLog`](baton::durable::SqliteLog) on a file of the thread's own
 //! (in `/dev/shm` where it exists, else the temp dir), emptied before each
 //! input and removed when the thread (or the process) ends normally; a
-//! process that aborts on a violation leaves its one file behind.
+//! process that aborts on a violation leaves its one file behind. Or, for
+//! `log_store`, one store of the caller's own instead.
 
 use super::Violation;
 use super::log_ghost::{Answer, Payload, Refusal};
@@ -11,13 +12,31 @@ use super::log_table::Call;
 use baton::durable::{HandoffLog, MemoryLog, RunFacts};
 
 /// Every store of one input.
-pub(super) struct Stores {
-    memory: MemoryLog<Payload>,
+pub(super) struct Stores<'a> {
+    /// baton's `MemoryLog` (`log_table`), or the caller's store
+    /// (`log_store`), by name.
+    first: (&'static str, First<'a>),
     #[cfg(feature = "sqlite")]
-    sqlite: sqlite::File,
+    sqlite: Option<sqlite::File>,
 }
 
-/// `log`'s answer to `call` (other than a reopen).
+/// The store every input drives.
+enum First<'a> {
+    Memory(MemoryLog<Payload>),
+    Theirs(&'a dyn HandoffLog<Payload>),
+}
+
+impl First<'_> {
+    fn log(&self) -> &dyn HandoffLog<Payload> {
+        match self {
+            First::Memory(log) => log,
+            First::Theirs(log) => *log,
+        }
+    }
+}
+
+/// `log`'s answer to `call` (a reopen: a store with nothing to reopen
+/// answers `Ok`).
 fn ask(log: &dyn HandoffLog<Payload>, call: &Call) -> Answer {
     match call {
         Call::Claim(root, run) => Answer::Claimed(log.claim(root, run).map_err(Refusal::from)),
@@ -30,33 +49,44 @@ fn ask(log: &dyn HandoffLog<Payload>, call: &Call) -> Answer {
     }
 }
 
-impl Stores {
-    /// Empty stores (a new SQLite file).
+impl<'a> Stores<'a> {
+    /// baton's empty stores (a new SQLite file).
     pub(super) fn new() -> Self {
         Stores {
-            memory: MemoryLog::new(),
+            first: ("MemoryLog", First::Memory(MemoryLog::new())),
             #[cfg(feature = "sqlite")]
-            sqlite: sqlite::File::new(),
+            sqlite: Some(sqlite::File::new()),
+        }
+    }
+
+    /// The caller's store `log`, named `name`, alone.
+    pub(super) fn theirs(name: &'static str, log: &'a dyn HandoffLog<Payload>) -> Self {
+        Stores {
+            first: (name, First::Theirs(log)),
+            #[cfg(feature = "sqlite")]
+            sqlite: None,
         }
     }
 
     /// Each store's answer to `call`, named by the store.
     pub(super) fn apply(&mut self, call: &Call) -> Vec<(&'static str, Answer)> {
-        let memory = ("MemoryLog", ask(&self.memory, call));
+        let first = (self.first.0, ask(self.first.1.log(), call));
         #[cfg(feature = "sqlite")]
-        let sqlite = Some((
-            "SqliteLog",
-            match call {
-                Call::Reopen => Answer::Reopened(self.sqlite.reopen()),
-                call => match self.sqlite.log.as_ref() {
-                    Some(log) => ask(log, call),
-                    None => Answer::Reopened(Err(Refusal::Unavailable("not open".into()))),
+        let sqlite = self.sqlite.as_mut().map(|file| {
+            (
+                "SqliteLog",
+                match call {
+                    Call::Reopen => Answer::Reopened(file.reopen()),
+                    call => match file.log.as_ref() {
+                        Some(log) => ask(log, call),
+                        None => Answer::Reopened(Err(Refusal::Unavailable("not open".into()))),
+                    },
                 },
-            },
-        ));
+            )
+        });
         #[cfg(not(feature = "sqlite"))]
         let sqlite = None;
-        std::iter::once(memory).chain(sqlite).collect()
+        std::iter::once(first).chain(sqlite).collect()
     }
 
     /// Every store holds exactly `expected` for each Run in it, else
@@ -66,12 +96,16 @@ impl Stores {
         expected: &[RunFacts<Payload>],
         rule: &'static str,
     ) -> Result<(), Violation> {
-        let memory: (&str, &dyn HandoffLog<Payload>) = ("MemoryLog", &self.memory);
+        let first = (self.first.0, self.first.1.log());
         #[cfg(feature = "sqlite")]
-        let sqlite = self.sqlite.log.as_ref().map(|log| ("SqliteLog", log as _));
+        let sqlite = self
+            .sqlite
+            .as_ref()
+            .and_then(|file| file.log.as_ref())
+            .map(|log| ("SqliteLog", log as _));
         #[cfg(not(feature = "sqlite"))]
         let sqlite = None;
-        for (store, log) in std::iter::once(memory).chain(sqlite) {
+        for (store, log) in std::iter::once(first).chain(sqlite) {
             for facts in expected {
                 let held = log
                     .facts(&facts.root_run_id, &facts.run_id)
@@ -87,18 +121,21 @@ impl Stores {
     }
 
     /// The memory log holds `acknowledged` pauses over every Run, else
-    /// `rule` is violated (a write to a Run nobody asked about).
+    /// `rule` is violated (a write to a Run nobody asked about). A store
+    /// of the caller's is not counted: the trait has no way to.
     pub(super) fn check_len(
         &self,
         acknowledged: usize,
         rule: &'static str,
     ) -> Result<(), Violation> {
-        let held = self.memory.len();
-        ensure!(
-            held == acknowledged,
-            rule,
-            "MemoryLog holds {held} pauses, {acknowledged} were acknowledged"
-        );
+        if let First::Memory(memory) = &self.first.1 {
+            let held = memory.len();
+            ensure!(
+                held == acknowledged,
+                rule,
+                "MemoryLog holds {held} pauses, {acknowledged} were acknowledged"
+            );
+        }
         Ok(())
     }
 }

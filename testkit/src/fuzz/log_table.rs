@@ -34,7 +34,7 @@ use super::log_ghost::{Ghost, id_fault};
 use super::log_ops::make_pause;
 use super::log_stores::Stores;
 use super::{Rejected, Violation};
-use baton::durable::{Appended, Claim, Epoch, Receipt, RunFacts};
+use baton::durable::{Appended, Claim, Epoch, HandoffLog, Receipt, RunFacts};
 use baton::facts::{HandoffPause, Invocation};
 
 /// An operation with every pick resolved: what is sent to the stores.
@@ -92,16 +92,16 @@ impl Book {
 }
 
 /// The stores, the ghost, the books, and the append waiting for a retry.
-struct Harness {
-    stores: Option<Stores>,
+struct Harness<'a> {
+    stores: Option<Stores<'a>>,
     ghost: Ghost,
     books: Vec<Book>,
     /// The last append whose reply was lost, and what it answered.
     lost: Option<(Call, Answer)>,
 }
 
-impl Harness {
-    fn new(stores: Option<Stores>) -> Self {
+impl<'a> Harness<'a> {
+    fn new(stores: Option<Stores<'a>>) -> Self {
         Harness {
             stores,
             ghost: Ghost::default(),
@@ -310,19 +310,50 @@ impl Harness {
 ///
 /// [`MemoryLog`]: baton::durable::MemoryLog
 pub fn log_table(input: Ops) -> Result<(), Rejected> {
+    drive(&input, Stores::new())
+}
+
+/// The `log_table` body on a store of your own: applies `input` to `log`
+/// (which must be empty: make a new one per input), checking R1/R3/R6/R7
+/// on every answer, every answer against the ghost's (the shared rule's
+/// reference, written apart from it), and the touched Run's facts after
+/// every step. [`Op::Reopen`] is answered `Ok` without touching `log`
+/// (a store whose restart you want fuzzed reopens in its own target).
+/// Panics on a violation, with the trace of the steps before it.
+///
+/// A fuzz target of your own (`fuzz/fuzz_targets/my_log.rs`):
+///
+/// ```ignore
+/// #![no_main]
+/// use baton_testkit::fuzz::log_table::Ops;
+/// use libfuzzer_sys::{Corpus, fuzz_target};
+///
+/// fuzz_target!(|input: Ops| -> Corpus {
+///     match baton_testkit::fuzz::log_store(input, &my_runtime::MapLog::default()) {
+///         Ok(()) => Corpus::Keep,
+///         Err(_) => Corpus::Reject,
+///     }
+/// });
+/// ```
+pub fn log_store<L: HandoffLog<Payload>>(input: Ops, log: &L) -> Result<(), Rejected> {
+    drive(&input, Stores::theirs(std::any::type_name::<L>(), log))
+}
+
+/// Applies `input` to `stores`, panicking on the first violation.
+fn drive(input: &Ops, stores: Stores<'_>) -> Result<(), Rejected> {
     if input.0.len() > MAX_OPS {
         return Err(Rejected);
     }
-    let mut harness = Harness::new(Some(Stores::new()));
+    let mut harness = Harness::new(Some(stores));
     for (index, op) in input.0.iter().enumerate() {
         if let Err(violation) = harness.step(op) {
-            fail(&violation, &input, index);
+            fail(&violation, input, index);
         }
     }
     Ok(())
 }
 
-impl Harness {
+impl Harness<'_> {
     /// One step: resolve, ask the ghost and every store, check, keep the
     /// books, read the facts back.
     fn step(&mut self, op: &Op) -> Result<Answer, Violation> {

@@ -79,7 +79,7 @@ pub use facts_json::facts_json;
 pub use gate_adapter::gate_adapter;
 pub use gate_table::gate_table;
 pub use ledger_table::ledger_table;
-pub use log_table::log_table;
+pub use log_table::{log_store, log_table};
 
 /// An input the fuzzer should not keep in its corpus: it is larger than any
 /// meaningful case, so time spent on it is time lost (`Corpus::Reject`).

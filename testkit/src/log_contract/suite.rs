@@ -1,5 +1,5 @@
-//! The contract's tests, generic over a [`Store`]; named with the SPEC §6
-//! ids they check. Every operation is awaited within the shared bound, so
+//! The contract's tests, generic over a [`Store`]; named with the rule ids
+//! (§6) they check. Every operation is awaited within the shared bound, so
 //! each test also checks R5 for what it runs (every operation resolves).
 
 use std::pin::pin;
@@ -13,8 +13,8 @@ use baton::facts::{Field, IdError, MAX_ID_BYTES};
 use baton::{CancelSignal, HandoffIntent, HandoffPause, IntentError, Invocation, WaitError};
 use tokio::sync::Barrier;
 
-use crate::common::{self, commit_at_boundary, execution, poll_once, within};
-use crate::{Payload, Store};
+use super::{Payload, SEALED, Store, commit_at_boundary, execution, gate, intent};
+use crate::within::{poll_once, within};
 
 /// The logical Run of the suite's Runs.
 const ROOT: &str = "root";
@@ -234,7 +234,8 @@ pub async fn an_identical_reappend_is_already_durable_and_any_other_row_is_refus
 /// Bad input is a typed error, decided before the store is written, and
 /// writes nothing: invalid Run ids (empty, too long, a control character)
 /// for every operation, an append's invalid source ids (a NUL in its
-/// session id among them), epochs never issued, a pause for another root Run
+/// session id among them), epochs never issued (up to and past
+/// [`Epoch::LAST`], where every store stops issuing), a pause for another root Run
 /// or handing the Run to itself, an invalid intent id.
 pub async fn bad_input_is_a_typed_error_and_writes_nothing<S: Store>(store: Arc<S>) {
     let log = store.open().await;
@@ -313,7 +314,13 @@ pub async fn bad_input_is_a_typed_error_and_writes_nothing<S: Store>(store: Arc<
     );
     let epoch = owner(&log, "run").await;
     assert_eq!(epoch, Epoch::new(1), "the bad claims issued no epoch");
-    for never in [Epoch::NONE, Epoch::new(2), Epoch::new(u64::MAX)] {
+    for never in [
+        Epoch::NONE,
+        Epoch::new(2),
+        Epoch::LAST,
+        Epoch::new(Epoch::LAST.get() + 1),
+        Epoch::new(u64::MAX),
+    ] {
         assert!(
             matches!(
                 append(&log, &source("run"), never, &pause("run", "h")).await,
@@ -580,8 +587,8 @@ pub async fn r2_r4_r7_append_then_seal_seals_only_a_durable_pause_and_a_fenced_w
         panic!("a fresh Run is open");
     };
     let cancel = CancelSignal::new();
-    let zombie_gate = common::gate();
-    let reservation = zombie_gate.requester().reserve(common::intent()).unwrap();
+    let zombie_gate = gate();
+    let reservation = zombie_gate.requester().reserve(intent()).unwrap();
     let (paused, zombie_pending) = commit_at_boundary(&zombie_gate, &cancel, reservation).await;
     let paused = paused.expect("committed");
     let Ok(Claim::Owner(takeover)) = within("R5", owner_log.claim_async(root, run)).await else {
@@ -601,8 +608,8 @@ pub async fn r2_r4_r7_append_then_seal_seals_only_a_durable_pause_and_a_fenced_w
         .unwrap();
     assert!(read.pauses.is_empty(), "R7: a fenced worker never appends");
 
-    let gate = common::gate();
-    let reservation = gate.requester().reserve(common::intent()).unwrap();
+    let gate = gate();
+    let reservation = gate.requester().reserve(intent()).unwrap();
     let (paused, pending) = commit_at_boundary(&gate, &cancel, reservation).await;
     let paused = paused.expect("committed");
     assert_eq!(
@@ -614,9 +621,7 @@ pub async fn r2_r4_r7_append_then_seal_seals_only_a_durable_pause_and_a_fenced_w
         .unwrap(),
         Receipt::Written
     );
-    let sealed = within(common::SEALED, pending.wait())
-        .await
-        .expect("R4: sealed");
+    let sealed = within(SEALED, pending.wait()).await.expect("R4: sealed");
     let read = within("R5", zombie_log.facts_async(root, run))
         .await
         .unwrap();

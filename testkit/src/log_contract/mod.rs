@@ -1,0 +1,300 @@
+//! The canonical log's contract (`baton::spec`, §6), as a harness any store
+//! can be run through: baton's own `MemoryLog`, `SqliteLog` and
+//! `PostgresLog` are (in baton's `tests/log_contract`), and so can yours.
+//!
+//! A store under test is a [`Store`]: a fresh, empty log that more
+//! connections can be opened to (another process's view of the same
+//! facts). [`log_contract!`](macro@crate::log_contract) instantiates every test
+//! of the contract for it, each a `#[test]` named with the rule ids it
+//! checks (R1, R3, R4, R6, R7…), so a failure says which promise broke. A
+//! store that implements the blocking [`HandoffLog`] (such as the
+//! `MapLog` of `baton::durable::HandoffLog`'s docs) is run through
+//! [`Shared`]: handles on one log, each operation run inline.
+//!
+//! Every operation is awaited within [`BOUND`](crate::within::BOUND), so
+//! each test also checks R5 for what it runs (every operation resolves):
+//! a store that hangs fails with the rule's id instead of hanging the job.
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use baton::durable::MemoryLog;
+//! use baton_testkit::log_contract::{Payload, Shared};
+//!
+//! /// A fresh store for each test (`None`: not available here, the test
+//! /// passes having said so, e.g. a server that is not installed).
+//! async fn memory() -> Option<Shared<MemoryLog<Payload>>> {
+//!     Some(Shared::new(MemoryLog::new()))
+//! }
+//!
+//! // In a test file: one `#[test]` per rule, in a module `memory`.
+//! baton_testkit::log_contract!(memory, memory);
+//! # fn main() {
+//! #     // A doctest runs no `#[test]`: run one of them by hand.
+//! #     baton_testkit::log_contract::run(memory, baton_testkit::log_contract::r1_a_handed_off_run_is_never_claimed_again);
+//! # }
+//! ```
+//!
+//! The tests drive the store with the payload [`Payload`]
+//! (`baton::HandoffExecution`): a store generic over its payload, as
+//! baton's are, is tested at that one.
+//!
+//! # What the contract holds a store to
+//!
+//! - R1: a handed-off Run is never claimed again, from any connection;
+//!   two appends and a takeover racing decide one way.
+//! - R3: the facts read back exactly what was appended, each Run its own.
+//! - R4: an acknowledged append is durable for every later connection.
+//! - R6: only the current epoch appends (even the identical row); racing
+//!   claims issue each epoch exactly once; no epoch past
+//!   [`Epoch::LAST`](baton::durable::Epoch::LAST) is ever accepted.
+//! - R7: a fenced epoch's append writes nothing, and its worker never
+//!   seals (through `append_then_seal_async` and a real gate).
+//! - Bad input is a typed error and writes nothing; an identical
+//!   re-append is `AlreadyDurable`; a dropped append is resolved by the
+//!   facts and an identical retry.
+//!
+//! Where the stores meet the edge of the epochs: every store issues its
+//! last epoch at [`Epoch::LAST`](baton::durable::Epoch::LAST) (`i64::MAX`,
+//! what a SQL `bigint` holds) and refuses the next claim with
+//! `EpochsExhausted`, writing nothing. Reaching it takes `i64::MAX` claims
+//! or a store's own back door, so the harness cannot: baton shows it per
+//! store — the shared rule (`claim_step`, which every store calls) in its
+//! fence unit tests, `SqliteLog` and `PostgresLog` on a row set just below
+//! it. What the harness does check on every store is the other side of the
+//! edge: an append under `Epoch::LAST`, `LAST + 1` or `u64::MAX` that no
+//! claim issued is `EpochNotIssued`.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use baton::durable::{AsyncHandoffLog, Claim, Epoch, HandoffLog, LogError, Receipt, RunFacts};
+use baton::facts::{CompactionBudget, Digest, HandoffTools, REPLAY_VERSION, ReplayEvidence};
+use baton::{
+    CancelSignal, HandoffExecution, HandoffGate, HandoffIntent, HandoffPause, HandoffReservation,
+    Invocation, PendingSeal,
+};
+
+use crate::within::within;
+
+mod suite;
+
+pub use suite::*;
+
+/// The payload every test of the contract appends.
+pub type Payload = HandoffExecution;
+
+/// A store under test: one empty log, to which [`open`](Self::open) opens
+/// another connection (another process's view of the same facts).
+pub trait Store: Send + Sync + 'static {
+    /// One connection.
+    type Log: AsyncHandoffLog<Payload> + Send + Sync + 'static;
+    /// Opens another connection to the store.
+    fn open(&self) -> impl Future<Output = Self::Log> + Send;
+}
+
+/// A store that implements the blocking [`HandoffLog`], as a [`Store`]:
+/// every connection is a handle on the one log, and each operation runs
+/// inline, on the task that awaits it (it never yields, so it suits a
+/// store whose operations do not block for long, like one in memory).
+#[derive(Debug)]
+pub struct Shared<L>(Arc<L>);
+
+impl<L> Shared<L> {
+    /// The store `log`.
+    pub fn new(log: L) -> Self {
+        Shared(Arc::new(log))
+    }
+
+    /// The log itself, to look inside it after a test.
+    pub fn log(&self) -> &L {
+        &self.0
+    }
+}
+
+impl<L> Clone for Shared<L> {
+    fn clone(&self) -> Self {
+        Shared(Arc::clone(&self.0))
+    }
+}
+
+impl<L> Store for Shared<L>
+where
+    L: HandoffLog<Payload> + Send + Sync + 'static,
+{
+    type Log = Shared<L>;
+    fn open(&self) -> impl Future<Output = Self::Log> + Send {
+        std::future::ready(self.clone())
+    }
+}
+
+impl<L> AsyncHandoffLog<Payload> for Shared<L>
+where
+    L: HandoffLog<Payload> + Send + Sync,
+{
+    fn claim_async(
+        &self,
+        root_run_id: &str,
+        run_id: &str,
+    ) -> impl Future<Output = Result<Claim<Payload>, LogError>> + Send {
+        std::future::ready(self.0.claim(root_run_id, run_id))
+    }
+
+    fn append_async(
+        &self,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        pause: &HandoffPause<Payload>,
+    ) -> impl Future<Output = Result<Receipt, LogError>> + Send {
+        // Run when first polled, as an async store's would: a future
+        // dropped unpolled writes nothing.
+        let log = &self.0;
+        async move { log.append(root_run_id, source, epoch, pause) }
+    }
+
+    fn facts_async(
+        &self,
+        root_run_id: &str,
+        run_id: &str,
+    ) -> impl Future<Output = Result<RunFacts<Payload>, LogError>> + Send {
+        std::future::ready(self.0.facts(root_run_id, run_id))
+    }
+}
+
+/// Runs `test` on a fresh store made by `make` (`None`: the store is not
+/// available here and the test passes, having said so), on a runtime of
+/// two worker threads so that connections really race.
+///
+/// # Panics
+///
+/// When the test finds the contract broken (its message names the rule),
+/// or a runtime cannot be built.
+pub fn run<S, M, F>(make: impl FnOnce() -> M, test: impl FnOnce(Arc<S>) -> F)
+where
+    S: Store,
+    M: Future<Output = Option<S>>,
+    F: Future<Output = ()>,
+{
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        if let Some(store) = make().await {
+            test(Arc::new(store)).await;
+        }
+    });
+}
+
+/// Instantiates every test of the [contract](mod@crate::log_contract) for one
+/// store: `log_contract!(name, make)` makes a module `name` with one
+/// `#[test]` per test, each running on a fresh store from `make` (an
+/// `async fn() -> Option<S>` where `S:`
+/// [`Store`](crate::log_contract::Store), in scope where the macro is
+/// called).
+#[macro_export]
+macro_rules! log_contract {
+    ($store:ident, $make:expr) => {
+        $crate::log_contract!(@tests $store, $make;
+            r1_a_handed_off_run_is_never_claimed_again,
+            r1_r6_r7_a_takeover_fences_the_older_epoch_and_its_append_writes_nothing,
+            r6_only_the_current_epoch_appends_even_the_identical_row,
+            an_identical_reappend_is_already_durable_and_any_other_row_is_refused,
+            bad_input_is_a_typed_error_and_writes_nothing,
+            r3_the_facts_read_back_exactly_what_was_appended_and_each_run_is_its_own,
+            r4_an_acknowledged_append_is_durable_for_every_connection,
+            r6_concurrent_claims_from_several_connections_issue_each_epoch_once,
+            r1_racing_appends_and_a_takeover_from_several_connections_decide_one_way,
+            r2_r4_r7_append_then_seal_seals_only_a_durable_pause_and_a_fenced_worker_never,
+            a_dropped_append_is_resolved_by_the_facts_and_an_identical_retry,
+        );
+    };
+    (@tests $store:ident, $make:expr; $($test:ident),* $(,)?) => {
+        mod $store {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[test]
+                fn $test() {
+                    $crate::log_contract::run($make, $crate::log_contract::$test);
+                }
+            )*
+        }
+    };
+}
+
+// --- The gate the worker-side test hands off through. ---
+
+/// The rule `wait()` keeps, awaited by the worker-side test.
+const SEALED: &str = "S5: the sealed pause reaches the waiting requester";
+
+fn digest(c: char) -> Digest {
+    Digest::parse(format!("sha256:{}", c.to_string().repeat(64))).expect("valid digest")
+}
+
+/// The execution every pause of the contract carries.
+fn execution() -> HandoffExecution {
+    HandoffExecution {
+        replay: ReplayEvidence {
+            version: REPLAY_VERSION,
+            digest: digest('a'),
+            route_identity: digest('b'),
+        },
+        tools: HandoffTools {
+            catalog_digest: digest('c'),
+            loaded: vec!["shell".into()],
+        },
+        compaction: CompactionBudget::Available,
+        main_output_limit: None,
+        supports_vision: false,
+        replay_base: None,
+    }
+}
+
+/// A gate of the Run `run` within the root Run `run`.
+fn gate() -> HandoffGate<Payload> {
+    let source = Invocation {
+        session_id: "session".into(),
+        turn_id: "turn".into(),
+        run_id: "run".into(),
+        invocation_id: "invocation".into(),
+    };
+    HandoffGate::new(source, "run".into())
+}
+
+/// An intent handing [`gate`]'s Run off.
+fn intent() -> HandoffIntent {
+    HandoffIntent {
+        handoff_id: "handoff".into(),
+        host_epoch: "host".into(),
+        root_run_id: "run".into(),
+        successor_run_id: "successor-run".into(),
+        successor_invocation_id: "successor-invocation".into(),
+        claim_id: "claim".into(),
+    }
+}
+
+/// The worker's boundary beside the requester's `ready()` then `commit()`:
+/// the pause the boundary returned, and the requester's pending seal.
+async fn commit_at_boundary(
+    gate: &HandoffGate<Payload>,
+    cancel: &CancelSignal,
+    reservation: HandoffReservation<Payload>,
+) -> (Option<Arc<HandoffPause<Payload>>>, PendingSeal<Payload>) {
+    let prepared = |intent: Arc<HandoffIntent>| {
+        std::future::ready(Some(HandoffPause::new(intent, execution())))
+    };
+    let (paused, pending) = within(
+        "L1: the worker's boundary and the requester's ready and commit meet",
+        async {
+            tokio::join!(gate.boundary(cancel, prepared), async {
+                let held = reservation.ready().await.expect("held");
+                held.commit().expect("committed")
+            })
+        },
+    )
+    .await;
+    (paused.expect("the gate is open"), pending)
+}

@@ -1,0 +1,1 @@
+../../src/within.rs
