@@ -31,7 +31,8 @@ mod postgres_tls_bouncer;
 // where a user's store is held to it too; these are its names here.
 pub use baton_testkit::log_contract::{Payload, Shared, Store, run};
 
-use baton::durable::MemoryLog;
+#[allow(unused_imports)]
+use baton::durable::{AsyncHandoffLog, LogError, MemoryLog, RunFacts};
 
 // --- MemoryLog: handles on one shared log. ---
 
@@ -93,6 +94,9 @@ baton_testkit::log_contract!(sqlite, sqlite);
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_store {
     use baton::durable::{PostgresLog, PostgresOptions, PostgresSchema};
+    use baton::{HandoffPause, Invocation};
+    use baton_testkit::log_contract::HoldsReads;
+    use baton_testkit::within::within;
 
     use super::*;
     use crate::common::postgres::{Cluster, USER};
@@ -107,6 +111,7 @@ mod postgres_store {
     /// the operator (the superuser, the explicit step) into [`SCHEMA`],
     /// and reached as [`DML_ROLE`].
     pub struct PostgresDatabase {
+        pub dbname: String,
         pub url: String,
     }
 
@@ -160,14 +165,122 @@ mod postgres_store {
         let dbname = cluster.database().await;
         Some(PostgresDatabase {
             url: dml_only(cluster, &dbname).await,
+            dbname,
         })
+    }
+
+    impl HoldsReads for PostgresDatabase {
+        async fn read_across_a_takeover(
+            &self,
+            log: &PostgresLog<Payload>,
+            root: &str,
+            run: &str,
+            source: &Invocation,
+            pause: &HandoffPause<Payload>,
+        ) -> Result<RunFacts<Payload>, LogError> {
+            let cluster = Cluster::shared().expect("the store's cluster");
+            read_across_a_takeover(cluster, &self.dbname, log, root, run, source, pause).await
+        }
+    }
+
+    /// The hold of [`HoldsReads`] on PostgreSQL, by construction: another
+    /// session (the operator's) takes the pause table `ACCESS EXCLUSIVE`,
+    /// so the log's read — one `REPEATABLE READ` transaction, the epoch
+    /// then the pauses, pipelined — takes its snapshot at the epoch and
+    /// waits at the pause table (seen in `pg_stat_activity`); that session
+    /// then takes the Run over (its next epoch) and appends the pause
+    /// under it, as the store's claim and append write them, and commits,
+    /// which lets the read go on. A read answering the new epoch began
+    /// after the writes: the hold was not real, and this panics.
+    pub async fn read_across_a_takeover<L: AsyncHandoffLog<Payload>>(
+        cluster: &Cluster,
+        dbname: &str,
+        log: &L,
+        root: &str,
+        run: &str,
+        source: &Invocation,
+        pause: &HandoffPause<Payload>,
+    ) -> Result<RunFacts<Payload>, LogError> {
+        // A read first, so the pool's connection has its statements
+        // prepared (a prepare would wait for the lock before the read's
+        // transaction began), and the epoch the read must see.
+        let before = within("R5", log.facts_async(root, run)).await?.epoch;
+        let admin = cluster.connect(dbname).await;
+        admin
+            .batch_execute(&format!(
+                "BEGIN; LOCK TABLE {SCHEMA}.baton_handoff_pause IN ACCESS EXCLUSIVE MODE"
+            ))
+            .await
+            .expect("the lock");
+        let writer = async {
+            within("the read reaches the locked table", async {
+                loop {
+                    let row = admin
+                        .query_one(
+                            "SELECT count(*) FROM pg_stat_activity \
+                             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                            &[],
+                        )
+                        .await
+                        .expect("pg_stat_activity");
+                    if row.get::<_, i64>(0) > 0 {
+                        break;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+            })
+            .await;
+            let next = i64::try_from(before.next().expect("a next epoch").get()).unwrap();
+            let json = serde_json::to_string(pause).expect("the pause's JSON");
+            let intent = &pause.intent;
+            admin
+                .execute(
+                    &format!(
+                        "UPDATE {SCHEMA}.baton_run SET epoch = $3 \
+                         WHERE root_run_id = $1 AND run_id = $2"
+                    ),
+                    &[&root, &run, &next],
+                )
+                .await
+                .expect("the takeover");
+            admin
+                .execute(
+                    &format!(
+                        "INSERT INTO {SCHEMA}.baton_handoff_pause VALUES \
+                         ($1, $2, $3, $4, $5, $6, $7, $8, CAST($9::text AS json), $10)"
+                    ),
+                    &[
+                        &root,
+                        &source.run_id,
+                        &source.session_id,
+                        &source.turn_id,
+                        &source.invocation_id,
+                        &intent.handoff_id,
+                        &intent.successor_run_id,
+                        &intent.successor_invocation_id,
+                        &json,
+                        &next,
+                    ],
+                )
+                .await
+                .expect("the handoff");
+            admin.batch_execute("COMMIT").await.expect("the commit");
+        };
+        let (read, ()) = tokio::join!(log.facts_async(root, run), writer);
+        if let Ok(read) = &read {
+            assert_eq!(
+                read.epoch, before,
+                "the hold was not real: the read began after the writes"
+            );
+        }
+        read
     }
 }
 
 #[cfg(all(unix, feature = "postgres"))]
 use postgres_store::postgres;
 #[cfg(all(unix, feature = "postgres"))]
-baton_testkit::log_contract!(postgres, postgres);
+baton_testkit::log_contract!(postgres, postgres, holds_reads);
 
 // --- PostgresLog over TLS: rustls, trusting only the TLS cluster's CA. ---
 
@@ -180,7 +293,9 @@ mod postgres_tls_store {
 
     use super::*;
     use crate::common::postgres::Cluster;
-    use crate::postgres_store::{SCHEMA, dml_only};
+    use crate::postgres_store::{SCHEMA, dml_only, read_across_a_takeover};
+    use baton::{HandoffPause, Invocation};
+    use baton_testkit::log_contract::HoldsReads;
 
     /// rustls's connector for tokio-postgres, on the ring provider,
     /// trusting only the certificates `roots` (DER).
@@ -225,6 +340,20 @@ mod postgres_tls_store {
         }
     }
 
+    impl HoldsReads for PostgresTlsDatabase {
+        async fn read_across_a_takeover(
+            &self,
+            log: &PostgresLog<Payload>,
+            root: &str,
+            run: &str,
+            source: &Invocation,
+            pause: &HandoffPause<Payload>,
+        ) -> Result<RunFacts<Payload>, LogError> {
+            let cluster = Cluster::shared_tls().expect("the store's cluster");
+            read_across_a_takeover(cluster, &self.dbname, log, root, run, source, pause).await
+        }
+    }
+
     pub async fn postgres_tls() -> Option<PostgresTlsDatabase> {
         let cluster = Cluster::shared_tls()?;
         let dbname = cluster.database().await;
@@ -240,7 +369,7 @@ mod postgres_tls_store {
 #[cfg(all(unix, feature = "postgres"))]
 use postgres_tls_store::postgres_tls;
 #[cfg(all(unix, feature = "postgres"))]
-baton_testkit::log_contract!(postgres_tls, postgres_tls);
+baton_testkit::log_contract!(postgres_tls, postgres_tls, holds_reads);
 
 // --- PostgresLog through PgBouncer (transaction pooling), unprepared. ---
 
@@ -253,7 +382,9 @@ mod postgres_bouncer_store {
     use super::*;
     use crate::common::pgbouncer::Bouncer;
     use crate::common::postgres::{Cluster, USER};
-    use crate::postgres_store::{DML_ROLE, SCHEMA, dml_only};
+    use crate::postgres_store::{DML_ROLE, SCHEMA, dml_only, read_across_a_takeover};
+    use baton::{HandoffPause, Invocation};
+    use baton_testkit::log_contract::HoldsReads;
 
     /// The PgBouncer of this binary, in front of its shared cluster,
     /// letting in the superuser and [`DML_ROLE`].
@@ -293,6 +424,20 @@ mod postgres_bouncer_store {
         }
     }
 
+    impl HoldsReads for PostgresBouncedDatabase {
+        async fn read_across_a_takeover(
+            &self,
+            log: &PostgresLog<Payload>,
+            root: &str,
+            run: &str,
+            source: &Invocation,
+            pause: &HandoffPause<Payload>,
+        ) -> Result<RunFacts<Payload>, LogError> {
+            let cluster = Cluster::shared().expect("the store's cluster");
+            read_across_a_takeover(cluster, &self.dbname, log, root, run, source, pause).await
+        }
+    }
+
     pub async fn postgres_bouncer() -> Option<PostgresBouncedDatabase> {
         let cluster = Cluster::shared()?;
         let bouncer = bouncer()?;
@@ -308,4 +453,4 @@ mod postgres_bouncer_store {
 #[cfg(all(unix, feature = "postgres"))]
 use postgres_bouncer_store::postgres_bouncer;
 #[cfg(all(unix, feature = "postgres"))]
-baton_testkit::log_contract!(postgres_bouncer, postgres_bouncer);
+baton_testkit::log_contract!(postgres_bouncer, postgres_bouncer, holds_reads);

@@ -43,7 +43,10 @@
 //!
 //! - R1: a handed-off Run is never claimed again, from any connection;
 //!   two appends and a takeover racing decide one way.
-//! - R3: the facts read back exactly what was appended, each Run its own.
+//! - R3: the facts read back exactly what was appended, each Run its own;
+//!   a read is one snapshot, never an epoch and a pause that were not true
+//!   together (for a store that can hold a read between its two reads:
+//!   [`HoldsReads`]).
 //! - R4: an acknowledged append is durable for every later connection.
 //! - R6: only the current epoch appends (even the identical row); racing
 //!   claims issue each epoch exactly once; no epoch past
@@ -91,6 +94,37 @@ pub trait Store: Send + Sync + 'static {
     type Log: AsyncHandoffLog<Payload> + Send + Sync + 'static;
     /// Opens another connection to the store.
     fn open(&self) -> impl Future<Output = Self::Log> + Send;
+}
+
+/// A store whose read of the facts can be held between its two reads (the
+/// Run's epoch, then its pauses): what
+/// [`r3_the_facts_are_one_snapshot_even_across_a_takeover_and_a_handoff`]
+/// needs to decide, by construction, that a read is one snapshot. Give it
+/// to [`log_contract!`](macro@crate::log_contract) as
+/// `log_contract!(name, make, holds_reads)`.
+///
+/// Implement it for a store whose read is two reads (a SQL store reading
+/// two tables): baton's PostgreSQL stores do, with another session holding
+/// the pause table locked (the read takes its snapshot at the epoch, then
+/// waits), and writing under that lock. A store that reads under one lock
+/// (`MemoryLog`, the docs' `MapLog`) has no moment between its reads to
+/// hold: it is one snapshot by construction and need not implement this.
+pub trait HoldsReads: Store {
+    /// Reads the facts of Run `run` within `root` through `log` and holds
+    /// that read after its first read; while it is held, takes the Run over
+    /// (its next epoch) and hands it off under that epoch (`pause`, from
+    /// `source`), both committed; then lets the read go on and answers it.
+    /// The hold must be real (the writes commit while the read is inside
+    /// it), or the test proves nothing: show it, e.g. by waiting until the
+    /// store reports the read blocked.
+    fn read_across_a_takeover(
+        &self,
+        log: &Self::Log,
+        root: &str,
+        run: &str,
+        source: &Invocation,
+        pause: &HandoffPause<Payload>,
+    ) -> impl Future<Output = Result<RunFacts<Payload>, LogError>> + Send;
 }
 
 /// A store that implements the blocking [`HandoffLog`], as a [`Store`]:
@@ -193,11 +227,21 @@ where
 /// `#[test]` per test, each running on a fresh store from `make` (an
 /// `async fn() -> Option<S>` where `S:`
 /// [`Store`](crate::log_contract::Store), in scope where the macro is
-/// called).
+/// called). `log_contract!(name, make, holds_reads)` adds the snapshot
+/// test, for a store that implements
+/// [`HoldsReads`](crate::log_contract::HoldsReads).
 #[macro_export]
 macro_rules! log_contract {
+    ($store:ident, $make:expr, holds_reads) => {
+        $crate::log_contract!($store, $make;
+            r3_the_facts_are_one_snapshot_even_across_a_takeover_and_a_handoff,
+        );
+    };
     ($store:ident, $make:expr) => {
-        $crate::log_contract!(@tests $store, $make;
+        $crate::log_contract!($store, $make;);
+    };
+    ($store:ident, $make:expr; $($more:ident),* $(,)?) => {
+        $crate::log_contract!(@tests $store, $make; $($more,)*
             r1_a_handed_off_run_is_never_claimed_again,
             r1_r6_r7_a_takeover_fences_the_older_epoch_and_its_append_writes_nothing,
             r6_only_the_current_epoch_appends_even_the_identical_row,

@@ -13,7 +13,7 @@ use baton::facts::{Field, IdError, MAX_ID_BYTES};
 use baton::{CancelSignal, HandoffIntent, HandoffPause, IntentError, Invocation, WaitError};
 use tokio::sync::Barrier;
 
-use super::{Payload, SEALED, Store, commit_at_boundary, execution, gate, intent};
+use super::{HoldsReads, Payload, SEALED, Store, commit_at_boundary, execution, gate, intent};
 use crate::within::{poll_once, within};
 
 /// The logical Run of the suite's Runs.
@@ -665,5 +665,47 @@ pub async fn a_dropped_append_is_resolved_by_the_facts_and_an_identical_retry<S:
         claim(&log, "run").await.unwrap(),
         Claim::HandedOff(handoff),
         "the log goes on after a dropped operation"
+    );
+}
+
+/// R3: a read of the facts is one snapshot. The store holds a read between
+/// its two reads (the epoch, then the pauses) while the Run is taken over
+/// and handed off under the new epoch, both committed; the read must
+/// answer facts that were true together at one moment — the Run before
+/// the takeover, after it, or after the handoff — never the old epoch with
+/// the new epoch's pause (a worker would see a pause its epoch could not
+/// have written) or any other mix.
+pub async fn r3_the_facts_are_one_snapshot_even_across_a_takeover_and_a_handoff<S: HoldsReads>(
+    store: Arc<S>,
+) {
+    let log = store.open().await;
+    let epoch = owner(&log, "run").await;
+    let handoff = pause("run", "h");
+    let read = within(
+        "R5: a held read resolves once it is let go",
+        store.read_across_a_takeover(&log, ROOT, "run", &source("run"), &handoff),
+    )
+    .await
+    .expect("the held read answers");
+    let next = epoch.next().expect("an epoch after the first");
+    let true_once = [
+        (epoch, Vec::new()),
+        (next, Vec::new()),
+        (next, row("run", &handoff)),
+    ];
+    assert!(
+        true_once.contains(&(read.epoch, read.pauses.clone())),
+        "R3: one snapshot: the read answered epoch {} with {} pause(s) (epoch {} had none, epoch {} \
+         one), never true together",
+        read.epoch,
+        read.pauses.len(),
+        epoch,
+        next
+    );
+    let now = facts(&log, "run").await;
+    assert_eq!(
+        (now.epoch, now.pauses),
+        (next, row("run", &handoff)),
+        "the takeover and the handoff committed while the read was held"
     );
 }
