@@ -18,8 +18,11 @@
 //! R1–R7 for the durable log, D1–D6 for the ledger), and each is checked
 //! over every reachable state of bounded systems by a model checker that
 //! drives the real tables, under every interleaving by loom, by property
-//! tests, fuzzing and mutation testing. The repository's `CONTRIBUTING.md`
-//! says how.
+//! tests, fuzzing and mutation testing. Each id is defined, with the checks
+//! that prove it, in [`spec`], the specification (the repository's
+//! `docs/SPEC.md`); a test or a failure message that names an id ("R6",
+//! "SPEC §6") names its entry there. The repository's `CONTRIBUTING.md` says
+//! how the checks run.
 //!
 //! # The handoff gate
 //!
@@ -241,6 +244,11 @@ pub mod facts;
 pub mod gate;
 pub mod ledger;
 pub mod residue;
+
+/// The specification: every machine's states, events and table, and every
+/// rule id with its meaning and the checks that prove it.
+#[doc = include_str!("../docs/SPEC.md")]
+pub mod spec {}
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

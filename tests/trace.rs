@@ -282,7 +282,7 @@ fn s5_a_full_handoff_emits_its_four_transitions_in_order() {
 /// `child` under the root Run `root` puts both on its transitions, its
 /// refusals and its `boundary` span.
 #[test]
-fn s5_gate_events_and_spans_carry_the_run_beside_the_root() {
+fn gate_events_and_spans_carry_the_run_beside_the_root() {
     let ((), capture) = with_capture(Capture::default(), async {
         let mut source = source();
         source.run_id = "child".into();

@@ -157,7 +157,7 @@ mod tests {
     use super::*;
     use crate::within::{poll_once, within};
 
-    /// L1 for the log's thread: a job that panics answers its future with
+    /// R5 for the log's thread: a job that panics answers its future with
     /// `OutcomeUnknown` (through the reply's drop: it may have committed)
     /// instead of leaving it pending, and the thread lives on for the next
     /// job.
@@ -165,7 +165,7 @@ mod tests {
     async fn a_job_that_panics_answers_outcome_unknown_and_the_thread_runs_the_next_job() {
         let offload = Offload::start("baton-offload-test").unwrap();
         let panicked = offload.run(|| -> Result<u32, LogError> { panic!("a payload's Serialize") });
-        let answer = within("L1: a panicked job's future resolves", panicked).await;
+        let answer = within("R5: a panicked job's future resolves", panicked).await;
         assert!(
             matches!(&answer, Err(LogError::OutcomeUnknown(message)) if message.to_string().contains("panicked")),
             "{answer:?}"
@@ -175,7 +175,7 @@ mod tests {
     }
 
     /// `close` runs the jobs already sent, then ends the thread and waits
-    /// for it; a future first polled after it answers `Unavailable` (L1: it
+    /// for it; a future first polled after it answers `Unavailable` (R5: it
     /// never waits for a thread that is gone; the job never ran, so
     /// nothing was written).
     #[tokio::test]
@@ -200,7 +200,7 @@ mod tests {
             "close returned before the job sent first had run"
         );
         assert_eq!(within("the sent job's answer", sent).await.unwrap(), 1);
-        let answer = within("L1: a job after close answers", later).await;
+        let answer = within("R5: a job after close answers", later).await;
         assert!(
             matches!(answer, Err(LogError::Unavailable(_))),
             "{answer:?}"
