@@ -138,9 +138,9 @@ impl FromStr for Phase {
 pub trait Cancellation: Clone + Send + Sync + 'static {
     /// Whether cancellation has fired.
     ///
-    /// Called **under the gate's lock** while a handoff is held (a commit
-    /// reads it in the same step it commits, S3): it must not block, and
-    /// must not call back into the gate.
+    /// Called **under the gate's lock** as a preflight's pause is fed to the
+    /// gate, and by a commit (which reads it in the same step it commits,
+    /// S3): it must not block, and must not call back into the gate.
     #[doc(alias = "is_cancelled")]
     fn is_canceled(&self) -> bool;
 
@@ -187,7 +187,8 @@ struct Shared {
     /// to wait sets `WAITED`, each with one read-modify-write, so exactly
     /// one of them sees the other's bit: either the waiter sees `FIRED` and
     /// does not wait, or `cancel` sees `WAITED` and wakes it under the lock.
-    /// A `cancel` with nobody waiting takes no lock at all.
+    /// A `cancel` on a signal no waiter ever announced itself on takes no
+    /// lock at all (but for the `tracing` feature's read of the phase).
     ///
     /// `SeqCst`, not acquire/release: a read that comes after `cancel()`
     /// returned, in another thread with no synchronisation between them,

@@ -2,13 +2,15 @@
 //! ([`Invocation`]), what a requester asks for ([`HandoffIntent`]) and what the
 //! worker prepared for the successor ([`HandoffPause`]).
 //!
-//! Facts arrive from other hosts, so every identifier is checked by
-//! [`HandoffIntent::validate`], and decoding malformed JSON with [`from_json`]
-//! yields a [`DecodeError`] naming the path of the field at fault (never a
-//! panic). Unknown fields are rejected: a fact that says more than this
-//! version understands is not silently truncated. A fact decodes only from
-//! a JSON object: the array of its fields by position, which serde's derive
-//! would accept, is refused like any other malformed fact.
+//! Facts arrive from other hosts, so every identifier of an intent is checked
+//! by [`HandoffIntent::validate`] (and a log checks an append's source too,
+//! [`check_append`](crate::durable::check_append)), and decoding malformed
+//! JSON with [`from_json`] yields a [`DecodeError`] naming the path of the
+//! field at fault (never a panic). Unknown fields are rejected: a fact that
+//! says more than this version understands is not silently truncated. A
+//! fact decodes only from a JSON object: the array of its fields by
+//! position, which serde's derive would accept, is refused like any other
+//! malformed fact.
 
 use std::sync::Arc;
 
@@ -55,7 +57,8 @@ pub struct Invocation {
 pub struct HandoffIntent {
     /// Identifies this handoff.
     pub handoff_id: String,
-    /// The epoch of the host that asks, to fence out stale hosts.
+    /// The epoch of the host that asks, for the runtime to fence out stale
+    /// hosts with (baton only checks that it is a valid id).
     pub host_epoch: String,
     /// The logical Run; a handoff never changes it.
     pub root_run_id: String,
@@ -342,7 +345,7 @@ impl HandoffIntent {
 /// A fact could not be decoded from JSON.
 ///
 /// The message is the path and what is wrong there, e.g. ``handoff_id:
-/// invalid type: integer `3`, expected a string at line 1 column 15``; it
+/// invalid type: integer `3`, expected a string at line 1 column 16``; it
 /// says everything, so [`source`](std::error::Error::source) is `None` (a
 /// reporter that walks the chain prints the cause once).
 #[derive(Debug, Error)]

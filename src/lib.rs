@@ -1,10 +1,12 @@
 //! Formally modelled state machines for agent runtimes.
 //!
 //! An agent runtime hands running work on, cancels it and winds it down.
-//! Each of these is a small state machine here, written as a pure
-//! transition table (a `core` module: no locks, no clock, no async) and
-//! wrapped by a thin async adapter that works on any executor (tokio in
-//! the examples):
+//! Each of these is a small machine here. The handoff gate and the
+//! delegation ledger are each a pure transition table (a `core` module: no
+//! locks, no clock, no async) wrapped by a thin async adapter that works on
+//! any executor (tokio in the examples); the durable handoff's rules are
+//! pure functions that every store applies inside its own transaction; the
+//! cancel signal is a latch, and the residue report a pure function:
 //!
 //! | machine | what it decides | start at |
 //! |---|---|---|
@@ -17,9 +19,10 @@
 //! Every rule these machines keep has an id (S1–S9 and L1–L3 for the gate,
 //! R1–R7 for the durable log, D1–D6 for the ledger), and each is checked
 //! over every reachable state of bounded systems by a model checker that
-//! drives the real tables, under every interleaving by loom, by property
-//! tests, fuzzing and mutation testing. Each id is defined, with the checks
-//! that prove it, in [`spec`], the specification (the repository's
+//! drives the real tables, and by tests; most also under every interleaving
+//! by loom, by fuzzing or by property tests, and mutation testing checks
+//! that the tests notice a change to the code. Each id is defined, with the
+//! checks that prove it, in [`spec`], the specification (the repository's
 //! `docs/SPEC.md`); a test or a failure message that names an id ("R6",
 //! "SPEC §6") names its entry there. The repository's `CONTRIBUTING.md` says
 //! how the checks run.
@@ -75,14 +78,15 @@
 //!
 //! Every future and handle is safe to drop at any await point, and
 //! dropping the gate closes it, so no waiter can hang once the worker is
-//! gone. [`gate`] has the transition table, its invariants and the state
-//! diagram.
+//! gone. [`gate`] has the transition table and the state diagram;
+//! [`spec`] §1 has its rules.
 //!
 //! # Durable handoff
 //!
-//! The canonical log ([`durable::HandoffLog`]: [`durable::MemoryLog`] for
-//! tests, `SqliteLog` with the `sqlite` feature for one host, `PostgresLog`
-//! with the `postgres` feature for a fleet) keeps an owner epoch per
+//! The canonical log ([`durable::HandoffLog`], and its async form
+//! [`durable::AsyncHandoffLog`]: [`durable::MemoryLog`] for tests,
+//! `SqliteLog` with the `sqlite` feature for one host, `PostgresLog`, async
+//! only, with the `postgres` feature for a fleet) keeps an owner epoch per
 //! Run. The owner [`claim`](durable::HandoffLog::claim)s a Run before it
 //! starts or resumes a worker; the worker's last step,
 //! [`append_then_seal`](durable::append_then_seal), appends under its
@@ -172,23 +176,25 @@
 //!   so a token can stand where a [`CancelSignal`] does.
 //! - `tracing`: events and spans through the `tracing` crate. Target
 //!   `baton::gate`: a `transition` event at `DEBUG` for every change of a
-//!   gate's state (fields `root_run_id`, `ticket`, `event`, and the state
-//!   kinds `before` and `after`), `refused` and `ignored` events at
-//!   `TRACE` (a `Busy` reserve, a refused commit, a stale release), and a
-//!   `boundary` span at `DEBUG` around each
-//!   [`boundary`](HandoffGate::boundary) future (`root_run_id`,
+//!   gate's state (fields `root_run_id`, `run_id`, `ticket`, `event`, and
+//!   the state kinds `before` and `after`), `refused` and `ignored` events
+//!   at `TRACE` (a `Busy` reserve, a refused commit, a stale release), and
+//!   a `boundary` span at `DEBUG` around each
+//!   [`boundary`](HandoffGate::boundary) future (`root_run_id`, `run_id`,
 //!   `ticket`). Target `baton::cancel`: a `fired` event at `DEBUG` with the
 //!   `phase`, once per signal. Target `baton::durable`: an `append` span at
 //!   `DEBUG` around [`durable::append_then_seal`] and its async form
 //!   (`root_run_id`, `run_id`, `epoch`, then `outcome`: `written`,
 //!   `already_durable`, `fenced`, `failed` or `not_committed`, and
-//!   `sealed`). Target `baton::ledger`: `DEBUG` events for its transitions
-//!   (`scoped`, `scope_ended`, `registered`, `adopted`, `delivered`, and
-//!   `taken` with `how` and `count`), one `overdue` event per delegation an
-//!   overdue take took (`id`, `task`, `waited_ms`), a `child_ended` event
-//!   for every child the ledger ends (`why`: `taken`, `replaced`,
-//!   `not_live`), and `refused` at `TRACE` (a refused `register`, `arrive`
-//!   or `scope_task`). Every event is emitted after baton's locks are
+//!   `sealed`). Target `baton::postgres` (with the `postgres` feature): the
+//!   PostgreSQL store's connections, retries and why, timeouts, unknown
+//!   outcomes and migration steps. Target `baton::ledger`: `DEBUG` events
+//!   for its transitions (`scoped`, `scope_ended`, `registered`, `adopted`,
+//!   `delivered`, and `taken` with `how` and `count`), one `overdue` event
+//!   per delegation an overdue take took (`id`, `task`, `waited_ms`), a
+//!   `child_ended` event for every child the ledger ends (`why`: `taken`,
+//!   `replaced`, `not_live`), and `refused` at `TRACE` (a refused
+//!   `register`, `arrive` or `scope_task`). Every event is emitted after baton's locks are
 //!   released. Without the feature no tracing code is compiled at all.
 //! - `arbitrary`: `arbitrary::Arbitrary` for the fact types
 //!   ([`Invocation`], [`HandoffIntent`], [`HandoffPause`],
@@ -205,23 +211,33 @@
 //!
 //! The library's futures come from `async fn`s or `impl Future` (`boundary`,
 //! `ready`, `wait`, `canceled`, `wait_for_arrival`, the async log's
-//! methods), so their types have no names. Every one is `Send`, and those that consume their handle
-//! (`ready`, `wait`) are `'static` too (a test pins both), so they can be
-//! spawned, or stored as `Pin<Box<dyn Future<Output = …> + Send>>`. Named
-//! future types would mean hand-written state machines for each, with
-//! nothing gained in behaviour; they can be added without breaking anyone
-//! if a need shows. Each future's `# Cancel safety` section says what
-//! dropping it does.
+//! methods, `append_then_seal_async`), so their types have no names. For a
+//! `Send + Sync` payload, `boundary` (given a `Send` preflight), `ready`,
+//! `wait`, `canceled` and `wait_for_arrival` are `Send` (a test pins them),
+//! and so are the async log's methods (their trait says so).
+//! Those that consume their handle (`ready`, `wait`) are `'static` too
+//! (for a `'static` payload), so they can be spawned, or stored as
+//! `Pin<Box<dyn Future<Output = …> + Send>>`; the others borrow their
+//! arguments, so to spawn one, move what it borrows into an `async move`
+//! block that awaits it. Named future types would mean hand-written state
+//! machines for each, with nothing gained in behaviour; they can be added
+//! without breaking anyone if a need shows. The docs of each of these
+//! futures say what dropping it does (`# Cancel safety`).
 //!
 //! # Locks and your code
 //!
 //! Each adapter keeps one lock. A few calls into your code happen under
 //! it, and none may call back into the same baton object:
-//! [`Cancellation::is_canceled`] (read by a commit), the payload's
-//! `PartialEq` when [`HandoffGate::sealed`] is given a pause other than
-//! the one `boundary` returned (that one it knows by pointer), and the
-//! payload's `Drop` when the gate lets go of a pause's last `Arc` as it
-//! changes state. Everything else runs outside:
+//! [`Cancellation::is_canceled`] (read as a preflight's pause is fed to
+//! the gate, and by a commit), the `Drop` of the clone of your
+//! [`Cancellation`] the gate keeps while a handoff is held (baton's
+//! [`CancelSignal`] aside), the payload's `PartialEq` when
+//! [`HandoffGate::sealed`] is given a pause other than the one `boundary`
+//! returned (that one it knows by pointer), the payload's `Drop` when the
+//! gate lets go of a pause (a preflight's pause it does not hold, or a
+//! pause's last `Arc` as it changes state), and the `clone` and `drop` of
+//! your executor's waker as a future registers or leaves. Everything else
+//! runs outside:
 //! [`ledger::Child::is_being_ended`] (an arrival asks it before deciding,
 //! and may be called back from it) and a `tracing` subscriber (baton emits
 //! only after it unlocks, so a subscriber may read the machine it hears

@@ -38,7 +38,7 @@ pub(crate) use std::sync::mpsc;
 /// ever replaced whole, so a poisoned lock still holds a valid state. User
 /// code that runs while a baton lock is held, all of it documented where the
 /// user supplies it: `Cancellation::is_canceled` (under the gate's lock,
-/// when a handoff is held or committed), the payload's `PartialEq` when
+/// as a preflight's pause is fed and at a commit), the payload's `PartialEq` when
 /// `HandoffGate::sealed` is given a pause other than the gate's own `Arc`,
 /// and the `Drop` of a payload whose last `Arc` the gate releases as it
 /// leaves a state. (`Child::is_being_ended` is asked outside the ledger's

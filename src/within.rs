@@ -18,14 +18,12 @@ use std::time::Duration;
 
 /// How long a test waits for a promise before it calls the promise broken.
 ///
-/// Every future the tests await resolves in micro- to milliseconds when the
-/// code is right: the side that resolves it has already acted, or acts on
-/// the same runtime. So the bound only has to sit far above scheduling
-/// noise: a debug build on a shared 2-core machine, running other test
-/// binaries beside it (and a loaded CI machine ~1.5x slower still), stalls a
-/// thread for well under a second. 10 s keeps a margin of 10x over even a
-/// one-second stall, and a hang still fails in seconds rather than at the
-/// job's time limit.
+/// Every future the tests await resolves soon when the code is right: the
+/// side that resolves it has already acted, or acts on the same runtime.
+/// So the bound only has to sit far above scheduling noise (a debug build
+/// on a shared 2-core machine, other test binaries running beside it),
+/// while a hang still fails in seconds rather than at the job's time
+/// limit.
 pub const BOUND: Duration = Duration::from_secs(10);
 
 /// Awaits `future` for at most [`BOUND`]. If it is still pending then,

@@ -5,7 +5,7 @@
 //!
 //! | what the log holds for the Run | `claim` | `append(epoch e, row)` |
 //! |---|---|---|
-//! | epoch `c`, no pause (`Open`) | epoch := `c + 1`; answers [`Claim::Owner`]`(c + 1)`: every older epoch is fenced | `e == c`: write the row, [`Receipt::Written`] |
+//! | epoch `c`, no pause (`Open`) | epoch := `c + 1`; answers [`Claim::Owner`]`(c + 1)`: every older epoch is fenced (at `c` = [`Epoch::LAST`]: [`LogError::EpochsExhausted`], nothing written) | `e == c`: write the row, [`Receipt::Written`] |
 //! | epoch `c`, pause `p` (`HandedOff`) | answers [`Claim::HandedOff`]`(p)`, writes nothing: a handed-off Run is never resumed | `e == c` and the row is `p`'s: [`Receipt::AlreadyDurable`]; another row: [`LogError::AlreadyHandedOff`] |
 //! | any | contradictory facts: [`LogError::Contradictory`], nothing written | `e < c`: [`LogError::Fenced`]; `e == 0` or `e > c`: [`LogError::EpochNotIssued`]; nothing written |
 //!
@@ -132,8 +132,9 @@ impl AppendStep {
 ///
 /// # Errors
 ///
-/// [`LogError::EpochNotIssued`], [`LogError::Fenced`] and
-/// [`LogError::AlreadyHandedOff`], as the module's table says.
+/// [`LogError::EpochNotIssued`] if `epoch` is [`Epoch::NONE`] or newer than
+/// `current`; [`LogError::Fenced`] if it is older; at `current`,
+/// [`LogError::AlreadyHandedOff`] if `existing` is another row than `new`.
 pub fn append_step<P: PartialEq>(
     root_run_id: &str,
     current: Epoch,

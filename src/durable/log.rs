@@ -16,10 +16,11 @@ use crate::sync::{Mutex, lock};
 /// A **Run** here is the source Run `run_id` within the logical Run
 /// `root_run_id`. Per Run the log keeps an owner [`Epoch`] (a fencing
 /// token) and at most one pause. Implementations apply the same pure rule
-/// inside one transaction per operation (the table in
-/// [`claim`](Self::claim)'s and [`append`](Self::append)'s docs; checked on
-/// [`MemoryLog`], `SqliteLog` and `PostgresLog` by one shared contract
-/// suite, `tests/log_contract`):
+/// ([`claim_step`], [`append_step`]) inside one transaction per operation,
+/// as [`claim`](Self::claim)'s and [`append`](Self::append)'s docs say;
+/// [`MemoryLog`], `SqliteLog` and `PostgresLog` are checked by one shared
+/// contract suite (the test kit's `log_contract`, run by baton's
+/// `tests/log_contract`):
 ///
 /// - [`claim`](Self::claim) starts or takes over a Run: if a pause is
 ///   durable it answers [`Claim::HandedOff`] and changes nothing; else it
@@ -138,12 +139,14 @@ pub trait HandoffLog<P> {
     ///
     /// # Errors
     ///
-    /// [`LogError::InvalidRun`] for an invalid id and
-    /// [`LogError::Contradictory`] for facts that contradict each other
-    /// (nothing written); [`LogError::Unavailable`] (nothing written: claim
-    /// again); [`LogError::OutcomeUnknown`] (the claim's outcome is
-    /// unknown: claim again, which is always safe, its new epoch fencing
-    /// the one that may have been issued).
+    /// Nothing is written for: [`LogError::InvalidRun`] (an invalid id),
+    /// [`LogError::Contradictory`] (facts that contradict each other),
+    /// [`LogError::EpochsExhausted`] (the Run's epoch is already
+    /// [`Epoch::LAST`]) and [`LogError::Corrupt`] (a stored row that does
+    /// not decode). [`LogError::Unavailable`]: nothing written, claim again.
+    /// [`LogError::OutcomeUnknown`]: the claim's outcome is unknown; claim
+    /// again, which is always safe, its new epoch fencing the one that may
+    /// have been issued.
     fn claim(&self, root_run_id: &str, run_id: &str) -> Result<Claim<P>, LogError>;
 
     /// Appends `pause`, which hands off the Run executing as `source` within
@@ -152,10 +155,13 @@ pub trait HandoffLog<P> {
     ///
     /// # Errors
     ///
-    /// Nothing is written for: [`LogError::InvalidPause`] (bad input),
+    /// Nothing is written for: [`LogError::InvalidRun`] (an invalid id of
+    /// the Run or of `source`), [`LogError::InvalidPause`] (an invalid
+    /// intent), [`LogError::Encode`] (the pause does not encode),
     /// [`LogError::EpochNotIssued`] (an epoch no claim of this Run issued),
     /// [`LogError::Fenced`] (a newer epoch owns the Run: the worker must
-    /// stop) and [`LogError::AlreadyHandedOff`] (another pause is durable).
+    /// stop), [`LogError::AlreadyHandedOff`] (another pause is durable) and
+    /// [`LogError::Corrupt`] (a stored row that does not decode).
     /// [`LogError::Unavailable`]: nothing written, the same append may be
     /// sent again. [`LogError::OutcomeUnknown`] leaves the outcome unknown
     /// until the facts are read back, or the append is retried

@@ -15,12 +15,14 @@
 //!   [`append`](HandoffLog::append) writes a pause only under the Run's
 //!   current epoch. [`MemoryLog`] keeps it in memory (tests); `SqliteLog`
 //!   (feature `sqlite`) in one SQLite file; `PostgresLog` (feature
-//!   `postgres`) on a PostgreSQL server, for runtimes on several hosts.
+//!   `postgres`, async only) on a PostgreSQL server, for runtimes on
+//!   several hosts.
 //! - [`AsyncHandoffLog`] is the same log for async code (`claim_async`,
-//!   `append_async`, `facts_async`): `SqliteLog` runs the blocking work (the
-//!   transaction, the fsync) on a thread it owns, so no executor thread —
-//!   not even a `current_thread` runtime's only one — waits for the disk.
-//!   It needs no particular runtime. Each trait's methods say what
+//!   `append_async`, `facts_async`), implemented by all three: `SqliteLog`
+//!   runs the blocking work (the transaction, the fsync) on a thread it
+//!   owns, so no executor thread — not even a `current_thread` runtime's
+//!   only one — waits for the disk, and needs no particular runtime
+//!   (`PostgresLog` needs tokio's). The async trait's methods say what
 //!   dropping an in-flight future means (`# Cancel safety`).
 //! - [`reconcile`] is the pure decision a claim makes inside its
 //!   transaction, from what the log holds about one Run ([`RunFacts`]):

@@ -100,8 +100,10 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// particular runtime is needed (no tokio `spawn_blocking`, which panics
 /// outside a tokio runtime). Both forms share one connection and one rule.
 /// Dropping the log does not wait for its thread: the thread ends, and
-/// the file is closed, once the operations already sent are done.
-/// [`close`](Self::close) waits for both.
+/// the file is closed, once the operations already sent are done and no
+/// future of the log's async operations is left (a future holds the
+/// connection and the way to the thread until it finishes or is dropped).
+/// [`close`](Self::close) waits for the thread.
 ///
 /// ```
 /// use baton::durable::{Claim, Decision, Epoch, HandoffLog, SqliteLog, reconcile};
@@ -169,7 +171,9 @@ impl<P> SqliteLog<P> {
     ///
     /// [`LogError::UnknownSchema`] if the file records another schema
     /// version (or has a `handoff_pause` table but no version);
-    /// [`LogError::Unavailable`] if it cannot be opened or is not a database.
+    /// [`LogError::Unavailable`] if it cannot be opened, is not a database,
+    /// cannot use the WAL journal (an in-memory database), or the log's
+    /// thread cannot be started.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, LogError> {
         let mut connection = Connection::open(path).map_err(storage)?;
         connection.busy_timeout(BUSY_TIMEOUT).map_err(storage)?;
@@ -491,7 +495,9 @@ where
 
 /// Each operation, from the input's checks and the pause's JSON encoding
 /// to the synced commit, runs on the log's thread; the arguments are
-/// copied into the job, so the future borrows nothing once created.
+/// copied into the job, so the future borrows nothing once created (its
+/// type still names their lifetimes, as the trait's does: it is not
+/// `'static`).
 impl<P> AsyncHandoffLog<P> for SqliteLog<P>
 where
     P: PartialEq + Clone + Serialize + DeserializeOwned + Send + 'static,

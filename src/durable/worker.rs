@@ -41,8 +41,9 @@ pub enum SealError {
     #[error("the durable append failed; the gate is closed without a seal")]
     Append(#[source] LogError),
     /// The pause is durable (the handoff is final), but the gate was closed
-    /// between the append and the seal, so the requester's `wait()` returned
-    /// `None`. The owner reconciles: the log says `HandedOff`.
+    /// between the append and the seal, so the requester's `wait()` answers
+    /// `Err(WaitError::Closed)`. The owner reconciles: the log says
+    /// `HandedOff`.
     #[error("the pause is durable but the gate was closed before the seal")]
     ClosedBeforeSeal,
 }
@@ -131,9 +132,10 @@ pub fn seal_step(appended: Result<Receipt, LogError>) -> SealStep {
 /// `wait()` answers `Err(WaitError::Closed)`, and the owner reconciles the Run from the log
 /// (`Resumable` if nothing was written).
 ///
-/// Every failure closes the gate, so calling this again afterwards answers
-/// [`SealError::NotCommitted`] and appends nothing: the owner's next claim
-/// decides the Run from the log. Only a dropped
+/// Every failure but [`SealError::NotCommitted`] (which leaves the gate
+/// unchanged) leaves the gate closed, so calling this again afterwards
+/// answers [`SealError::NotCommitted`] and appends nothing: the owner's
+/// next claim decides the Run from the log. Only a dropped
 /// [`append_then_seal_async`] future leaves the gate committed, and the
 /// identical call then may be made again (the append is idempotent; see
 /// its cancel safety).

@@ -139,7 +139,23 @@ pub enum CompactionBudget {
 /// runtime's pause payload, used as `P` in [`HandoffPause<P>`] by examples
 /// and tests.
 ///
-/// Decodes only from a JSON object with exactly these fields (SPEC §1).
+/// Decodes only from a JSON object with these fields and no others (SPEC
+/// §1); `main_output_limit` and `replay_base` may be left out, and read as
+/// `None`.
+///
+/// ```
+/// use baton::facts::{HandoffExecution, from_json};
+///
+/// let digest = format!("\"sha256:{}\"", "a".repeat(64));
+/// let json = format!(
+///     r#"{{"replay":{{"version":1,"digest":{digest},"route_identity":{digest}}},
+///         "tools":{{"catalog_digest":{digest},"loaded":[]}},
+///         "compaction":"available","supports_vision":false}}"#
+/// );
+/// let execution: HandoffExecution = from_json(json.as_bytes())?;
+/// assert_eq!((execution.main_output_limit, execution.replay_base), (None, None));
+/// # Ok::<(), baton::facts::DecodeError>(())
+/// ```
 ///
 /// [`HandoffPause<P>`]: crate::HandoffPause
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]

@@ -362,8 +362,8 @@ impl<P: PartialEq> HandoffGate<P> {
     ///
     /// - `Ok(None)`: keep running. No handoff is requested (answered at
     ///   once), or one was and it was let go here: `preflight` returned no
-    ///   pause (or one for another intent), `cancel` fired while it was
-    ///   held, or the requester dropped it.
+    ///   pause (or one for another intent), `cancel` fired before the
+    ///   commit, or the requester dropped it.
     /// - `Ok(Some(pause))`: the requester committed the handoff. Stop the
     ///   Run, append the pause durably, then [`sealed`](Self::sealed) it
     ///   (`durable::append_then_seal` does both).
@@ -437,8 +437,8 @@ impl<P: PartialEq> HandoffGate<P> {
     ///
     /// With the `tracing` feature the future runs in a `boundary` span
     /// (target `baton::gate`), made when `boundary` is called and entered on
-    /// each of the future's polls, with the root Run id and the ticket once
-    /// a request is found.
+    /// each of the future's polls, with the root Run and Run ids, and the
+    /// ticket once a request is found.
     pub fn boundary<C, F, Fut>(
         &self,
         cancel: &C,
@@ -735,9 +735,9 @@ impl<P: PartialEq> HandoffReservation<P> {
     /// # Errors
     ///
     /// [`ReadyError::Released`] if the worker let the request go (failed or
-    /// mismatched preflight, cancellation), [`ReadyError::HandedOff`] if
-    /// another reservation handed the Run off meanwhile,
-    /// [`ReadyError::Closed`] if the worker closed the gate.
+    /// mismatched preflight, cancellation, a dropped `boundary` future),
+    /// [`ReadyError::HandedOff`] if another reservation handed the Run off
+    /// meanwhile, [`ReadyError::Closed`] if the worker closed the gate.
     ///
     /// # Cancel safety
     ///

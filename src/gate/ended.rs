@@ -13,8 +13,8 @@ use super::core::Gone;
 #[non_exhaustive]
 pub enum ReadyError {
     /// The worker let the request go: its preflight prepared no pause (or
-    /// one for another intent), or it was canceled. The Run keeps running;
-    /// a new reservation may be tried.
+    /// one for another intent), it was canceled, or its `boundary` future
+    /// was dropped. The Run keeps running; a new reservation may be tried.
     #[error("the worker released the Run")]
     Released,
     /// The Run was handed off by another reservation meanwhile.

@@ -247,19 +247,19 @@ impl Delegations {
     }
 
     /// Resolves once an outcome is delivered for it (D6), exactly like
-    /// `tokio::sync::Notify::notify_one`'s `notified()`: each `Delivered`
-    /// wakes one pending wait (two arrivals with two pending waits resolve
-    /// both), or, with none pending without a wake-up, stores one permit
-    /// that the next wait takes at once; with no wait pending, arrivals
-    /// coalesce into that one permit. A scope's end discards the stored
-    /// permit and the wake-ups given to pending waits not yet resolved (the
-    /// arrivals they stood for were taken with the scope); those waits stay
-    /// pending, for the next scope's arrivals.
+    /// `tokio::sync::Notify::notify_one`'s `notified()`: each `Delivered` wakes one
+    /// pending wait (two arrivals with two pending waits resolve both), or, with none
+    /// pending without a wake-up, stores one permit that the next wait takes at once;
+    /// with no wait pending, arrivals coalesce into that one permit. A scope's end
+    /// discards the stored permit and the wake-ups given to pending waits not yet
+    /// resolved (the arrivals they stood for were taken with the scope); those waits
+    /// stay pending, for the next scope's arrivals. A wait is pending from its first
+    /// poll that does not resolve.
     ///
-    /// A wait is pending from its first poll that does not resolve.
-    /// Cancel-safe: a wait dropped consumes nothing it was not given, and
-    /// a wake-up it was given is passed on to another pending wait or to
-    /// the stored permit, never lost.
+    /// # Cancel safety
+    ///
+    /// A dropped wait consumes nothing it was not given, and a wake-up it was given
+    /// is passed on to another pending wait or the stored permit.
     pub async fn wait_for_arrival(&self) {
         let mut pending = false;
         self.cell
@@ -323,9 +323,9 @@ impl Delegations {
         self.take("all", Ledger::take_all)
     }
 
-    /// The live delegations in id order, as a snapshot, in O(1) under the
-    /// lock: past 32 entries it shares the ledger's persistent map, below
-    /// it copies at most 32 id and data handles.
+    /// The live delegations in id order, as a snapshot, under the lock: past
+    /// 32 entries it shares the ledger's persistent map in O(1) (the first
+    /// snapshot builds it, in O(n)), below it copies at most 32 handles.
     ///
     /// ```
     /// use baton::ledger::{Delegation, Delegations};

@@ -497,13 +497,15 @@ impl<D, C, T: Moment> Ledger<D, C, T> {
     }
 
     /// The live delegations in id order, as a snapshot: O(1) whatever the
-    /// number of entries, so a caller holding a lock around the ledger
-    /// holds it briefly. A ledger that keeps its indexes shares its own
-    /// map (one reference count); a smaller one copies its at most
-    /// [`KEEP_ABOVE`](Self::KEEP_ABOVE) ids and data handles into one
-    /// allocation. A large ledger builds that map at its first `live()`,
-    /// O(n) once, and keeps it up to date from then on (O(log n) a
-    /// change), so a ledger nobody takes snapshots of does not pay for it.
+    /// number of entries, but for the first `live()` of a large ledger, so
+    /// a caller holding a lock around the ledger holds it briefly. A ledger
+    /// that keeps its indexes shares its own map (one reference count); a
+    /// smaller one copies its ids and data handles (at most as many as it
+    /// keeps indexes above, [`KEEP_ABOVE`](Self::KEEP_ABOVE) by default)
+    /// into one allocation. A large ledger builds that map at its first
+    /// `live()` (since it began keeping its indexes), O(n) once, and keeps
+    /// it up to date from then on (O(log n) a change), so a ledger nobody
+    /// takes snapshots of does not pay for it.
     pub fn live(&self) -> Live<D> {
         match &self.index.0 {
             Some(kept) => Live::kept(

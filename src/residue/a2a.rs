@@ -1,5 +1,6 @@
 //! The tiny subset of A2A v1 (protocol 1.0.x, ProtoJSON: camelCase fields)
-//! the residue report needs. No A2A SDK: they are all pre-1.0 and churning.
+//! the residue report needs, written here rather than taken from an A2A
+//! SDK.
 
 use serde::{Deserialize, Serialize};
 

@@ -11,8 +11,10 @@
 //! - [`linearize`]: is a concurrent history you recorded explained by some
 //!   sequential order of the real core's steps (Wing & Gong, for
 //!   operations of several atomic steps)? [`linearize::GateSpec`] is the
-//!   handoff gate's specification over `baton::gate::core::step`;
-//!   implement [`linearize::Spec`] for your own operations.
+//!   handoff gate's specification over `baton::gate::core::step`,
+//!   [`linearize::LedgerSpec`] the delegation ledger's over
+//!   `baton::ledger::core::step`; implement [`linearize::Spec`] for your
+//!   own operations.
 //! - [`scene`]: a gate whose every operation is recorded, and at the end
 //!   checked for linearizability against the real core and for a waker
 //!   left behind: the recorder baton's own loom scenes use.

@@ -12,8 +12,8 @@
 //!
 //! [`GateSpec`] is the handoff gate's specification over
 //! [`step`](core::step) and the waiter queries, with the Run's cancellation
-//! bit as part of the state. `loom-tests/` checks every execution of every
-//! model with it. [`LedgerSpec`] is the delegation ledger's, over
+//! bit as part of the state. `loom-tests/` checks every execution of each
+//! of its gate scenes with it. [`LedgerSpec`] is the delegation ledger's, over
 //! `baton::ledger::core::step`. Record your runtime's calls as [`Call`]s,
 //! with times from one logical clock, and ask [`linearize`] for an order.
 

@@ -315,14 +315,15 @@ where
 
     /// What every model ends with, once its threads are joined: no waker
     /// left registered on the gate or the cancel signal (SPEC §1, cancel
-    /// safety: "dropping a waiting future removes its waker"), and the
+    /// safety: "a dropped future also frees its waker slot"), and the
     /// recorded history, closed by a snapshot of the final state, explained
     /// by some sequential order of core steps that respects real-time order
     /// (SPEC §5: linearizable).
     ///
     /// # Panics
     ///
-    /// If either does not hold; the history is printed.
+    /// If either does not hold; a history that is not linearizable is
+    /// printed.
     pub fn finish(&self) {
         assert_eq!(
             self.requester.waiter_count(),

@@ -682,7 +682,10 @@ impl<P> PostgresLog<P> {
     /// migrate it) or holds baton's tables without a version;
     /// [`LogError::Unavailable`] if the server cannot be reached, TLS or
     /// authentication fails (e.g. `sslmode=require` against a server
-    /// without TLS), or the server fails, within the options' timeout.
+    /// without TLS), or the server fails, within the options' timeout, or
+    /// if it is not awaited within a tokio runtime. With
+    /// [`PostgresOptions::migrate`], also what [`PostgresSchema::migrate`]
+    /// answers ([`LogError::OutcomeUnknown`] if its `COMMIT` failed).
     pub async fn connect_with<T>(
         config: PostgresConfig,
         tls: T,

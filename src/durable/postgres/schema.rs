@@ -217,7 +217,9 @@ impl PostgresSchema {
     /// (or holds baton's tables without a version); nothing is changed.
     /// [`LogError::Unavailable`] if the server fails or refuses (the
     /// transaction rolls back: nothing is changed, and migrating again is
-    /// safe).
+    /// safe). [`LogError::OutcomeUnknown`] if the `COMMIT` failed: the
+    /// migration may have committed; migrating again is safe (a database
+    /// already at the version is left as it is).
     pub async fn migrate(&self, client: &Client) -> Result<(), LogError> {
         client.batch_execute("BEGIN").await.map_err(unavailable)?;
         let migrated = self.migrate_in(client).await;

@@ -204,10 +204,11 @@ pub enum Adoption<C> {
 /// [`Ledger::live`](super::Ledger::live) returns.
 ///
 /// A snapshot never changes once taken. Taking it costs O(1) whatever the
-/// number of entries: a ledger with few entries (at most
-/// [`Ledger::KEEP_ABOVE`](super::Ledger::KEEP_ABOVE)) copies their ids and
-/// data handles into one allocation; a larger one shares its own
-/// persistent map, and a later change to the ledger copies only the path
+/// number of entries, but for a large ledger's first: a ledger with few
+/// entries (at most [`Ledger::KEEP_ABOVE`](super::Ledger::KEEP_ABOVE) by
+/// default) copies their ids and data handles into one allocation; a
+/// larger one shares its own persistent map, which its first snapshot
+/// builds in O(n), and a later change to the ledger copies only the path
 /// of the tree it touches (O(log n)) while a snapshot is still held, and
 /// nothing once none is.
 pub struct Live<D> {

@@ -23,8 +23,8 @@ use baton::facts::{HandoffExecution, HandoffIntent, HandoffPause, Invocation, fr
 pub const MAX_BYTES: usize = 4096;
 
 /// The `facts_json` target: decodes `data` as [`Invocation`],
-/// [`HandoffIntent`] and `HandoffPause<HandoffExecution>`. Panics if a valid
-/// fact does not round-trip.
+/// [`HandoffIntent`] and `HandoffPause<HandoffExecution>`. Panics if a fact
+/// decodes from anything but objects, or a valid one does not round-trip.
 pub fn facts_json(data: &[u8]) -> Result<(), Rejected> {
     if data.len() > MAX_BYTES {
         return Err(Rejected);

@@ -24,9 +24,10 @@
 //! the adapter has no await point inside those sections, so only real
 //! threads preempted inside them can interleave there. That is loom's job:
 //! `loom-tests/tests/loom_gate_races.rs` (e.g. `commit ∥ fire; reserve`,
-//! `commit ∥ fire; boundary`), `loom_gate_wakeups.rs`, `loom_waiter.rs` and
+//! `commit ∥ fire; boundary`), `loom_gate_wakeups.rs` and
 //! `loom_gate_handoff.rs` explore every interleaving of those sections,
-//! each execution checked for linearizability against the same core table.
+//! each execution checked for linearizability against the same core table,
+//! and `loom_waiter.rs` checks every wake-up against the change it is for.
 //! What this target adds is length and breadth: sequences of up to
 //! [`MAX_OPS`] operations over three requesters, far past what loom can
 //! enumerate.

@@ -138,7 +138,7 @@ impl WaitOp {
 
 /// One operation on the ledger (or its clock, or a child).
 ///
-/// Decoded as `derive(Arbitrary)` decoded the 13 variants of issue 6's
+/// Decoded as `derive(Arbitrary)` decoded the 13 variants of an earlier
 /// `Op` (whose 8th, `TakePermit`, read no field): the same bytes give the
 /// same operations, except that the 8th is now a [`WaitOp`] chosen by the
 /// low bits of the variant's `u32`. So the committed corpus decodes as

@@ -21,7 +21,8 @@
 //!
 //! A body returns `Err(Rejected)` for an input too large to be meaningful
 //! (the target turns it into `Corpus::Reject`) and panics on a violation,
-//! with a message naming the rule (S1…S9) and the operations that led there.
+//! with a message naming the rule (its SPEC id, or the SPEC section) and
+//! the operations that led there.
 //!
 //! Each body is public so that you can run it in your own CI, against the
 //! baton version you ship.

@@ -12,12 +12,14 @@ use super::Spec;
 /// One ledger operation of a recorded history: the core event it amounts
 /// to and the outcome the runtime observed.
 ///
-/// `Delegations` takes its lock once per call, so each of its methods is
-/// one event: `register` is [`Event::Register`], `arrive`
-/// [`Event::Arrive`], `take_arrived` [`Event::TakeArrived`], and a
-/// `wait_for_arrival` is a [`Event::BeginWait`] on its first poll, a
-/// [`Event::PollWait`] on each later one and a [`Event::DropWait`] if it is
-/// dropped pending: record each poll as its own operation.
+/// Each of `Delegations`'s methods decides under one lock (an `arrive`
+/// whose entry has a child also takes it before, to find the child, and
+/// changes nothing then), so each is one event: `register` is
+/// [`Event::Register`], `arrive` [`Event::Arrive`], `take_arrived`
+/// [`Event::TakeArrived`], and a `wait_for_arrival` is a
+/// [`Event::BeginWait`] on its first poll, a [`Event::PollWait`] on each
+/// later one and a [`Event::DropWait`] if it is dropped pending: record
+/// each poll as its own operation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LedgerOp<D, C, T> {
     /// The event the call fed the ledger.
