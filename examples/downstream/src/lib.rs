@@ -10,6 +10,9 @@
 //!   `baton::ledger::Delegations` and delivers each child's outcome to the
 //!   parent exactly once, whether it arrives, is reported twice, or is
 //!   still missing when the task shuts down.
+//! - [`store::MapLog`] is the runtime's own canonical log (a map under one
+//!   lock, around baton's shared rule), held to baton's log contract by
+//!   the test kit: its contract suite and its log fuzz body.
 //! - [`check`] holds the sequential checks (operation sequences decoded
 //!   with `Arbitrary`), shared by the property test and the fuzz target.
 //!
@@ -26,7 +29,10 @@
 //! warming up): H1 then breaks whenever a supervisor looks between the
 //! report and the append (a race, for loom), or when the append is fenced
 //! because the owner took the Run over (an operation order, for the
-//! property test and the fuzzer).
+//! property test and the fuzzer). With `planted-store-bug` the store's
+//! append skips the fence (R6, R7): the kit's contract suite
+//! (`tests/log_contract.rs`) and its log fuzz body (fuzz target `my_log`)
+//! must each catch it.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -34,6 +40,8 @@
 #[cfg(not(loom))]
 pub mod check;
 pub mod collector;
+#[cfg(not(loom))]
+pub mod store;
 mod sync;
 pub mod worker;
 

@@ -63,10 +63,10 @@
 //! `EpochsExhausted`, writing nothing. Reaching it takes `i64::MAX` claims
 //! or a store's own back door, so the harness cannot: baton shows it per
 //! store — the shared rule (`claim_step`, which every store calls) in its
-//! fence unit tests, `SqliteLog` and `PostgresLog` on a row set just below
-//! it. What the harness does check on every store is the other side of the
-//! edge: an append under `Epoch::LAST`, `LAST + 1` or `u64::MAX` that no
-//! claim issued is `EpochNotIssued`.
+//! fence unit tests, `MemoryLog` on a record, `SqliteLog` and `PostgresLog`
+//! on a row, each set just below it. What the harness does check on every
+//! store is the other side of the edge: an append under `Epoch::LAST`,
+//! `LAST + 1` or `u64::MAX` that no claim issued is `EpochNotIssued`.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -129,8 +129,10 @@ pub trait HoldsReads: Store {
 
 /// A store that implements the blocking [`HandoffLog`], as a [`Store`]:
 /// every connection is a handle on the one log, and each operation runs
-/// inline, on the task that awaits it (it never yields, so it suits a
-/// store whose operations do not block for long, like one in memory).
+/// inline when its future is first polled, never yielding (a future
+/// dropped unpolled does nothing, as `AsyncHandoffLog` requires), so it
+/// suits a store whose operations do not block for long, like one in
+/// memory.
 #[derive(Debug)]
 pub struct Shared<L>(Arc<L>);
 
@@ -171,7 +173,8 @@ where
         root_run_id: &str,
         run_id: &str,
     ) -> impl Future<Output = Result<Claim<Payload>, LogError>> + Send {
-        std::future::ready(self.0.claim(root_run_id, run_id))
+        let log = &self.0;
+        async move { log.claim(root_run_id, run_id) }
     }
 
     fn append_async(
@@ -181,8 +184,6 @@ where
         epoch: Epoch,
         pause: &HandoffPause<Payload>,
     ) -> impl Future<Output = Result<Receipt, LogError>> + Send {
-        // Run when first polled, as an async store's would: a future
-        // dropped unpolled writes nothing.
         let log = &self.0;
         async move { log.append(root_run_id, source, epoch, pause) }
     }
@@ -192,7 +193,8 @@ where
         root_run_id: &str,
         run_id: &str,
     ) -> impl Future<Output = Result<RunFacts<Payload>, LogError>> + Send {
-        std::future::ready(self.0.facts(root_run_id, run_id))
+        let log = &self.0;
+        async move { log.facts(root_run_id, run_id) }
     }
 }
 

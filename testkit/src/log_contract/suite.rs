@@ -594,10 +594,18 @@ pub async fn r2_r4_r7_append_then_seal_seals_only_a_durable_pause_and_a_fenced_w
     let Ok(Claim::Owner(takeover)) = within("R5", owner_log.claim_async(root, run)).await else {
         panic!("the Run is still open");
     };
-    assert!(matches!(
-        within("R5", append_then_seal_async(&zombie_gate, &zombie_log, zombie, &paused)).await,
-        Err(SealError::Fenced { epoch, current }) if epoch == zombie && current == takeover
-    ));
+    let last_step = within(
+        "R5",
+        append_then_seal_async(&zombie_gate, &zombie_log, zombie, &paused),
+    )
+    .await;
+    assert!(
+        matches!(
+            last_step,
+            Err(SealError::Fenced { epoch, current }) if epoch == zombie && current == takeover
+        ),
+        "R7: a fenced worker's last step answers Fenced, not {last_step:?}"
+    );
     assert_eq!(
         within("R7: the fenced worker's seal ends", zombie_pending.wait()).await,
         Err(WaitError::Closed),
