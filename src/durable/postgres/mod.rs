@@ -872,9 +872,10 @@ where
     async fn execute(&self, op: Op<'_, P>) -> Result<Answer<P>, LogError> {
         in_runtime()?;
         let mut held: Option<Lease> = None;
+        let mut tried = 0;
         let answer = tokio::time::timeout(self.timeout, async {
             self.settled().await;
-            self.attempts(&mut held, &op).await
+            self.attempts(&mut held, &mut tried, &op).await
         })
         .await;
         let answer = answer.unwrap_or_else(|_| {
@@ -888,10 +889,20 @@ where
                 "timed out"
             );
             let Some(lease) = held.take() else {
-                return Err(unavailable(format!(
-                    "the operation did not start within {:?} (no connection); nothing was sent",
-                    self.timeout
-                )));
+                // Between tries, each ended without a commit sent: a
+                // server error rolled it back, or it was lost before.
+                return Err(unavailable(if tried == 0 {
+                    format!(
+                        "the operation did not start within {:?} (no connection); nothing was sent",
+                        self.timeout
+                    )
+                } else {
+                    format!(
+                        "the operation did not finish within {:?}: {tried} tries, each ended \
+                         before its commit; nothing was committed",
+                        self.timeout
+                    )
+                }));
             };
             // Timed out mid-way: the connection may be inside a
             // transaction, or cut off. Never reuse it.
@@ -920,9 +931,11 @@ where
         let _ = pending.wait_for(|pending| *pending == 0).await;
     }
 
+    /// The tries of `op`, counted in `tried` as each gets its connection.
     async fn attempts(
         &self,
         held: &mut Option<Lease>,
+        tried: &mut u32,
         op: &Op<'_, P>,
     ) -> Result<Answer<P>, LogError> {
         let mut attempt = 0;
@@ -933,6 +946,7 @@ where
                 store_event!(warn, error = %error, "no connection");
                 unavailable(error)
             })?;
+            *tried = attempt;
             let lease = held.insert(Lease {
                 object: Some(object),
                 dirty: true,
