@@ -89,6 +89,28 @@ use sqlite_store::sqlite;
 #[cfg(feature = "sqlite")]
 baton_testkit::log_contract!(sqlite, sqlite);
 
+/// `HoldsReads` for a PostgreSQL store of the suite (a `dbname` on the
+/// cluster `$cluster()` gives): the hold of
+/// [`read_across_a_takeover`](postgres_store::read_across_a_takeover).
+#[cfg(all(unix, feature = "postgres"))]
+macro_rules! holds_reads {
+    ($store:ty, $cluster:expr) => {
+        impl HoldsReads for $store {
+            async fn read_across_a_takeover(
+                &self,
+                log: &PostgresLog<Payload>,
+                root: &str,
+                run: &str,
+                source: &Invocation,
+                pause: &HandoffPause<Payload>,
+            ) -> Result<RunFacts<Payload>, LogError> {
+                let cluster = $cluster().expect("the store's cluster");
+                read_across_a_takeover(cluster, &self.dbname, log, root, run, source, pause).await
+            }
+        }
+    };
+}
+
 // --- PostgresLog: connections to a fresh database of the shared cluster. ---
 
 #[cfg(all(unix, feature = "postgres"))]
@@ -169,19 +191,7 @@ mod postgres_store {
         })
     }
 
-    impl HoldsReads for PostgresDatabase {
-        async fn read_across_a_takeover(
-            &self,
-            log: &PostgresLog<Payload>,
-            root: &str,
-            run: &str,
-            source: &Invocation,
-            pause: &HandoffPause<Payload>,
-        ) -> Result<RunFacts<Payload>, LogError> {
-            let cluster = Cluster::shared().expect("the store's cluster");
-            read_across_a_takeover(cluster, &self.dbname, log, root, run, source, pause).await
-        }
-    }
+    holds_reads!(PostgresDatabase, Cluster::shared);
 
     /// The hold of [`HoldsReads`] on PostgreSQL, by construction: another
     /// session (the operator's) takes the pause table `ACCESS EXCLUSIVE`,
@@ -340,19 +350,7 @@ mod postgres_tls_store {
         }
     }
 
-    impl HoldsReads for PostgresTlsDatabase {
-        async fn read_across_a_takeover(
-            &self,
-            log: &PostgresLog<Payload>,
-            root: &str,
-            run: &str,
-            source: &Invocation,
-            pause: &HandoffPause<Payload>,
-        ) -> Result<RunFacts<Payload>, LogError> {
-            let cluster = Cluster::shared_tls().expect("the store's cluster");
-            read_across_a_takeover(cluster, &self.dbname, log, root, run, source, pause).await
-        }
-    }
+    holds_reads!(PostgresTlsDatabase, Cluster::shared_tls);
 
     pub async fn postgres_tls() -> Option<PostgresTlsDatabase> {
         let cluster = Cluster::shared_tls()?;
@@ -424,19 +422,7 @@ mod postgres_bouncer_store {
         }
     }
 
-    impl HoldsReads for PostgresBouncedDatabase {
-        async fn read_across_a_takeover(
-            &self,
-            log: &PostgresLog<Payload>,
-            root: &str,
-            run: &str,
-            source: &Invocation,
-            pause: &HandoffPause<Payload>,
-        ) -> Result<RunFacts<Payload>, LogError> {
-            let cluster = Cluster::shared().expect("the store's cluster");
-            read_across_a_takeover(cluster, &self.dbname, log, root, run, source, pause).await
-        }
-    }
+    holds_reads!(PostgresBouncedDatabase, Cluster::shared);
 
     pub async fn postgres_bouncer() -> Option<PostgresBouncedDatabase> {
         let cluster = Cluster::shared()?;
