@@ -215,6 +215,24 @@ fn a_row_altered_outside_baton_is_reported_corrupt_not_guessed() {
     let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
     let epoch = owner(&log);
     let _ = log.append("root", &source(), epoch, &pause("h")).unwrap();
+    let stored: String = lock(&log.connection)
+        .query_row("SELECT pause FROM handoff_pause", [], |row| row.get(0))
+        .unwrap();
+    // The pause names another root Run than its row: corrupt too.
+    lock(&log.connection)
+        .execute(
+            "UPDATE handoff_pause SET pause = json_set(?1, '$.intent.root_run_id', 'other-root')",
+            [&stored],
+        )
+        .unwrap();
+    assert!(matches!(
+        log.facts("root", "run"),
+        Err(LogError::Corrupt { .. })
+    ));
+    lock(&log.connection)
+        .execute("UPDATE handoff_pause SET pause = ?1", [&stored])
+        .unwrap();
+    assert!(log.facts("root", "run").is_ok(), "restored");
     lock(&log.connection)
         .execute("UPDATE handoff_pause SET handoff_id = 'forged'", [])
         .unwrap();

@@ -299,3 +299,34 @@ impl fmt::Display for PostgresSchema {
 fn unavailable(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> LogError {
     LogError::Unavailable(error.into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A schema name is a plain lowercase identifier of 1 to 63 bytes, not
+    /// starting with a digit or `pg_`; anything else is refused, naming it.
+    #[test]
+    fn only_a_plain_lowercase_identifier_names_a_schema() {
+        for good in ["baton", "baton_2", "_log", "a", &"x".repeat(63)] {
+            assert!(PostgresSchema::named(good).is_ok(), "{good:?}");
+        }
+        for bad in [
+            "",
+            &"x".repeat(64),
+            "2baton",
+            "pg_baton",
+            "Baton",
+            "ba-ton",
+            "ba ton",
+            "bâton",
+            "baton\"",
+        ] {
+            assert_eq!(
+                PostgresSchema::named(bad).map(|_| ()),
+                Err(InvalidSchemaName(bad.to_owned())),
+                "{bad:?}"
+            );
+        }
+    }
+}
