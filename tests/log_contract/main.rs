@@ -15,9 +15,12 @@
 //! rule ids they check; `baton_testkit::log_contract!` instantiates every
 //! one of them for each store, so `cargo test --test log_contract memory::`
 //! (or `sqlite::`, `postgres::`) runs one store's. Each operation is
-//! awaited within the shared bound (R5: every operation resolves). What only one store has (a schema, a
-//! server to crash) is tested beside, in `postgres_only.rs`, and for
-//! SQLite in the library's unit tests.
+//! awaited within the shared bound (R5: every operation resolves). What
+//! only one store has (a schema, a server to crash) is tested beside, in
+//! `postgres_only.rs`, and for SQLite in the library's unit tests.
+// The kit's contract harness, like its fuzz bodies, is not built under
+// `--cfg loom` (it drives stores outside a loom model).
+#![cfg(not(loom))]
 
 #[path = "../common/mod.rs"]
 mod common;
