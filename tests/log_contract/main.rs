@@ -196,6 +196,42 @@ mod postgres_store {
 
     holds_reads!(PostgresDatabase, Cluster::shared);
 
+    /// Writes `pause` (appended from `source` within `root`) under `epoch`
+    /// into `table` by hand, as another writer (or an older baton) would:
+    /// its columns and its JSON.
+    pub async fn insert_pause_row(
+        admin: &tokio_postgres::Client,
+        table: &str,
+        root: &str,
+        source: &Invocation,
+        pause: &HandoffPause<Payload>,
+        epoch: i64,
+    ) {
+        let json = serde_json::to_string(pause).expect("the pause's JSON");
+        let intent = &pause.intent;
+        admin
+            .execute(
+                &format!(
+                    "INSERT INTO {table} VALUES \
+                     ($1, $2, $3, $4, $5, $6, $7, $8, CAST($9::text AS json), $10)"
+                ),
+                &[
+                    &root,
+                    &source.run_id,
+                    &source.session_id,
+                    &source.turn_id,
+                    &source.invocation_id,
+                    &intent.handoff_id,
+                    &intent.successor_run_id,
+                    &intent.successor_invocation_id,
+                    &json,
+                    &epoch,
+                ],
+            )
+            .await
+            .expect("the pause row");
+    }
+
     /// The hold of [`HoldsReads`] on PostgreSQL, by construction: another
     /// session (the operator's) takes the pause table `ACCESS EXCLUSIVE`,
     /// so the log's read — one `REPEATABLE READ` transaction, the epoch
@@ -244,8 +280,6 @@ mod postgres_store {
             })
             .await;
             let next = i64::try_from(before.next().expect("a next epoch").get()).unwrap();
-            let json = serde_json::to_string(pause).expect("the pause's JSON");
-            let intent = &pause.intent;
             admin
                 .execute(
                     &format!(
@@ -256,27 +290,8 @@ mod postgres_store {
                 )
                 .await
                 .expect("the takeover");
-            admin
-                .execute(
-                    &format!(
-                        "INSERT INTO {SCHEMA}.baton_handoff_pause VALUES \
-                         ($1, $2, $3, $4, $5, $6, $7, $8, CAST($9::text AS json), $10)"
-                    ),
-                    &[
-                        &root,
-                        &source.run_id,
-                        &source.session_id,
-                        &source.turn_id,
-                        &source.invocation_id,
-                        &intent.handoff_id,
-                        &intent.successor_run_id,
-                        &intent.successor_invocation_id,
-                        &json,
-                        &next,
-                    ],
-                )
-                .await
-                .expect("the handoff");
+            let table = format!("{SCHEMA}.baton_handoff_pause");
+            insert_pause_row(&admin, &table, root, source, pause, next).await;
             admin.batch_execute("COMMIT").await.expect("the commit");
         };
         let (read, ()) = tokio::join!(log.facts_async(root, run), writer);
