@@ -3,7 +3,7 @@
 
 use std::future::Future;
 
-use super::fence::{Claim, Epoch};
+use super::fence::{Claim, Epoch, Retirement};
 use super::log::{HandoffLog, LogError, MemoryLog, Receipt};
 use super::reconcile::RunFacts;
 use crate::facts::{HandoffPause, Invocation};
@@ -90,6 +90,41 @@ pub trait AsyncHandoffLog<P> {
         pause: &HandoffPause<P>,
     ) -> impl Future<Output = Result<Receipt, LogError>> + Send;
 
+    /// [`HandoffLog::finish`], awaited: resolves once the Run's finish is
+    /// durable under `epoch`, or refused.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe, as [`append_async`](Self::append_async): a dropped
+    /// finish may still commit; the identical finish again is idempotent.
+    ///
+    /// # Errors
+    ///
+    /// As [`HandoffLog::finish`].
+    fn finish_async(
+        &self,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        outcome: &P,
+    ) -> impl Future<Output = Result<Receipt, LogError>> + Send;
+
+    /// [`HandoffLog::retire`], awaited: retires the root Run once every Run
+    /// of it is final.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe: a dropped retirement may still commit; retiring
+    /// again is idempotent ([`Retirement::AlreadyRetired`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`HandoffLog::retire`].
+    fn retire_async(
+        &self,
+        root_run_id: &str,
+    ) -> impl Future<Output = Result<Retirement, LogError>> + Send;
+
     /// [`HandoffLog::facts`], awaited: what the log holds about the Run.
     ///
     /// # Cancel safety
@@ -125,6 +160,20 @@ where
         pause: &HandoffPause<P>,
     ) -> Result<Receipt, LogError> {
         HandoffLog::append(self, root_run_id, source, epoch, pause)
+    }
+
+    async fn finish_async(
+        &self,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        outcome: &P,
+    ) -> Result<Receipt, LogError> {
+        HandoffLog::finish(self, root_run_id, source, epoch, outcome)
+    }
+
+    async fn retire_async(&self, root_run_id: &str) -> Result<Retirement, LogError> {
+        HandoffLog::retire(self, root_run_id)
     }
 
     async fn facts_async(&self, root_run_id: &str, run_id: &str) -> Result<RunFacts<P>, LogError> {

@@ -7,14 +7,28 @@
 //! |---|---|---|
 //! | epoch `c`, no pause (`Open`) | epoch := `c + 1`; answers [`Claim::Owner`]`(c + 1)`: every older epoch is fenced (at `c` = [`Epoch::LAST`]: [`LogError::EpochsExhausted`], nothing written) | `e == c`: write the row, [`Receipt::Written`] |
 //! | epoch `c`, pause `p` (`HandedOff`) | answers [`Claim::HandedOff`]`(p)`, writes nothing: a handed-off Run is never resumed | `e == c` and the row is `p`'s: [`Receipt::AlreadyDurable`]; another row: [`LogError::AlreadyHandedOff`] |
+//! | epoch `c`, outcome `o` (`Finished`) | answers [`Claim::Finished`]`(o)`, writes nothing: a finished Run is never resumed | another pause: [`LogError::AlreadyFinished`] |
+//! | the root Run is retired | answers [`Claim::Retired`], writes nothing | [`LogError::Retired`] |
 //! | any | contradictory facts: [`LogError::Contradictory`], nothing written | `e < c`: [`LogError::Fenced`]; `e == 0` or `e > c`: [`LogError::EpochNotIssued`]; nothing written |
 //!
+//! `finish(epoch e, outcome)` ([`finish_step`]) is fenced exactly as an
+//! append: under the current epoch of an open Run it writes the outcome;
+//! the identical record again is idempotent; a handed-off Run refuses it
+//! with [`LogError::AlreadyHandedOff`], another outcome with
+//! [`LogError::AlreadyFinished`].
+//!
+//! `retire(root)` ([`retire_step`]) removes every row of a root Run whose
+//! Runs are all final and keeps one tombstone for the root: a claim under
+//! it answers [`Claim::Retired`] and every write is refused with
+//! [`LogError::Retired`], so no removed Run is resumed and no epoch is
+//! issued again under a removed Run id (R9).
+//!
 //! Epochs only grow, and only `claim` grows them, and only while the Run is
-//! open: so once a pause is durable no epoch is issued, and once a newer
-//! epoch is issued no older epoch's append succeeds (R1, R6, R7).
+//! open: so once a fate is final no epoch is issued, and once a newer
+//! epoch is issued no older epoch's write succeeds (R1, R6, R7, R8).
 
 use super::log::{LogError, Receipt};
-use super::reconcile::{Appended, Decision, RunFacts, reconcile};
+use super::reconcile::{Appended, Decision, Finished, RunFacts, reconcile};
 use crate::facts::{HandoffPause, Invocation};
 
 /// An owner epoch of one Run: its fencing token. [`claim`](super::HandoffLog::claim)
@@ -69,6 +83,42 @@ pub enum Claim<P> {
     /// A pause is durable: the handoff is final, the successor owns the Run,
     /// and nobody may resume it. Nothing was written.
     HandedOff(HandoffPause<P>),
+    /// The Run finished with this outcome: it is over, and nobody may
+    /// resume it. Nothing was written.
+    Finished(P),
+    /// The Run's root Run was retired: every Run of it was final and its
+    /// rows are gone. Nobody may resume it. Nothing was written.
+    Retired,
+}
+
+/// The fate a log holds for one Run, as the write rules ([`append_step`],
+/// [`finish_step`], [`retire_step`]) read it inside their transaction.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Fate<'a, P> {
+    /// Claimed or not, no final fate: the Run may still be handed off or
+    /// finished.
+    Open,
+    /// This pause is durable.
+    HandedOff(&'a Appended<P>),
+    /// This finish is durable.
+    Finished(&'a Finished<P>),
+    /// The Run's root Run is retired (its rows are gone).
+    Retired,
+}
+
+impl<P> Clone for Fate<'_, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<P> Copy for Fate<'_, P> {}
+
+impl<P> Fate<'_, P> {
+    /// Whether the fate is final (handed off, finished or retired).
+    pub const fn is_final(&self) -> bool {
+        !matches!(self, Fate::Open)
+    }
 }
 
 /// What a store does for a `claim`: the answer, and the epoch to write with
@@ -97,6 +147,14 @@ pub fn claim_step<P: PartialEq + Clone>(facts: &RunFacts<P>) -> Result<ClaimStep
             answer: Claim::HandedOff(pause),
             write: None,
         }),
+        Decision::Finished(outcome) => Ok(ClaimStep {
+            answer: Claim::Finished(outcome),
+            write: None,
+        }),
+        Decision::Retired => Ok(ClaimStep {
+            answer: Claim::Retired,
+            write: None,
+        }),
         Decision::Resumable => {
             let next = facts.epoch.next().ok_or(LogError::EpochsExhausted)?;
             Ok(ClaimStep {
@@ -107,10 +165,10 @@ pub fn claim_step<P: PartialEq + Clone>(facts: &RunFacts<P>) -> Result<ClaimStep
     }
 }
 
-/// What an append does, when its epoch is the Run's.
+/// What an append (or a finish) does, when its epoch is the Run's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AppendStep {
-    /// No pause yet: write this one.
+    /// The Run is open: write this row.
     Write,
     /// The identical row is durable: write nothing, `Ok(AlreadyDurable)`.
     Idempotent,
@@ -127,35 +185,136 @@ impl AppendStep {
 }
 
 /// The rule of `append`, from what the log holds for the Run (its epoch and
-/// its pause row, if any), read inside the appending transaction. The
-/// input's own validity (ids, intent) is checked before, by the store.
+/// its [`Fate`]), read inside the appending transaction. The input's own
+/// validity (ids, intent) is checked before, by the store.
 ///
 /// # Errors
 ///
-/// [`LogError::EpochNotIssued`] if `epoch` is [`Epoch::NONE`] or newer than
-/// `current`; [`LogError::Fenced`] if it is older; at `current`,
-/// [`LogError::AlreadyHandedOff`] if `existing` is another row than `new`.
+/// [`LogError::Retired`] under a retired root Run; [`LogError::EpochNotIssued`]
+/// if `epoch` is [`Epoch::NONE`] or newer than `current`;
+/// [`LogError::Fenced`] if it is older; at `current`,
+/// [`LogError::AlreadyHandedOff`] if another pause is durable and
+/// [`LogError::AlreadyFinished`] if the Run finished.
 pub fn append_step<P: PartialEq>(
     root_run_id: &str,
     current: Epoch,
-    existing: Option<&Appended<P>>,
+    fate: Fate<'_, P>,
     epoch: Epoch,
     new: (&Invocation, &HandoffPause<P>),
 ) -> Result<AppendStep, LogError> {
+    fence(root_run_id, current, fate, epoch)?;
+    match fate {
+        Fate::Open => Ok(AppendStep::Write),
+        Fate::HandedOff(row) if row.source == *new.0 && row.pause == *new.1 => {
+            Ok(AppendStep::Idempotent)
+        }
+        other => Err(refusal(root_run_id, &new.0.run_id, other)),
+    }
+}
+
+/// The rule of `finish`, from what the log holds for the Run, read inside
+/// the finishing transaction: fenced exactly as [`append_step`] (R8).
+///
+/// # Errors
+///
+/// As [`append_step`]'s: [`LogError::Retired`], [`LogError::EpochNotIssued`],
+/// [`LogError::Fenced`]; at `current`, [`LogError::AlreadyHandedOff`] if a
+/// pause is durable and [`LogError::AlreadyFinished`] if another outcome
+/// (or another source's) is.
+pub fn finish_step<P: PartialEq>(
+    root_run_id: &str,
+    current: Epoch,
+    fate: Fate<'_, P>,
+    epoch: Epoch,
+    new: (&Invocation, &P),
+) -> Result<AppendStep, LogError> {
+    fence(root_run_id, current, fate, epoch)?;
+    match fate {
+        Fate::Open => Ok(AppendStep::Write),
+        Fate::Finished(row) if row.source == *new.0 && row.outcome == *new.1 => {
+            Ok(AppendStep::Idempotent)
+        }
+        other => Err(refusal(root_run_id, &new.0.run_id, other)),
+    }
+}
+
+/// The fence every write passes first: not under a retired root, and only
+/// under the Run's current epoch.
+fn fence<P>(root_run_id: &str, current: Epoch, fate: Fate<'_, P>, epoch: Epoch) -> Result<(), LogError> {
+    if let Fate::Retired = fate {
+        return Err(LogError::Retired {
+            root_run_id: root_run_id.to_owned(),
+        });
+    }
     if epoch == Epoch::NONE || epoch > current {
         return Err(LogError::EpochNotIssued { epoch, current });
     }
     if epoch < current {
         return Err(LogError::Fenced { epoch, current });
     }
-    match existing {
-        None => Ok(AppendStep::Write),
-        Some(row) if row.source == *new.0 && row.pause == *new.1 => Ok(AppendStep::Idempotent),
-        Some(row) => Err(LogError::AlreadyHandedOff {
-            root_run_id: root_run_id.to_owned(),
-            run_id: row.source.run_id.clone(),
-        }),
+    Ok(())
+}
+
+/// Why a write under the current epoch is refused by a final fate.
+fn refusal<P>(root_run_id: &str, run_id: &str, fate: Fate<'_, P>) -> LogError {
+    let root_run_id = root_run_id.to_owned();
+    let run_id = run_id.to_owned();
+    match fate {
+        Fate::Finished(_) => LogError::AlreadyFinished {
+            root_run_id,
+            run_id,
+        },
+        Fate::Retired => LogError::Retired { root_run_id },
+        Fate::HandedOff(_) | Fate::Open => LogError::AlreadyHandedOff {
+            root_run_id,
+            run_id,
+        },
     }
+}
+
+/// What a [`retire`](super::HandoffLog::retire) did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[must_use = "a retirement says whether it removed anything"]
+pub enum Retirement {
+    /// The root Run is retired now: this many Runs' rows were removed, and
+    /// one tombstone written for the root.
+    Retired {
+        /// How many Runs were removed.
+        runs: usize,
+    },
+    /// The root Run was already retired; nothing was written.
+    AlreadyRetired,
+}
+
+/// The rule of `retire`, from what the log holds under the root Run, read
+/// inside the retiring transaction: whether its root is retired already,
+/// and every Run of it with its [`Fate`]. A root is retired only once
+/// every Run of it is final (R9, R10): then the store removes their rows
+/// and writes one tombstone for the root, in the same transaction.
+///
+/// # Errors
+///
+/// [`LogError::RunOpen`] naming the first Run without a final fate; nothing
+/// is written.
+pub fn retire_step<'a, P: 'a>(
+    root_run_id: &str,
+    retired: bool,
+    runs: impl IntoIterator<Item = (&'a str, Fate<'a, P>)>,
+) -> Result<Retirement, LogError> {
+    if retired {
+        return Ok(Retirement::AlreadyRetired);
+    }
+    let mut count = 0;
+    for (run_id, fate) in runs {
+        if !fate.is_final() {
+            return Err(LogError::RunOpen {
+                root_run_id: root_run_id.to_owned(),
+                run_id: run_id.to_owned(),
+            });
+        }
+        count += 1;
+    }
+    Ok(Retirement::Retired { runs: count })
 }
 
 #[cfg(test)]

@@ -5,8 +5,11 @@ use std::error::Error as StdError;
 
 use thiserror::Error;
 
-use super::fence::{AppendStep, Claim, Epoch, append_step, claim_step};
-use super::reconcile::{Appended, ReconcileError, RunFacts, RunField};
+use super::fence::{
+    AppendStep, Claim, Epoch, Fate, Retirement, append_step, claim_step, finish_step,
+    retire_step,
+};
+use super::reconcile::{Appended, Finished, ReconcileError, RunFacts, RunField};
 use crate::facts::{HandoffPause, IdError, IntentError, Invocation, check_id};
 use crate::sync::{Mutex, lock};
 
@@ -43,25 +46,46 @@ use crate::sync::{Mutex, lock};
 ///
 /// # Implementing a store
 ///
-/// A store holds, per Run, an epoch and at most one pause row, and runs
-/// each operation as one transaction around the shared pure rule
-/// ([`claim_step`], [`append_step`]), so it decides exactly as every other
-/// store (and as the model checker proved). Here a map under one lock:
+/// A store holds, per Run, an epoch and at most one final fate (a pause or
+/// a finish), and per retired root Run one tombstone; it runs each
+/// operation as one transaction around the shared pure rule
+/// ([`claim_step`], [`append_step`], [`finish_step`], [`retire_step`]), so
+/// it decides exactly as every other store (and as the model checker
+/// proved). Here a map under one lock:
 ///
 /// ```
-/// use std::collections::HashMap;
+/// use std::collections::{HashMap, HashSet};
 /// use std::sync::Mutex;
 ///
 /// use baton::durable::{
-///     AppendStep, Appended, Claim, Epoch, HandoffLog, LogError, Receipt, RunFacts, RunField,
-///     append_step, check_append, claim_step,
+///     AppendStep, Appended, Claim, Epoch, Fate, Finished, HandoffLog, LogError, Receipt,
+///     Retirement, RunFacts, RunField, append_step, check_append, check_finish, claim_step,
+///     finish_step, retire_step,
 /// };
 /// use baton::facts::check_id;
 /// use baton::{HandoffPause, Invocation};
 ///
-/// /// Per Run (root, run): its epoch and its pause row.
+/// /// Per Run: its epoch, its pause row, its finish row.
 /// #[derive(Default)]
-/// struct MapLog(Mutex<HashMap<(String, String), (Epoch, Option<Appended<u32>>)>>);
+/// struct Run {
+///     epoch: Epoch,
+///     pause: Option<Appended<u32>>,
+///     finished: Option<Finished<u32>>,
+/// }
+///
+/// impl Run {
+///     fn fate(&self) -> Fate<'_, u32> {
+///         match (&self.pause, &self.finished) {
+///             (Some(pause), _) => Fate::HandedOff(pause),
+///             (None, Some(finished)) => Fate::Finished(finished),
+///             (None, None) => Fate::Open,
+///         }
+///     }
+/// }
+///
+/// /// The Runs by (root, run), and the retired roots.
+/// #[derive(Default)]
+/// struct MapLog(Mutex<(HashMap<(String, String), Run>, HashSet<String>)>);
 ///
 /// fn run_ids(root_run_id: &str, run_id: &str) -> Result<(String, String), LogError> {
 ///     check_id(root_run_id)
@@ -73,11 +97,10 @@ use crate::sync::{Mutex, lock};
 /// impl HandoffLog<u32> for MapLog {
 ///     fn claim(&self, root_run_id: &str, run_id: &str) -> Result<Claim<u32>, LogError> {
 ///         let key = run_ids(root_run_id, run_id)?;
-///         let mut runs = self.0.lock().unwrap(); // the transaction
-///         let facts = self.facts_of(&runs, &key);
-///         let step = claim_step(&facts)?;
+///         let mut held = self.0.lock().unwrap(); // the transaction
+///         let step = claim_step(&facts_of(&held, &key))?;
 ///         if let Some(epoch) = step.write {
-///             runs.entry(key).or_default().0 = epoch;
+///             held.0.entry(key).or_default().epoch = epoch;
 ///         }
 ///         Ok(step.answer)
 ///     }
@@ -91,35 +114,77 @@ use crate::sync::{Mutex, lock};
 ///     ) -> Result<Receipt, LogError> {
 ///         check_append(root_run_id, source, pause)?; // every id, then the intent
 ///         let key = (root_run_id.to_owned(), source.run_id.clone());
-///         let mut runs = self.0.lock().unwrap();
-///         let (current, existing) = runs.get(&key).map_or((Epoch::NONE, None), |(e, p)| (*e, p.as_ref()));
-///         let step = append_step(root_run_id, current, existing, epoch, (source, pause))?;
+///         let mut held = self.0.lock().unwrap();
+///         let (current, fate) = fate_of(&held, &key);
+///         let step = append_step(root_run_id, current, fate, epoch, (source, pause))?;
 ///         if step == AppendStep::Write {
 ///             let row = Appended { source: source.clone(), pause: pause.clone() };
-///             runs.entry(key).or_default().1 = Some(row);
+///             held.0.entry(key).or_default().pause = Some(row);
 ///         }
 ///         Ok(step.receipt())
 ///     }
 ///
+///     fn finish(
+///         &self,
+///         root_run_id: &str,
+///         source: &Invocation,
+///         epoch: Epoch,
+///         outcome: &u32,
+///     ) -> Result<Receipt, LogError> {
+///         check_finish(root_run_id, source)?;
+///         let key = (root_run_id.to_owned(), source.run_id.clone());
+///         let mut held = self.0.lock().unwrap();
+///         let (current, fate) = fate_of(&held, &key);
+///         let step = finish_step(root_run_id, current, fate, epoch, (source, outcome))?;
+///         if step == AppendStep::Write {
+///             let row = Finished { source: source.clone(), outcome: *outcome };
+///             held.0.entry(key).or_default().finished = Some(row);
+///         }
+///         Ok(step.receipt())
+///     }
+///
+///     fn retire(&self, root_run_id: &str) -> Result<Retirement, LogError> {
+///         check_id(root_run_id)
+///             .map_err(|error| LogError::InvalidRun { field: RunField::RootRunId, error })?;
+///         let mut held = self.0.lock().unwrap();
+///         let (runs, retired) = &mut *held;
+///         let of_root = runs.iter().filter(|((root, _), _)| root == root_run_id);
+///         let step = retire_step(
+///             root_run_id,
+///             retired.contains(root_run_id),
+///             of_root.map(|((_, run_id), run)| (run_id.as_str(), run.fate())),
+///         )?;
+///         if let Retirement::Retired { .. } = step {
+///             runs.retain(|(root, _), _| root != root_run_id);
+///             retired.insert(root_run_id.to_owned());
+///         }
+///         Ok(step)
+///     }
+///
 ///     fn facts(&self, root_run_id: &str, run_id: &str) -> Result<RunFacts<u32>, LogError> {
 ///         let key = run_ids(root_run_id, run_id)?;
-///         Ok(self.facts_of(&self.0.lock().unwrap(), &key))
+///         Ok(facts_of(&self.0.lock().unwrap(), &key))
 ///     }
 /// }
 ///
-/// impl MapLog {
-///     fn facts_of(
-///         &self,
-///         runs: &HashMap<(String, String), (Epoch, Option<Appended<u32>>)>,
-///         key: &(String, String),
-///     ) -> RunFacts<u32> {
-///         let mut facts = RunFacts::empty(&key.0, &key.1);
-///         if let Some((epoch, pause)) = runs.get(key) {
-///             facts.epoch = *epoch;
-///             facts.pauses.extend(pause.clone());
-///         }
-///         facts
+/// type Held = (HashMap<(String, String), Run>, HashSet<String>);
+///
+/// fn fate_of<'a>(held: &'a Held, key: &(String, String)) -> (Epoch, Fate<'a, u32>) {
+///     if held.1.contains(&key.0) {
+///         return (Epoch::NONE, Fate::Retired);
 ///     }
+///     held.0.get(key).map_or((Epoch::NONE, Fate::Open), |run| (run.epoch, run.fate()))
+/// }
+///
+/// fn facts_of(held: &Held, key: &(String, String)) -> RunFacts<u32> {
+///     let mut facts = RunFacts::empty(&key.0, &key.1);
+///     facts.retired = held.1.contains(&key.0);
+///     if let Some(run) = held.0.get(key) {
+///         facts.epoch = run.epoch;
+///         facts.pauses.extend(run.pause.clone());
+///         facts.finished.clone_from(&run.finished);
+///     }
+///     facts
 /// }
 ///
 /// let log = MapLog::default();
@@ -127,6 +192,19 @@ use crate::sync::{Mutex, lock};
 /// let Claim::Owner(second) = log.claim("root", "run")? else { unreachable!() };
 /// assert!(second > first, "a takeover fences the older epoch");
 /// assert!(matches!(log.claim("", "run"), Err(LogError::InvalidRun { .. })));
+///
+/// let source = Invocation {
+///     session_id: "session".into(),
+///     turn_id: "turn".into(),
+///     run_id: "run".into(),
+///     invocation_id: "invocation".into(),
+/// };
+/// assert!(matches!(log.retire("root"), Err(LogError::RunOpen { .. })), "R9: open Runs stay");
+/// assert!(matches!(log.finish("root", &source, first, &7), Err(LogError::Fenced { .. })));
+/// assert_eq!(log.finish("root", &source, second, &7)?, Receipt::Written);
+/// assert_eq!(log.claim("root", "run")?, Claim::Finished(7), "R8: never resumed");
+/// assert_eq!(log.retire("root")?, Retirement::Retired { runs: 1 });
+/// assert_eq!(log.claim("root", "run")?, Claim::Retired, "R9: never resumed after retention");
 /// # Ok::<(), LogError>(())
 /// ```
 pub trait HandoffLog<P> {
@@ -173,6 +251,48 @@ pub trait HandoffLog<P> {
         epoch: Epoch,
         pause: &HandoffPause<P>,
     ) -> Result<Receipt, LogError>;
+
+    /// Records that the Run executing as `source` within `root_run_id`
+    /// finished with `outcome`, under the owner `epoch` its worker holds,
+    /// and returns once it is durable. Fenced exactly as
+    /// [`append`](Self::append) ([`finish_step`]): from then on a claim of
+    /// the Run answers [`Claim::Finished`] and issues no epoch (R8).
+    ///
+    /// # Errors
+    ///
+    /// Nothing is written for: [`LogError::InvalidRun`] (an invalid id),
+    /// [`LogError::Encode`] (the outcome does not encode),
+    /// [`LogError::EpochNotIssued`], [`LogError::Fenced`] (a newer epoch
+    /// owns the Run: stop), [`LogError::AlreadyHandedOff`] (a pause is
+    /// durable), [`LogError::AlreadyFinished`] (another outcome is),
+    /// [`LogError::Retired`] (the root Run is retired) and
+    /// [`LogError::Corrupt`]. [`LogError::Unavailable`] and
+    /// [`LogError::OutcomeUnknown`] as for [`append`](Self::append): the
+    /// identical finish may be sent again.
+    fn finish(
+        &self,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        outcome: &P,
+    ) -> Result<Receipt, LogError>;
+
+    /// Retires the root Run `root_run_id` once every Run of it is final
+    /// ([`retire_step`]): removes their rows and keeps one tombstone for
+    /// the root, in one transaction. From then on a claim of any Run under
+    /// it answers [`Claim::Retired`] and every write is refused with
+    /// [`LogError::Retired`]: no removed Run is resumed, and no epoch is
+    /// issued again under a removed Run id (R9). The log then holds the
+    /// open Runs and one tombstone per retired root (R10).
+    ///
+    /// # Errors
+    ///
+    /// Nothing is written for: [`LogError::InvalidRun`] (an invalid id),
+    /// [`LogError::RunOpen`] (a Run of the root is still open) and
+    /// [`LogError::Corrupt`]. [`LogError::Unavailable`]: nothing written,
+    /// retire again. [`LogError::OutcomeUnknown`]: retire again (it is
+    /// idempotent: [`Retirement::AlreadyRetired`]).
+    fn retire(&self, root_run_id: &str) -> Result<Retirement, LogError>;
 
     /// Reads what the log holds about the Run `run_id` within `root_run_id`:
     /// its epoch and pauses, for [`reconcile`](super::reconcile()).
@@ -225,6 +345,32 @@ pub enum LogError {
         /// The root Run.
         root_run_id: String,
         /// The Run.
+        run_id: String,
+    },
+    /// Final refusal: the Run finished; it takes no pause and no other
+    /// outcome. Nothing was written.
+    #[error("Run {run_id:?} of root Run {root_run_id:?} has already finished")]
+    AlreadyFinished {
+        /// The root Run.
+        root_run_id: String,
+        /// The Run.
+        run_id: String,
+    },
+    /// Final refusal: the root Run was retired (every Run of it was final
+    /// and its rows are gone), so nothing under it is written again.
+    /// Nothing was written.
+    #[error("root Run {root_run_id:?} is retired")]
+    Retired {
+        /// The root Run.
+        root_run_id: String,
+    },
+    /// A retirement refused: a Run of the root Run has no final fate yet
+    /// (it is neither handed off nor finished). Nothing was written.
+    #[error("Run {run_id:?} of root Run {root_run_id:?} is still open")]
+    RunOpen {
+        /// The root Run.
+        root_run_id: String,
+        /// The first open Run found.
         run_id: String,
     },
     /// Fenced: the Run's current epoch is newer than the append's, so a
@@ -344,6 +490,22 @@ pub fn check_append<P>(
     source: &Invocation,
     pause: &HandoffPause<P>,
 ) -> Result<(), LogError> {
+    check_finish(root_run_id, source)?;
+    pause
+        .intent
+        .validate_for(source, root_run_id)
+        .map_err(LogError::InvalidPause)
+}
+
+/// The pure checks of every [`HandoffLog::finish`]'s input, made before the
+/// store is consulted: the Run's ids and the source's other ids, each as
+/// [`check_id`] wants it.
+///
+/// # Errors
+///
+/// [`LogError::InvalidRun`] naming the first invalid id (`root_run_id`,
+/// `run_id`, `session_id`, `turn_id`, `invocation_id`).
+pub fn check_finish(root_run_id: &str, source: &Invocation) -> Result<(), LogError> {
     check_run(root_run_id, &source.run_id)?;
     for (field, id) in [
         (RunField::SessionId, &source.session_id),
@@ -352,10 +514,15 @@ pub fn check_append<P>(
     ] {
         check_id(id).map_err(|error| LogError::InvalidRun { field, error })?;
     }
-    pause
-        .intent
-        .validate_for(source, root_run_id)
-        .map_err(LogError::InvalidPause)
+    Ok(())
+}
+
+/// Checks the id of a root Run to retire.
+pub(crate) fn check_root(root_run_id: &str) -> Result<(), LogError> {
+    check_id(root_run_id).map_err(|error| LogError::InvalidRun {
+        field: RunField::RootRunId,
+        error,
+    })
 }
 
 /// Checks the ids of a Run asked about.
@@ -374,7 +541,14 @@ pub(crate) fn check_run(root_run_id: &str, run_id: &str) -> Result<(), LogError>
 /// "in this process". Same rules as every log, each operation under one
 /// lock (its transaction).
 pub struct MemoryLog<P> {
-    runs: Mutex<Vec<Record<P>>>,
+    held: Mutex<Held<P>>,
+}
+
+/// Everything a [`MemoryLog`] holds: the Runs, and the retired root Runs'
+/// tombstones.
+struct Held<P> {
+    runs: Vec<Record<P>>,
+    retired: Vec<String>,
 }
 
 /// What a [`MemoryLog`] holds for one Run.
@@ -383,19 +557,72 @@ struct Record<P> {
     run_id: String,
     epoch: Epoch,
     pause: Option<Appended<P>>,
+    finished: Option<Finished<P>>,
+}
+
+impl<P> Record<P> {
+    fn fate(&self) -> Fate<'_, P> {
+        match (&self.pause, &self.finished) {
+            (Some(pause), _) => Fate::HandedOff(pause),
+            (None, Some(finished)) => Fate::Finished(finished),
+            (None, None) => Fate::Open,
+        }
+    }
+}
+
+impl<P> Held<P> {
+    fn position(&self, root_run_id: &str, run_id: &str) -> Option<usize> {
+        self.runs
+            .iter()
+            .position(|run| run.root_run_id == root_run_id && run.run_id == run_id)
+    }
+
+    fn is_retired(&self, root_run_id: &str) -> bool {
+        self.retired.iter().any(|root| root == root_run_id)
+    }
+
+    /// The Run's epoch and fate, as the write rules read them.
+    fn fate_of(&self, root_run_id: &str, run_id: &str) -> (Epoch, Fate<'_, P>) {
+        if self.is_retired(root_run_id) {
+            return (Epoch::NONE, Fate::Retired);
+        }
+        match self.position(root_run_id, run_id) {
+            Some(at) => (self.runs[at].epoch, self.runs[at].fate()),
+            None => (Epoch::NONE, Fate::Open),
+        }
+    }
+
+    fn facts(&self, root_run_id: &str, run_id: &str) -> RunFacts<P>
+    where
+        P: Clone,
+    {
+        let mut facts = RunFacts::empty(root_run_id, run_id);
+        facts.retired = self.is_retired(root_run_id);
+        if let Some(at) = self.position(root_run_id, run_id) {
+            let record = &self.runs[at];
+            facts.epoch = record.epoch;
+            facts.pauses.extend(record.pause.clone());
+            facts.finished.clone_from(&record.finished);
+        }
+        facts
+    }
 }
 
 impl<P> MemoryLog<P> {
     /// An empty log.
     pub fn new() -> Self {
         Self {
-            runs: Mutex::new(Vec::new()),
+            held: Mutex::new(Held {
+                runs: Vec::new(),
+                retired: Vec::new(),
+            }),
         }
     }
 
     /// The number of pauses held, over every Run.
     pub fn len(&self) -> usize {
-        lock(&self.runs)
+        lock(&self.held)
+            .runs
             .iter()
             .filter(|run| run.pause.is_some())
             .count()
@@ -405,24 +632,13 @@ impl<P> MemoryLog<P> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-}
 
-fn find<'a, P>(
-    runs: &'a mut [Record<P>],
-    root_run_id: &str,
-    run_id: &str,
-) -> Option<&'a mut Record<P>> {
-    runs.iter_mut()
-        .find(|run| run.root_run_id == root_run_id && run.run_id == run_id)
-}
-
-fn facts_of<P: Clone>(record: Option<&Record<P>>, root_run_id: &str, run_id: &str) -> RunFacts<P> {
-    let mut facts = RunFacts::empty(root_run_id, run_id);
-    if let Some(record) = record {
-        facts.epoch = record.epoch;
-        facts.pauses.extend(record.pause.clone());
+    /// What the log keeps (R10): the number of Runs it holds a record for,
+    /// and the number of retired root Runs' tombstones.
+    pub fn rows(&self) -> (usize, usize) {
+        let held = lock(&self.held);
+        (held.runs.len(), held.retired.len())
     }
-    facts
 }
 
 impl<P> Default for MemoryLog<P> {
@@ -433,8 +649,11 @@ impl<P> Default for MemoryLog<P> {
 
 impl<P> std::fmt::Debug for MemoryLog<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (runs, retired) = self.rows();
         f.debug_struct("MemoryLog")
             .field("len", &self.len())
+            .field("runs", &runs)
+            .field("retired", &retired)
             .finish()
     }
 }
@@ -442,21 +661,17 @@ impl<P> std::fmt::Debug for MemoryLog<P> {
 impl<P: PartialEq + Clone> HandoffLog<P> for MemoryLog<P> {
     fn claim(&self, root_run_id: &str, run_id: &str) -> Result<Claim<P>, LogError> {
         check_run(root_run_id, run_id)?;
-        let mut runs = lock(&self.runs);
-        let facts = facts_of(
-            find(&mut runs, root_run_id, run_id).map(|r| &*r),
-            root_run_id,
-            run_id,
-        );
-        let step = claim_step(&facts)?;
+        let mut held = lock(&self.held);
+        let step = claim_step(&held.facts(root_run_id, run_id))?;
         if let Some(epoch) = step.write {
-            match find(&mut runs, root_run_id, run_id) {
-                Some(record) => record.epoch = epoch,
-                None => runs.push(Record {
+            match held.position(root_run_id, run_id) {
+                Some(at) => held.runs[at].epoch = epoch,
+                None => held.runs.push(Record {
                     root_run_id: root_run_id.to_owned(),
                     run_id: run_id.to_owned(),
                     epoch,
                     pause: None,
+                    finished: None,
                 }),
             }
         }
@@ -471,34 +686,60 @@ impl<P: PartialEq + Clone> HandoffLog<P> for MemoryLog<P> {
         pause: &HandoffPause<P>,
     ) -> Result<Receipt, LogError> {
         check_append(root_run_id, source, pause)?;
-        let mut runs = lock(&self.runs);
-        let record = find(&mut runs, root_run_id, &source.run_id);
-        let (current, existing) = match &record {
-            Some(record) => (record.epoch, record.pause.as_ref()),
-            None => (Epoch::NONE, None),
-        };
-        let step = append_step(root_run_id, current, existing, epoch, (source, pause))?;
-        if step == AppendStep::Write {
-            // `append_step` writes only under an issued epoch, so the Run
-            // has a record.
-            if let Some(record) = record {
-                record.pause = Some(Appended {
-                    source: source.clone(),
-                    pause: pause.clone(),
-                });
-            }
+        let mut held = lock(&self.held);
+        let (current, fate) = held.fate_of(root_run_id, &source.run_id);
+        let step = append_step(root_run_id, current, fate, epoch, (source, pause))?;
+        // `append_step` writes only under an issued epoch, so the Run has a
+        // record.
+        if let (AppendStep::Write, Some(at)) = (step, held.position(root_run_id, &source.run_id)) {
+            held.runs[at].pause = Some(Appended {
+                source: source.clone(),
+                pause: pause.clone(),
+            });
         }
         Ok(step.receipt())
     }
 
+    fn finish(
+        &self,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        outcome: &P,
+    ) -> Result<Receipt, LogError> {
+        check_finish(root_run_id, source)?;
+        let mut held = lock(&self.held);
+        let (current, fate) = held.fate_of(root_run_id, &source.run_id);
+        let step = finish_step(root_run_id, current, fate, epoch, (source, outcome))?;
+        if let (AppendStep::Write, Some(at)) = (step, held.position(root_run_id, &source.run_id)) {
+            held.runs[at].finished = Some(Finished {
+                source: source.clone(),
+                outcome: outcome.clone(),
+            });
+        }
+        Ok(step.receipt())
+    }
+
+    fn retire(&self, root_run_id: &str) -> Result<Retirement, LogError> {
+        check_root(root_run_id)?;
+        let mut held = lock(&self.held);
+        let retired = held.is_retired(root_run_id);
+        let runs = held
+            .runs
+            .iter()
+            .filter(|run| run.root_run_id == root_run_id)
+            .map(|run| (run.run_id.as_str(), run.fate()));
+        let step = retire_step(root_run_id, retired, runs)?;
+        if let Retirement::Retired { .. } = step {
+            held.runs.retain(|run| run.root_run_id != root_run_id);
+            held.retired.push(root_run_id.to_owned());
+        }
+        Ok(step)
+    }
+
     fn facts(&self, root_run_id: &str, run_id: &str) -> Result<RunFacts<P>, LogError> {
         check_run(root_run_id, run_id)?;
-        let mut runs = lock(&self.runs);
-        Ok(facts_of(
-            find(&mut runs, root_run_id, run_id).map(|r| &*r),
-            root_run_id,
-            run_id,
-        ))
+        Ok(lock(&self.held).facts(root_run_id, run_id))
     }
 }
 
@@ -516,7 +757,7 @@ mod edge_tests {
         assert!(matches!(log.claim("root", "run"), Ok(Claim::Owner(e)) if e == Epoch::new(1)));
         // The largest a SQL store's bigint holds, less one.
         let sql_max = i64::MAX.unsigned_abs();
-        lock(&log.runs)[0].epoch = Epoch::new(sql_max - 1);
+        lock(&log.held).runs[0].epoch = Epoch::new(sql_max - 1);
         assert!(matches!(log.claim("root", "run"), Ok(Claim::Owner(e)) if e.get() == sql_max));
         assert!(matches!(
             log.claim("root", "run"),

@@ -58,15 +58,20 @@ mod sqlite;
 mod worker;
 
 pub use async_log::AsyncHandoffLog;
-pub use fence::{AppendStep, Claim, ClaimStep, Epoch, append_step, claim_step};
-pub use log::{HandoffLog, LogError, MemoryLog, Receipt, check_append};
+pub use fence::{
+    AppendStep, Claim, ClaimStep, Epoch, Fate, Retirement, append_step, claim_step, finish_step,
+    retire_step,
+};
+pub use log::{HandoffLog, LogError, MemoryLog, Receipt, check_append, check_finish};
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::{
     InvalidSchemaName, POSTGRES_SCHEMA_VERSION, PostgresConfig, PostgresLog, PostgresOptions,
     PostgresSchema, deadpool_postgres, tokio_postgres,
 };
-pub use reconcile::{Appended, Decision, ReconcileError, RunFacts, RunField, reconcile};
+pub use reconcile::{
+    Appended, Decision, Finished, ReconcileError, RunFacts, RunField, reconcile,
+};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::{SCHEMA_VERSION, SqliteLog};

@@ -25,8 +25,19 @@ pub struct Appended<P> {
     pub pause: HandoffPause<P>,
 }
 
+/// One durable finish row as read back: the outcome and the invocation that
+/// recorded it (the Run that finished).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Finished<P> {
+    /// The worker's invocation that finished the Run.
+    pub source: Invocation,
+    /// The Run's outcome, as stored.
+    pub outcome: P,
+}
+
 /// What the canonical log holds about one Run: the Run asked about, its
-/// owner epoch, and the durable pause rows read back for it, in log order.
+/// owner epoch, the durable pause rows read back for it in log order, its
+/// finish if any, and whether its root Run is retired.
 ///
 /// A **Run** here is the source Run `run_id` within the logical Run
 /// `root_run_id`: each Run may be handed off at most once, so a chain of
@@ -41,6 +52,11 @@ pub struct RunFacts<P> {
     pub epoch: Epoch,
     /// The pauses the log holds for this Run, in log order.
     pub pauses: Vec<Appended<P>>,
+    /// The Run's finish, if it finished.
+    pub finished: Option<Finished<P>>,
+    /// Whether the root Run is retired (then the log holds nothing else
+    /// about the Run).
+    pub retired: bool,
 }
 
 impl<P> RunFacts<P> {
@@ -52,6 +68,8 @@ impl<P> RunFacts<P> {
             run_id: run_id.into(),
             epoch: Epoch::NONE,
             pauses: Vec::new(),
+            finished: None,
+            retired: false,
         }
     }
 }
@@ -72,6 +90,10 @@ pub enum Decision<P> {
     /// No pause is durable: no handoff happened, and a *new* worker may
     /// resume the Run from its canonical state.
     Resumable,
+    /// The Run finished with this outcome: nobody may resume it.
+    Finished(P),
+    /// The Run's root Run is retired: nobody may resume it.
+    Retired,
 }
 
 /// Which id of a Run is at fault, named as on the wire: of the Run asked
@@ -148,6 +170,13 @@ pub enum ReconcileError {
     /// control-character id).
     #[error("a pause is invalid: {0}")]
     InvalidPause(IntentError),
+    /// The log holds more than one final fate for the Run: a pause and a
+    /// finish, or rows of a Run whose root Run is retired.
+    #[error("the log holds more than one final fate for Run {run_id:?}")]
+    TwoFates {
+        /// The Run asked about.
+        run_id: String,
+    },
     /// The log holds two different pauses for one Run: two handoffs cannot
     /// both be final.
     #[error("the log holds {count} different pauses for one Run")]
@@ -172,6 +201,11 @@ pub enum ReconcileError {
 /// | a pause whose successor is its own source | `Err(SuccessorIsSource)` |
 /// | a pause with an invalid id | `Err(InvalidPause)` |
 /// | two different pauses | `Err(ConflictingPauses)` |
+/// | a finish, no pause | `Ok(Finished(outcome))`: the Run is over; never resume it |
+/// | a finish appended by another Run | `Err(OtherRun)` |
+/// | a finish and a pause | `Err(TwoFates)` |
+/// | the root Run retired, nothing else | `Ok(Retired)`: never resume it |
+/// | the root Run retired, and an epoch, a pause or a finish | `Err(TwoFates)` |
 ///
 /// # Errors
 ///
@@ -209,9 +243,26 @@ pub fn reconcile<P: PartialEq + Clone>(facts: &RunFacts<P>) -> Result<Decision<P
     for row in &facts.pauses {
         check_row(facts, row)?;
     }
-    match facts.pauses.as_slice() {
-        [] => Ok(Decision::Resumable),
-        [first, rest @ ..] => {
+    if let Some(finished) = &facts.finished {
+        if finished.source.run_id != facts.run_id {
+            return Err(ReconcileError::OtherRun {
+                expected: facts.run_id.clone(),
+                found: finished.source.run_id.clone(),
+            });
+        }
+    }
+    let two_fates = || ReconcileError::TwoFates {
+        run_id: facts.run_id.clone(),
+    };
+    if facts.retired {
+        let rows = facts.epoch != Epoch::NONE || !facts.pauses.is_empty() || facts.finished.is_some();
+        return if rows { Err(two_fates()) } else { Ok(Decision::Retired) };
+    }
+    match (&facts.finished, facts.pauses.as_slice()) {
+        (Some(_), [_, ..]) => Err(two_fates()),
+        (Some(finished), []) => Ok(Decision::Finished(finished.outcome.clone())),
+        (None, []) => Ok(Decision::Resumable),
+        (None, [first, rest @ ..]) => {
             let distinct = 1 + count_distinct_after(first, rest);
             match distinct {
                 1 => Ok(Decision::HandedOff(first.pause.clone())),

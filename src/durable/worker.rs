@@ -101,6 +101,9 @@ pub fn seal_step(appended: Result<Receipt, LogError>) -> SealStep {
             error @ (LogError::InvalidPause(_)
             | LogError::InvalidRun { .. }
             | LogError::AlreadyHandedOff { .. }
+            | LogError::AlreadyFinished { .. }
+            | LogError::Retired { .. }
+            | LogError::RunOpen { .. }
             | LogError::EpochNotIssued { .. }
             | LogError::EpochsExhausted
             | LogError::Contradictory(_)

@@ -71,7 +71,9 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use baton::durable::{AsyncHandoffLog, Claim, Epoch, HandoffLog, LogError, Receipt, RunFacts};
+use baton::durable::{
+    AsyncHandoffLog, Claim, Epoch, HandoffLog, LogError, Receipt, Retirement, RunFacts,
+};
 use baton::facts::{CompactionBudget, Digest, HandoffTools, REPLAY_VERSION, ReplayEvidence};
 use baton::{
     CancelSignal, HandoffExecution, HandoffGate, HandoffIntent, HandoffPause, HandoffReservation,
@@ -186,6 +188,25 @@ where
     ) -> impl Future<Output = Result<Receipt, LogError>> + Send {
         let log = &self.0;
         async move { log.append(root_run_id, source, epoch, pause) }
+    }
+
+    fn finish_async(
+        &self,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        outcome: &Payload,
+    ) -> impl Future<Output = Result<Receipt, LogError>> + Send {
+        let log = &self.0;
+        async move { log.finish(root_run_id, source, epoch, outcome) }
+    }
+
+    fn retire_async(
+        &self,
+        root_run_id: &str,
+    ) -> impl Future<Output = Result<Retirement, LogError>> + Send {
+        let log = &self.0;
+        async move { log.retire(root_run_id) }
     }
 
     fn facts_async(

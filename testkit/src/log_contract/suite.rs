@@ -565,6 +565,9 @@ pub async fn r1_racing_appends_and_a_takeover_from_several_connections_decide_on
                 }
                 assert_eq!((read.epoch, read.pauses.len()), (takeover, 0));
             }
+            other @ (Claim::Finished(_) | Claim::Retired) => {
+                panic!("R8: nobody finished or retired the Run, yet the claim answered {other:?}")
+            }
         }
     }
     assert_eq!(appends_won + claims_won, ROUNDS);
