@@ -240,7 +240,12 @@ pub fn finish_step<P: PartialEq>(
 
 /// The fence every write passes first: not under a retired root, and only
 /// under the Run's current epoch.
-fn fence<P>(root_run_id: &str, current: Epoch, fate: Fate<'_, P>, epoch: Epoch) -> Result<(), LogError> {
+fn fence<P>(
+    root_run_id: &str,
+    current: Epoch,
+    fate: Fate<'_, P>,
+    epoch: Epoch,
+) -> Result<(), LogError> {
     if let Fate::Retired = fate {
         return Err(LogError::Retired {
             root_run_id: root_run_id.to_owned(),

@@ -75,6 +75,11 @@ fn a_claim_past_the_last_epoch_is_refused() {
     assert_eq!(Epoch::new(41).next(), Some(Epoch::new(42)));
 }
 
+/// The fate of a Run whose pause row is `existing`, if any.
+fn fate(existing: Option<&Appended<u32>>) -> Fate<'_, u32> {
+    existing.map_or(Fate::Open, Fate::HandedOff)
+}
+
 /// `append(epoch)` against a Run at epoch 3.
 fn append_at_3(epoch: u64, existing: Option<&str>, new: &str) -> Result<AppendStep, LogError> {
     let existing = existing.map(row);
@@ -82,7 +87,7 @@ fn append_at_3(epoch: u64, existing: Option<&str>, new: &str) -> Result<AppendSt
     append_step(
         "root",
         Epoch::new(3),
-        existing.as_ref(),
+        fate(existing.as_ref()),
         Epoch::new(epoch),
         (&new.source, &new.pause),
     )
@@ -107,7 +112,7 @@ fn an_append_under_the_current_epoch_writes_once_then_is_idempotent() {
             append_step(
                 "root",
                 Epoch::new(3),
-                Some(&existing),
+                Fate::HandedOff(&existing),
                 Epoch::new(3),
                 (
                     &from_another_invocation.source,
@@ -154,7 +159,7 @@ fn an_append_under_an_epoch_never_issued_is_bad_input() {
         append_step(
             "root",
             Epoch::NONE,
-            None,
+            Fate::Open,
             Epoch::NONE,
             (&new.source, &new.pause)
         ),
@@ -170,4 +175,184 @@ fn each_step_answers_its_receipt_and_epochs_order_and_print_as_numbers() {
     assert_eq!(Epoch::default(), Epoch::NONE);
     assert_eq!(Epoch::new(12).get(), 12);
     assert_eq!(Epoch::new(12).to_string(), "12");
+}
+
+fn finished(outcome: u32) -> Finished<u32> {
+    Finished {
+        source: source(),
+        outcome,
+    }
+}
+
+/// `finish(epoch, outcome)` against a Run at epoch 3 whose fate is `fate`.
+fn finish_at_3(epoch: u64, fate: Fate<'_, u32>, outcome: u32) -> Result<AppendStep, LogError> {
+    finish_step(
+        "root",
+        Epoch::new(3),
+        fate,
+        Epoch::new(epoch),
+        (&source(), &outcome),
+    )
+}
+
+#[test]
+fn r8_a_finish_under_the_current_epoch_writes_once_then_is_idempotent() {
+    assert_eq!(finish_at_3(3, Fate::Open, 7).unwrap(), AppendStep::Write);
+    let done = finished(7);
+    assert_eq!(
+        finish_at_3(3, Fate::Finished(&done), 7).unwrap(),
+        AppendStep::Idempotent
+    );
+    assert!(matches!(
+        finish_at_3(3, Fate::Finished(&done), 8),
+        Err(LogError::AlreadyFinished { root_run_id, run_id }) if root_run_id == "root" && run_id == "run"
+    ));
+    let mut other_source = source();
+    other_source.invocation_id = "invocation-2".into();
+    assert!(
+        matches!(
+            finish_step(
+                "root",
+                Epoch::new(3),
+                Fate::Finished(&done),
+                Epoch::new(3),
+                (&other_source, &7)
+            ),
+            Err(LogError::AlreadyFinished { .. })
+        ),
+        "the identical record means the same source too"
+    );
+}
+
+#[test]
+fn r8_a_run_has_one_final_fate_a_finish_and_a_pause_refuse_each_other() {
+    let handed_off = row("h");
+    assert!(matches!(
+        finish_at_3(3, Fate::HandedOff(&handed_off), 7),
+        Err(LogError::AlreadyHandedOff { .. })
+    ));
+    let done = finished(7);
+    let new = row("h");
+    assert!(matches!(
+        append_step(
+            "root",
+            Epoch::new(3),
+            Fate::Finished(&done),
+            Epoch::new(3),
+            (&new.source, &new.pause)
+        ),
+        Err(LogError::AlreadyFinished { .. })
+    ));
+}
+
+#[test]
+fn r8_a_claim_of_a_finished_run_answers_its_outcome_and_issues_no_epoch() {
+    for current in [1, 7] {
+        let mut facts = facts(current, &[]);
+        facts.finished = Some(finished(7));
+        let step = claim_step(&facts).unwrap();
+        assert_eq!(step.answer, Claim::Finished(7));
+        assert_eq!(step.write, None, "R8: no epoch issued once finished");
+    }
+    let mut both = facts(2, &["h"]);
+    both.finished = Some(finished(7));
+    assert!(matches!(
+        claim_step(&both),
+        Err(LogError::Contradictory(ReconcileError::TwoFates { .. }))
+    ));
+}
+
+#[test]
+fn r6_r7_r8_a_finish_is_fenced_exactly_as_an_append() {
+    let done = finished(7);
+    let handed_off = row("h");
+    for fate in [
+        Fate::Open,
+        Fate::Finished(&done),
+        Fate::HandedOff(&handed_off),
+    ] {
+        for epoch in [1, 2] {
+            assert!(
+                matches!(finish_at_3(epoch, fate, 7), Err(LogError::Fenced { epoch: e, current }) if e == Epoch::new(epoch) && current == Epoch::new(3)),
+                "epoch {epoch} with {fate:?}"
+            );
+        }
+        for epoch in [0, 4, u64::MAX] {
+            assert!(
+                matches!(
+                    finish_at_3(epoch, fate, 7),
+                    Err(LogError::EpochNotIssued { .. })
+                ),
+                "epoch {epoch} with {fate:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn r9_under_a_retired_root_every_write_is_refused_and_a_claim_resumes_nothing() {
+    let new = row("h");
+    for epoch in [0, 1, 3, 4] {
+        for current in [Epoch::NONE, Epoch::new(3)] {
+            assert!(matches!(
+                append_step("root", current, Fate::Retired, Epoch::new(epoch), (&new.source, &new.pause)),
+                Err(LogError::Retired { root_run_id }) if root_run_id == "root"
+            ));
+            assert!(matches!(
+                finish_step(
+                    "root",
+                    current,
+                    Fate::Retired,
+                    Epoch::new(epoch),
+                    (&new.source, &7)
+                ),
+                Err(LogError::Retired { .. })
+            ));
+        }
+    }
+    let mut retired = RunFacts::<u32>::empty("root", "run");
+    retired.retired = true;
+    let step = claim_step(&retired).unwrap();
+    assert_eq!(
+        (step.answer, step.write),
+        (Claim::Retired, None),
+        "R9: never resumed"
+    );
+    retired.epoch = Epoch::new(1);
+    assert!(matches!(
+        claim_step(&retired),
+        Err(LogError::Contradictory(ReconcileError::TwoFates { .. }))
+    ));
+}
+
+#[test]
+fn r9_r10_a_root_retires_only_once_every_run_of_it_is_final() {
+    let handed_off = row("h");
+    let done = finished(7);
+    let runs = [
+        ("a", Fate::HandedOff(&handed_off)),
+        ("b", Fate::Finished(&done)),
+    ];
+    assert_eq!(
+        retire_step("root", false, runs).unwrap(),
+        Retirement::Retired { runs: 2 }
+    );
+    assert_eq!(
+        retire_step::<u32>("root", false, []).unwrap(),
+        Retirement::Retired { runs: 0 }
+    );
+    let open = [
+        ("a", Fate::HandedOff(&handed_off)),
+        ("b", Fate::Open),
+        ("c", Fate::Open),
+    ];
+    assert!(matches!(
+        retire_step("root", false, open),
+        Err(LogError::RunOpen { root_run_id, run_id }) if root_run_id == "root" && run_id == "b"
+    ));
+    assert_eq!(
+        retire_step::<u32>("root", true, []).unwrap(),
+        Retirement::AlreadyRetired
+    );
+    assert!(Fate::<u32>::Retired.is_final() && !Fate::<u32>::Open.is_final());
 }

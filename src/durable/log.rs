@@ -6,8 +6,7 @@ use std::error::Error as StdError;
 use thiserror::Error;
 
 use super::fence::{
-    AppendStep, Claim, Epoch, Fate, Retirement, append_step, claim_step, finish_step,
-    retire_step,
+    AppendStep, Claim, Epoch, Fate, Retirement, append_step, claim_step, finish_step, retire_step,
 };
 use super::reconcile::{Appended, Finished, ReconcileError, RunFacts, RunField};
 use crate::facts::{HandoffPause, IdError, IntentError, Invocation, check_id};

@@ -45,6 +45,7 @@
 
 mod async_log;
 mod fence;
+mod finish;
 mod log;
 #[cfg(feature = "sqlite")]
 mod offload;
@@ -62,6 +63,7 @@ pub use fence::{
     AppendStep, Claim, ClaimStep, Epoch, Fate, Retirement, append_step, claim_step, finish_step,
     retire_step,
 };
+pub use finish::{FinishError, close_step, finish_then_close, finish_then_close_async};
 pub use log::{HandoffLog, LogError, MemoryLog, Receipt, check_append, check_finish};
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
@@ -69,9 +71,7 @@ pub use postgres::{
     InvalidSchemaName, POSTGRES_SCHEMA_VERSION, PostgresConfig, PostgresLog, PostgresOptions,
     PostgresSchema, deadpool_postgres, tokio_postgres,
 };
-pub use reconcile::{
-    Appended, Decision, Finished, ReconcileError, RunFacts, RunField, reconcile,
-};
+pub use reconcile::{Appended, Decision, Finished, ReconcileError, RunFacts, RunField, reconcile};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::{SCHEMA_VERSION, SqliteLog};

@@ -255,8 +255,13 @@ pub fn reconcile<P: PartialEq + Clone>(facts: &RunFacts<P>) -> Result<Decision<P
         run_id: facts.run_id.clone(),
     };
     if facts.retired {
-        let rows = facts.epoch != Epoch::NONE || !facts.pauses.is_empty() || facts.finished.is_some();
-        return if rows { Err(two_fates()) } else { Ok(Decision::Retired) };
+        let rows =
+            facts.epoch != Epoch::NONE || !facts.pauses.is_empty() || facts.finished.is_some();
+        return if rows {
+            Err(two_fates())
+        } else {
+            Ok(Decision::Retired)
+        };
     }
     match (&facts.finished, facts.pauses.as_slice()) {
         (Some(_), [_, ..]) => Err(two_fates()),

@@ -18,6 +18,8 @@ fn facts(rows: Vec<Appended<u32>>) -> RunFacts<u32> {
         run_id: "run".into(),
         epoch: Epoch::new(1),
         pauses: rows,
+        finished: None,
+        retired: false,
     }
 }
 

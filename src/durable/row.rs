@@ -47,7 +47,10 @@ pub(crate) fn checked_row<P: DeserializeOwned>(
 /// Decodes the outcome `json` of the finish row stored for the Run
 /// `run_id` (any JSON value the outcome's `Deserialize` takes).
 #[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), allow(dead_code))]
-pub(crate) fn decoded_outcome<P: DeserializeOwned>(run_id: &str, json: &str) -> Result<P, LogError> {
+pub(crate) fn decoded_outcome<P: DeserializeOwned>(
+    run_id: &str,
+    json: &str,
+) -> Result<P, LogError> {
     serde_json::from_str(json)
         .map_err(|error| corrupt(run_id, format_args!("the outcome does not decode: {error}")))
 }

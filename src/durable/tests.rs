@@ -196,6 +196,156 @@ pub(super) fn the_log_rules_hold(log: &dyn HandoffLog<u32>) {
     ));
 }
 
+/// The final fates (R8) and retention (R9, R10) every [`HandoffLog`] keeps;
+/// run unchanged on each implementation. Ends with one Run open under
+/// `other-root` and `root` retired.
+pub(super) fn the_final_fates_hold(log: &dyn HandoffLog<u32>) {
+    let one = Epoch::new(1);
+    let two = Epoch::new(2);
+    let mut bad_source = source();
+    bad_source.turn_id.clear();
+    assert!(matches!(
+        log.finish("root", &bad_source, one, &7),
+        Err(LogError::InvalidRun {
+            field: RunField::TurnId,
+            ..
+        })
+    ));
+    assert!(
+        matches!(
+            log.finish("root", &source(), one, &7),
+            Err(LogError::EpochNotIssued { .. })
+        ),
+        "R8: a finish under an epoch no claim issued"
+    );
+    assert_eq!(log.claim("root", "run").unwrap(), Claim::Owner(one));
+    assert_eq!(log.claim("root", "run").unwrap(), Claim::Owner(two));
+    assert!(
+        matches!(log.finish("root", &source(), one, &7), Err(LogError::Fenced { epoch, current }) if epoch == one && current == two),
+        "R7/R8: a zombie's finish is fenced"
+    );
+    assert!(
+        matches!(log.retire("root"), Err(LogError::RunOpen { root_run_id, run_id }) if root_run_id == "root" && run_id == "run"),
+        "R9: an open Run is never retired"
+    );
+    assert_eq!(
+        log.facts("root", "run").unwrap().epoch,
+        two,
+        "a refused retirement writes nothing"
+    );
+    assert_eq!(
+        log.finish("root", &source(), two, &7).unwrap(),
+        Receipt::Written
+    );
+    assert_eq!(
+        log.finish("root", &source(), two, &7).unwrap(),
+        Receipt::AlreadyDurable,
+        "the identical finish again (a lost reply) is idempotent"
+    );
+    assert!(matches!(
+        log.finish("root", &source(), two, &8),
+        Err(LogError::AlreadyFinished { .. })
+    ));
+    assert!(
+        matches!(
+            log.append("root", &source(), two, &pause("h")),
+            Err(LogError::AlreadyFinished { .. })
+        ),
+        "R8: a finished Run is never handed off"
+    );
+    assert_eq!(
+        log.claim("root", "run").unwrap(),
+        Claim::Finished(7),
+        "R8: never resumed"
+    );
+    let facts = log.facts("root", "run").unwrap();
+    assert_eq!(facts.epoch, two, "R8: no epoch issued once finished");
+    assert!(facts.pauses.is_empty());
+    assert_eq!(
+        facts.finished,
+        Some(Finished {
+            source: source(),
+            outcome: 7
+        })
+    );
+    assert_eq!(reconcile(&facts), Ok(Decision::Finished(7)));
+
+    // A handed-off Run of the same root, and its successor, which finishes.
+    let mut next_hop = source();
+    next_hop.run_id = "successor-run".into();
+    next_hop.invocation_id = "successor-invocation".into();
+    let Claim::Owner(hop) = log.claim("root", "successor-run").unwrap() else {
+        panic!("the successor is open")
+    };
+    let mut onward = pause("h2");
+    Arc::make_mut(&mut onward.intent).successor_run_id = "third-run".into();
+    Arc::make_mut(&mut onward.intent).successor_invocation_id = "third-invocation".into();
+    assert_eq!(
+        log.append("root", &next_hop, hop, &onward).unwrap(),
+        Receipt::Written
+    );
+    assert!(
+        matches!(
+            log.finish("root", &next_hop, hop, &9),
+            Err(LogError::AlreadyHandedOff { .. })
+        ),
+        "R8: a handed-off Run never finishes"
+    );
+    // A Run of another root stays open through the retirement.
+    assert_eq!(log.claim("other-root", "run").unwrap(), Claim::Owner(one));
+
+    assert_eq!(
+        log.retire("root").unwrap(),
+        Retirement::Retired { runs: 2 },
+        "every Run of the root is final"
+    );
+    assert_eq!(log.retire("root").unwrap(), Retirement::AlreadyRetired);
+    for run in ["run", "successor-run", "never-claimed"] {
+        assert_eq!(
+            log.claim("root", run).unwrap(),
+            Claim::Retired,
+            "R9: {run} is never resumed"
+        );
+        let facts = log.facts("root", run).unwrap();
+        assert!(facts.retired, "{run}");
+        assert_eq!(
+            (facts.epoch, facts.pauses.len(), facts.finished.is_none()),
+            (Epoch::NONE, 0, true),
+            "R10: {run}'s rows are gone"
+        );
+        assert_eq!(reconcile(&facts), Ok(Decision::Retired));
+    }
+    for epoch in [Epoch::NONE, one, two, Epoch::new(3)] {
+        assert!(
+            matches!(
+                log.append("root", &source(), epoch, &pause("h")),
+                Err(LogError::Retired { .. })
+            ),
+            "R9: a retired Run's zombie (epoch {epoch}) never writes"
+        );
+        assert!(matches!(
+            log.finish("root", &source(), epoch, &7),
+            Err(LogError::Retired { .. })
+        ));
+    }
+    assert!(matches!(
+        log.retire(""),
+        Err(LogError::InvalidRun {
+            field: RunField::RootRunId,
+            ..
+        })
+    ));
+    assert_eq!(
+        log.facts("other-root", "run").unwrap().epoch,
+        one,
+        "another root's Run is untouched"
+    );
+    assert!(matches!(
+        log.retire("other-root"),
+        Err(LogError::RunOpen { .. })
+    ));
+}
+
 /// A [`HandoffLog`] that runs each operation through `L`'s
 /// [`AsyncHandoffLog`] form, on a runtime of its own (each await bounded):
 /// so the one contract test checks the async forms too.
@@ -228,6 +378,22 @@ impl<L: AsyncHandoffLog<u32>> HandoffLog<u32> for ViaAsync<'_, L> {
         self.1
             .block_on(within("R4: an async append resolves", append))
     }
+    fn finish(
+        &self,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        outcome: &u32,
+    ) -> Result<Receipt, LogError> {
+        let finish = self.0.finish_async(root_run_id, source, epoch, outcome);
+        self.1
+            .block_on(within("R4: an async finish resolves", finish))
+    }
+    fn retire(&self, root_run_id: &str) -> Result<Retirement, LogError> {
+        let retire = self.0.retire_async(root_run_id);
+        self.1
+            .block_on(within("an async retirement resolves", retire))
+    }
     fn facts(&self, root_run_id: &str, run_id: &str) -> Result<RunFacts<u32>, LogError> {
         let facts = self.0.facts_async(root_run_id, run_id);
         self.1
@@ -240,6 +406,9 @@ fn the_memory_log_keeps_the_log_rules_through_its_async_form() {
     let log = MemoryLog::new();
     the_log_rules_hold(&ViaAsync::new(&log));
     assert_eq!(log.len(), 2);
+    let log = MemoryLog::new();
+    the_final_fates_hold(&ViaAsync::new(&log));
+    assert_eq!(log.rows(), (1, 1));
 }
 
 #[test]
@@ -249,7 +418,21 @@ fn the_memory_log_keeps_the_log_rules() {
     the_log_rules_hold(&log);
     assert_eq!(log.len(), 2, "one row per Run that handed off");
     assert!(!log.is_empty());
-    assert_eq!(format!("{log:?}"), "MemoryLog { len: 2 }");
+    assert_eq!(
+        format!("{log:?}"),
+        "MemoryLog { len: 2, runs: 2, retired: 0 }"
+    );
+}
+
+#[test]
+fn r8_r9_r10_the_memory_log_keeps_the_final_fates_and_retention() {
+    let log = MemoryLog::new();
+    the_final_fates_hold(&log);
+    assert_eq!(
+        log.rows(),
+        (1, 1),
+        "R10: the open Run and one tombstone, no history"
+    );
 }
 
 pub(super) type Gate = HandoffGate<u32>;
@@ -258,7 +441,7 @@ pub(super) type Gate = HandoffGate<u32>;
 pub(super) fn owner(log: &dyn HandoffLog<u32>) -> Epoch {
     match log.claim("root", "run").unwrap() {
         Claim::Owner(epoch) => epoch,
-        Claim::HandedOff(pause) => panic!("the Run is already handed off: {pause:?}"),
+        other => panic!("the Run is not open: {other:?}"),
     }
 }
 
@@ -309,6 +492,12 @@ impl HandoffLog<u32> for BrokenLog {
         _: Epoch,
         _: &HandoffPause<u32>,
     ) -> Result<Receipt, LogError> {
+        Err(LogError::Unavailable("disk full".into()))
+    }
+    fn finish(&self, _: &str, _: &Invocation, _: Epoch, _: &u32) -> Result<Receipt, LogError> {
+        Err(LogError::Unavailable("disk full".into()))
+    }
+    fn retire(&self, _: &str) -> Result<Retirement, LogError> {
         Err(LogError::Unavailable("disk full".into()))
     }
     fn facts(&self, root_run_id: &str, run_id: &str) -> Result<RunFacts<u32>, LogError> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::durable::tests::{BrokenLog, committed, gate, owner, pause};
-use crate::durable::{Claim, Decision, MemoryLog, RunFacts, RunField, reconcile};
+use crate::durable::{Claim, Decision, MemoryLog, Retirement, RunFacts, RunField, reconcile};
 use crate::facts::{Field, IdError, IntentError, Invocation};
 use crate::gate::WaitError;
 use crate::gate::core::StateKind;
@@ -156,6 +156,18 @@ impl AsyncHandoffLog<u32> for BrokenLog {
     ) -> Result<Receipt, LogError> {
         HandoffLog::append(self, root_run_id, source, epoch, pause)
     }
+    async fn finish_async(
+        &self,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        outcome: &u32,
+    ) -> Result<Receipt, LogError> {
+        HandoffLog::finish(self, root_run_id, source, epoch, outcome)
+    }
+    async fn retire_async(&self, root_run_id: &str) -> Result<Retirement, LogError> {
+        HandoffLog::retire(self, root_run_id)
+    }
     async fn facts_async(
         &self,
         root_run_id: &str,
@@ -300,6 +312,18 @@ impl HandoffLog<u32> for ClosesTheGateInside<'_> {
         self.gate.close();
         appended
     }
+    fn finish(
+        &self,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        outcome: &u32,
+    ) -> Result<Receipt, LogError> {
+        self.log.finish(root_run_id, source, epoch, outcome)
+    }
+    fn retire(&self, root_run_id: &str) -> Result<Retirement, LogError> {
+        self.log.retire(root_run_id)
+    }
     fn facts(&self, root_run_id: &str, run_id: &str) -> Result<RunFacts<u32>, LogError> {
         self.log.facts(root_run_id, run_id)
     }
@@ -317,6 +341,18 @@ impl AsyncHandoffLog<u32> for ClosesTheGateInside<'_> {
         pause: &HandoffPause<u32>,
     ) -> Result<Receipt, LogError> {
         HandoffLog::append(self, root_run_id, source, epoch, pause)
+    }
+    async fn finish_async(
+        &self,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        outcome: &u32,
+    ) -> Result<Receipt, LogError> {
+        HandoffLog::finish(self, root_run_id, source, epoch, outcome)
+    }
+    async fn retire_async(&self, root_run_id: &str) -> Result<Retirement, LogError> {
+        HandoffLog::retire(self, root_run_id)
     }
     async fn facts_async(
         &self,
