@@ -276,6 +276,10 @@ macro_rules! log_contract {
             r1_racing_appends_and_a_takeover_from_several_connections_decide_one_way,
             r2_r4_r7_append_then_seal_seals_only_a_durable_pause_and_a_fenced_worker_never,
             a_dropped_append_is_resolved_by_the_facts_and_an_identical_retry,
+            r8_a_finished_run_is_never_resumed_and_takes_no_other_fate,
+            r9_r10_retirement_removes_only_final_runs_and_fences_every_zombie,
+            r8_racing_finish_append_and_takeover_decide_one_way,
+            r9_racing_retirement_and_a_claim_of_a_new_run_decide_one_way,
         );
     };
     (@tests $store:ident, $make:expr; $($test:ident),* $(,)?) => {
