@@ -11,7 +11,7 @@ use std::fs;
 use std::panic::catch_unwind;
 use std::path::{Path, PathBuf};
 
-use baton::durable::{Claim, Receipt};
+use baton::durable::{Claim, Receipt, Retirement};
 use baton::gate::core::StateKind;
 use baton::ledger::core::Waited;
 use baton::ledger::{Arrival, RegisterError};
@@ -253,6 +253,21 @@ fn log_label(op: &log_table::Op, answer: &Answer) -> Option<&'static str> {
     Some(match answer {
         Answer::Claimed(Ok(Claim::Owner(_))) => "claim: Owner",
         Answer::Claimed(Ok(Claim::HandedOff(_))) => "claim: HandedOff",
+        Answer::Claimed(Ok(Claim::Finished(_))) => "claim: Finished",
+        Answer::Claimed(Ok(Claim::Retired)) => "claim: Retired",
+        Answer::Finished(Ok(Receipt::AlreadyDurable)) if *op == log_table::Op::Retry => {
+            "finish: a retry after a lost reply is AlreadyDurable"
+        }
+        Answer::Finished(Ok(Receipt::Written)) => "finish: Written",
+        Answer::Finished(Err(Refusal::Fenced { .. })) => "finish: Fenced",
+        Answer::Finished(Err(Refusal::AlreadyFinished { .. })) => "finish: AlreadyFinished",
+        Answer::Finished(Err(Refusal::AlreadyHandedOff { .. })) => "finish: AlreadyHandedOff",
+        Answer::Finished(Err(Refusal::Retired { .. })) => "finish: Retired",
+        Answer::Appended(Err(Refusal::AlreadyFinished { .. })) => "append: AlreadyFinished",
+        Answer::Appended(Err(Refusal::Retired { .. })) => "append: Retired",
+        Answer::Retired(Ok(Retirement::Retired { .. })) => "retire: Retired",
+        Answer::Retired(Ok(Retirement::AlreadyRetired)) => "retire: AlreadyRetired",
+        Answer::Retired(Err(Refusal::RunOpen { .. })) => "retire: RunOpen",
         Answer::Claimed(Err(Refusal::InvalidRun { .. })) => "claim: InvalidRun",
         Answer::Appended(Ok(Receipt::AlreadyDurable)) if *op == log_table::Op::Retry => {
             "append: a retry after a lost reply is AlreadyDurable"
@@ -274,13 +289,27 @@ fn log_label(op: &log_table::Op, answer: &Answer) -> Option<&'static str> {
 
 /// The committed `log_table` corpus is broad: it reaches every answer of
 /// SPEC §6's log (each receipt, each refusal an input can cause, a retry
-/// after a lost reply, a restart), so R1–R7 are checked where they can
-/// break, and a corpus that lost its depth fails here.
+/// after a lost reply, a restart, a finish, a retirement), so R1–R10 are
+/// checked where they can break, and a corpus that lost its depth fails
+/// here.
 #[test]
 fn the_log_table_corpus_reaches_every_answer_of_the_log() {
-    const ALL: [&str; 15] = [
+    const ALL: [&str; 28] = [
         "claim: Owner",
         "claim: HandedOff",
+        "claim: Finished",
+        "claim: Retired",
+        "finish: a retry after a lost reply is AlreadyDurable",
+        "finish: Written",
+        "finish: Fenced",
+        "finish: AlreadyFinished",
+        "finish: AlreadyHandedOff",
+        "finish: Retired",
+        "append: AlreadyFinished",
+        "append: Retired",
+        "retire: Retired",
+        "retire: AlreadyRetired",
+        "retire: RunOpen",
         "claim: InvalidRun",
         "append: a retry after a lost reply is AlreadyDurable",
         "append: Written",
@@ -369,6 +398,92 @@ fn log_table_a_zombie_a_lost_reply_and_a_restart_run_clean() {
             "reopen",
             "claim: HandedOff",
             "facts: InvalidRun",
+        ]
+        .map(Some)
+    );
+    assert_eq!(log_table::log_table(ops), Ok(()));
+}
+
+/// A hand-written `log_table` input with the final fates and retention
+/// runs clean on both stores, and its ghost answers what SPEC §6.1 says: a
+/// zombie's finish is fenced, a lost finish retried is `AlreadyDurable`, a
+/// finished Run takes no pause and is never resumed, a root with an open
+/// Run is not retired, and a retired root resumes nothing and takes no
+/// write, also after a restart.
+#[test]
+fn log_table_r8_r9_a_finish_and_a_retirement_run_clean() {
+    use log_table::{Op as L, SourcePick};
+    let source = SourcePick {
+        invocation: 0,
+        session: None,
+    };
+    let finish = |run, epoch, lost| L::Finish {
+        run: RunPick::Slot(run),
+        source: source.clone(),
+        epoch,
+        outcome: Ok(0),
+        lost,
+    };
+    let claim = |run| L::Claim {
+        run: RunPick::Slot(run),
+        lost: false,
+    };
+    let append = L::Append {
+        run: RunPick::Slot(0),
+        source: source.clone(),
+        epoch: EpochPick::Current,
+        pause: PausePick {
+            handoff: 0,
+            flaw: Flaw::None,
+            payload: Ok(0),
+        },
+        lost: false,
+    };
+    let ops = log_table::Ops(vec![
+        claim(0),
+        claim(0),
+        finish(0, EpochPick::Stale(0), false),
+        finish(0, EpochPick::Current, true),
+        L::Retry,
+        append.clone(),
+        claim(0),
+        claim(1),
+        L::Retire(RunPick::Slot(0)),
+        finish(1, EpochPick::Current, false),
+        L::Retire(RunPick::Slot(1)),
+        L::Retire(RunPick::Slot(0)),
+        L::Reopen,
+        claim(1),
+        append,
+    ]);
+    let mut answers = Vec::new();
+    log_table::walk(&ops, ops.0.len(), &mut |_, _, answer| {
+        answers.push(answer.clone())
+    });
+    let labels: Vec<_> = ops
+        .0
+        .iter()
+        .zip(&answers)
+        .map(|(op, a)| log_label(op, a))
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "claim: Owner",
+            "claim: Owner",
+            "finish: Fenced",
+            "finish: Written",
+            "finish: a retry after a lost reply is AlreadyDurable",
+            "append: AlreadyFinished",
+            "claim: Finished",
+            "claim: Owner",
+            "retire: RunOpen",
+            "finish: Written",
+            "retire: Retired",
+            "retire: AlreadyRetired",
+            "reopen",
+            "claim: Retired",
+            "append: Retired",
         ]
         .map(Some)
     );

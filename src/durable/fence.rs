@@ -299,7 +299,8 @@ pub enum Retirement {
 ///
 /// # Errors
 ///
-/// [`LogError::RunOpen`] naming the first Run without a final fate; nothing
+/// [`LogError::RunOpen`] naming the open Run whose id is least (so every
+/// store names the same one, whatever order it read the Runs in); nothing
 /// is written.
 pub fn retire_step<'a, P: 'a>(
     root_run_id: &str,
@@ -310,14 +311,18 @@ pub fn retire_step<'a, P: 'a>(
         return Ok(Retirement::AlreadyRetired);
     }
     let mut count = 0;
+    let mut open: Option<&str> = None;
     for (run_id, fate) in runs {
-        if !fate.is_final() {
-            return Err(LogError::RunOpen {
-                root_run_id: root_run_id.to_owned(),
-                run_id: run_id.to_owned(),
-            });
+        if !fate.is_final() && open.is_none_or(|first| run_id < first) {
+            open = Some(run_id);
         }
         count += 1;
+    }
+    if let Some(run_id) = open {
+        return Err(LogError::RunOpen {
+            root_run_id: root_run_id.to_owned(),
+            run_id: run_id.to_owned(),
+        });
     }
     Ok(Retirement::Retired { runs: count })
 }

@@ -346,10 +346,13 @@ fn r9_r10_a_root_retires_only_once_every_run_of_it_is_final() {
         ("b", Fate::Open),
         ("c", Fate::Open),
     ];
-    assert!(matches!(
-        retire_step("root", false, open),
-        Err(LogError::RunOpen { root_run_id, run_id }) if root_run_id == "root" && run_id == "b"
-    ));
+    assert!(
+        matches!(
+            retire_step("root", false, open),
+            Err(LogError::RunOpen { root_run_id, run_id }) if root_run_id == "root" && run_id == "b"
+        ),
+        "the least open Run id, in any order of reading"
+    );
     assert_eq!(
         retire_step::<u32>("root", true, []).unwrap(),
         Retirement::AlreadyRetired

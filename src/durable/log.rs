@@ -369,7 +369,7 @@ pub enum LogError {
     RunOpen {
         /// The root Run.
         root_run_id: String,
-        /// The first open Run found.
+        /// The open Run whose id is least.
         run_id: String,
     },
     /// Fenced: the Run's current epoch is newer than the append's, so a

@@ -3,15 +3,18 @@
 //! `durable::reconcile` and every store.
 //!
 //! The ghost is the SPEC's table read literally: per Run an epoch (a plain
-//! `u64`) and a fate (no row: `Open`; a row: `HandedOff`), in an unsorted
-//! list scanned in full. It validates ids and intents with its own reading
+//! `u64`) and a fate (no row: `Open`; a pause: `HandedOff`; an outcome:
+//! `Finished`), in an unsorted list scanned in full, and the retired root
+//! Runs (§6.1). It validates ids and intents with its own reading
 //! of the rules (SPEC §1's intent rules, checked field by field in
 //! declaration order, as `LogError`'s docs promise), so a store that checks
 //! less, or in another order, answers differently.
 
 use std::sync::Arc;
 
-use baton::durable::{Appended, Claim, Epoch, LogError, Receipt, ReconcileError, RunFacts};
+use baton::durable::{
+    Appended, Claim, Epoch, Finished, LogError, Receipt, ReconcileError, Retirement, RunFacts,
+};
 use baton::facts::MAX_ID_BYTES;
 use baton::facts::{Field, HandoffIntent, HandoffPause, IdError, IntentError, Invocation};
 
@@ -39,6 +42,25 @@ pub enum Refusal {
         /// The root Run.
         root_run_id: String,
         /// The Run.
+        run_id: String,
+    },
+    /// [`LogError::AlreadyFinished`].
+    AlreadyFinished {
+        /// The root Run.
+        root_run_id: String,
+        /// The Run.
+        run_id: String,
+    },
+    /// [`LogError::Retired`].
+    Retired {
+        /// The root Run.
+        root_run_id: String,
+    },
+    /// [`LogError::RunOpen`].
+    RunOpen {
+        /// The root Run.
+        root_run_id: String,
+        /// The open Run whose id is least.
         run_id: String,
     },
     /// [`LogError::Fenced`].
@@ -98,6 +120,21 @@ impl From<LogError> for Refusal {
                 root_run_id,
                 run_id,
             },
+            LogError::AlreadyFinished {
+                root_run_id,
+                run_id,
+            } => Refusal::AlreadyFinished {
+                root_run_id,
+                run_id,
+            },
+            LogError::Retired { root_run_id } => Refusal::Retired { root_run_id },
+            LogError::RunOpen {
+                root_run_id,
+                run_id,
+            } => Refusal::RunOpen {
+                root_run_id,
+                run_id,
+            },
             LogError::Fenced { epoch, current } => Refusal::Fenced { epoch, current },
             LogError::EpochNotIssued { epoch, current } => {
                 Refusal::EpochNotIssued { epoch, current }
@@ -125,6 +162,10 @@ pub enum Answer {
     Claimed(Result<Claim<Payload>, Refusal>),
     /// `append`.
     Appended(Result<Receipt, Refusal>),
+    /// `finish`.
+    Finished(Result<Receipt, Refusal>),
+    /// `retire`.
+    Retired(Result<Retirement, Refusal>),
     /// `facts`.
     Facts(Result<RunFacts<Payload>, Refusal>),
     /// The store was closed and opened again (SQLite; the memory log is
@@ -141,14 +182,18 @@ struct Run {
     run_id: String,
     /// The current epoch (0: never claimed).
     epoch: u64,
-    /// The durable pause (`HandedOff`), or none (`Open`).
+    /// The durable pause (`HandedOff`), or none.
     row: Option<Appended<Payload>>,
+    /// The durable outcome (`Finished`), or none.
+    finished: Option<Finished<Payload>>,
 }
 
 /// The log as the ghost keeps it.
 #[derive(Clone, Debug, Default)]
 pub struct Ghost {
     runs: Vec<Run>,
+    /// The retired root Runs.
+    retired: Vec<String>,
 }
 
 /// The ghost's reading of "a valid id": non-empty, at most
@@ -246,6 +291,7 @@ impl Ghost {
                     run_id: run_id.to_owned(),
                     epoch: 0,
                     row: None,
+                    finished: None,
                 });
                 self.runs.len() - 1
             }
@@ -259,7 +305,13 @@ impl Ghost {
         if let Some(refusal) = run_fault(root_run_id, run_id) {
             return Answer::Claimed(Err(refusal));
         }
+        if self.is_retired(root_run_id) {
+            return Answer::Claimed(Ok(Claim::Retired));
+        }
         let run = self.find_or_add(root_run_id, run_id);
+        if let Some(finished) = &run.finished {
+            return Answer::Claimed(Ok(Claim::Finished(finished.outcome.clone())));
+        }
         Answer::Claimed(match &run.row {
             Some(row) => Ok(Claim::HandedOff(row.pause.clone())),
             None => match run.epoch.checked_add(1) {
@@ -291,17 +343,14 @@ impl Ghost {
         if let Some(error) = intent_fault(&pause.intent, source, root_run_id) {
             return Answer::Appended(Err(Refusal::InvalidPause(error)));
         }
+        if let Some(refusal) = self.fence(root_run_id, &source.run_id, epoch) {
+            return Answer::Appended(Err(refusal));
+        }
         let run = self.find_or_add(root_run_id, &source.run_id);
-        let (asked, current) = (epoch.get(), run.epoch);
-        Answer::Appended(if asked == 0 || asked > current {
-            Err(Refusal::EpochNotIssued {
-                epoch,
-                current: Epoch::new(current),
-            })
-        } else if asked < current {
-            Err(Refusal::Fenced {
-                epoch,
-                current: Epoch::new(current),
+        Answer::Appended(if run.finished.is_some() {
+            Err(Refusal::AlreadyFinished {
+                root_run_id: root_run_id.to_owned(),
+                run_id: source.run_id.clone(),
             })
         } else {
             match &run.row {
@@ -326,15 +375,121 @@ impl Ghost {
         })
     }
 
-    /// `facts`: the Run's epoch and its row, if any.
+    fn is_retired(&self, root_run_id: &str) -> bool {
+        self.retired.iter().any(|root| root == root_run_id)
+    }
+
+    /// What every write checks after its input: the root Run is not
+    /// retired, and the epoch is the Run's current one (never issued:
+    /// zero or newer; stale: older).
+    fn fence(&self, root_run_id: &str, run_id: &str, epoch: Epoch) -> Option<Refusal> {
+        if self.is_retired(root_run_id) {
+            return Some(Refusal::Retired {
+                root_run_id: root_run_id.to_owned(),
+            });
+        }
+        let current = self.find(root_run_id, run_id).map_or(0, |run| run.epoch);
+        let asked = epoch.get();
+        let current = Epoch::new(current);
+        if asked == 0 || epoch > current {
+            Some(Refusal::EpochNotIssued { epoch, current })
+        } else if epoch < current {
+            Some(Refusal::Fenced { epoch, current })
+        } else {
+            None
+        }
+    }
+
+    /// `finish`: bad input first; then the fence as an append's; then the
+    /// fate (open: write; the identical outcome from the same source:
+    /// idempotent; another outcome: already finished; a pause: already
+    /// handed off).
+    pub fn finish(
+        &mut self,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        outcome: &Payload,
+    ) -> Answer {
+        if let Some(refusal) = run_fault(root_run_id, &source.run_id) {
+            return Answer::Finished(Err(refusal));
+        }
+        if let Some(refusal) = source_fault(source) {
+            return Answer::Finished(Err(refusal));
+        }
+        if let Some(refusal) = self.fence(root_run_id, &source.run_id, epoch) {
+            return Answer::Finished(Err(refusal));
+        }
+        let run = self.find_or_add(root_run_id, &source.run_id);
+        Answer::Finished(match (&run.row, &run.finished) {
+            (Some(row), _) => Err(Refusal::AlreadyHandedOff {
+                root_run_id: root_run_id.to_owned(),
+                run_id: row.source.run_id.clone(),
+            }),
+            (None, Some(done)) if done.source == *source && done.outcome == *outcome => {
+                Ok(Receipt::AlreadyDurable)
+            }
+            (None, Some(_)) => Err(Refusal::AlreadyFinished {
+                root_run_id: root_run_id.to_owned(),
+                run_id: source.run_id.clone(),
+            }),
+            (None, None) => {
+                run.finished = Some(Finished {
+                    source: source.clone(),
+                    outcome: outcome.clone(),
+                });
+                Ok(Receipt::Written)
+            }
+        })
+    }
+
+    /// `retire`: an invalid root id; already retired; an open Run (one
+    /// claimed, with no fate) refuses, naming the least such id; else every
+    /// Run of the root goes and its tombstone stays.
+    pub fn retire(&mut self, root_run_id: &str) -> Answer {
+        if let Some(error) = id_fault(root_run_id) {
+            return Answer::Retired(Err(Refusal::InvalidRun {
+                field: "root_run_id",
+                error,
+            }));
+        }
+        if self.is_retired(root_run_id) {
+            return Answer::Retired(Ok(Retirement::AlreadyRetired));
+        }
+        // A Run never claimed (epoch 0) is not in any store.
+        let of_root = || {
+            self.runs
+                .iter()
+                .filter(|run| run.root_run_id == root_run_id && run.epoch > 0)
+        };
+        let open = of_root()
+            .filter(|run| run.row.is_none() && run.finished.is_none())
+            .map(|run| run.run_id.clone())
+            .min();
+        if let Some(run_id) = open {
+            return Answer::Retired(Err(Refusal::RunOpen {
+                root_run_id: root_run_id.to_owned(),
+                run_id,
+            }));
+        }
+        let runs = of_root().count();
+        self.runs.retain(|run| run.root_run_id != root_run_id);
+        self.retired.push(root_run_id.to_owned());
+        Answer::Retired(Ok(Retirement::Retired { runs }))
+    }
+
+    /// `facts`: the Run's epoch, its pause and its outcome, if any, or the
+    /// tombstone of its root Run.
     pub fn facts(&self, root_run_id: &str, run_id: &str) -> Answer {
         if let Some(refusal) = run_fault(root_run_id, run_id) {
             return Answer::Facts(Err(refusal));
         }
         let mut facts = RunFacts::empty(root_run_id, run_id);
+        facts.retired = self.is_retired(root_run_id);
         if let Some(run) = self.find(root_run_id, run_id) {
             facts.epoch = Epoch::new(run.epoch);
             facts.pauses.extend(run.row.clone());
+            facts.finished.clone_from(&run.finished);
         }
         Answer::Facts(Ok(facts))
     }

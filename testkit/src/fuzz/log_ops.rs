@@ -183,6 +183,30 @@ pub enum Op {
     Facts(RunPick),
     /// The stores restart: SQLite's file is closed and opened again.
     Reopen,
+    /// `finish(root, source, epoch, outcome)`; `lost`: the worker never
+    /// sees the answer, and [`Op::Retry`] sends it again.
+    Finish {
+        /// The Run (the source's `run_id`) within its root Run.
+        run: RunPick,
+        /// The worker.
+        source: SourcePick,
+        /// The epoch it carries.
+        epoch: EpochPick,
+        /// The outcome: `o{n % 3}`, or this text.
+        outcome: Result<u8, String>,
+        /// Whether the reply is lost.
+        lost: bool,
+    },
+    /// `retire(root)`: the root Run of this Run (or this id).
+    Retire(RunPick),
+}
+
+/// The outcome `pick` describes.
+pub(super) fn make_outcome(pick: &Result<u8, String>) -> Payload {
+    match pick {
+        Ok(n) => format!("o{}", n % 3),
+        Err(text) => text.clone(),
+    }
 }
 
 /// The pause `pick` describes, for `source` within `root`.

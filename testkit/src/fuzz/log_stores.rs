@@ -46,6 +46,11 @@ fn ask(log: &dyn HandoffLog<Payload>, call: &Call) -> Answer {
         ),
         Call::Facts(root, run) => Answer::Facts(log.facts(root, run).map_err(Refusal::from)),
         Call::Reopen => Answer::Reopened(Ok(())),
+        Call::Finish(root, source, epoch, outcome) => Answer::Finished(
+            log.finish(root, source, *epoch, outcome)
+                .map_err(Refusal::from),
+        ),
+        Call::Retire(root) => Answer::Retired(log.retire(root).map_err(Refusal::from)),
     }
 }
 

@@ -31,10 +31,10 @@ pub use super::log_ops::{
 };
 
 use super::log_ghost::{Ghost, id_fault};
-use super::log_ops::make_pause;
+use super::log_ops::{make_outcome, make_pause};
 use super::log_stores::Stores;
 use super::{Rejected, Violation};
-use baton::durable::{Appended, Claim, Epoch, HandoffLog, Receipt, RunFacts};
+use baton::durable::{Appended, Claim, Epoch, Finished, HandoffLog, Receipt, Retirement, RunFacts};
 use baton::facts::{HandoffPause, Invocation};
 
 /// An operation with every pick resolved: what is sent to the stores.
@@ -48,6 +48,10 @@ pub enum Call {
     Facts(String, String),
     /// Close and reopen.
     Reopen,
+    /// `finish(root, source, epoch, outcome)`.
+    Finish(String, Invocation, Epoch, Payload),
+    /// `retire(root)`.
+    Retire(String),
 }
 
 impl Call {
@@ -55,8 +59,10 @@ impl Call {
     fn run(&self) -> Option<(&str, &str)> {
         let (root, run) = match self {
             Call::Claim(root, run) | Call::Facts(root, run) => (root.as_str(), run.as_str()),
-            Call::Append(root, source, ..) => (root.as_str(), source.run_id.as_str()),
-            Call::Reopen => return None,
+            Call::Append(root, source, ..) | Call::Finish(root, source, ..) => {
+                (root.as_str(), source.run_id.as_str())
+            }
+            Call::Reopen | Call::Retire(_) => return None,
         };
         (id_fault(root).is_none() && id_fault(run).is_none()).then_some((root, run))
     }
@@ -73,6 +79,8 @@ struct Book {
     held: Vec<Epoch>,
     /// The pause an append was acknowledged for, with its epoch.
     acknowledged: Option<(Epoch, Appended<Payload>)>,
+    /// The outcome a finish was acknowledged for, with its epoch.
+    finished: Option<(Epoch, Finished<Payload>)>,
 }
 
 impl Book {
@@ -87,6 +95,7 @@ impl Book {
         facts
             .pauses
             .extend(self.acknowledged.as_ref().map(|(_, row)| row.clone()));
+        facts.finished = self.finished.as_ref().map(|(_, done)| done.clone());
         facts
     }
 }
@@ -96,8 +105,12 @@ struct Harness<'a> {
     stores: Option<Stores<'a>>,
     ghost: Ghost,
     books: Vec<Book>,
-    /// The last append whose reply was lost, and what it answered.
+    /// The last append (or finish) whose reply was lost, and what it
+    /// answered.
     lost: Option<(Call, Answer)>,
+    /// The root Runs a retirement was acknowledged for (their books are
+    /// gone).
+    retired: Vec<String>,
 }
 
 impl<'a> Harness<'a> {
@@ -107,7 +120,21 @@ impl<'a> Harness<'a> {
             ghost: Ghost::default(),
             books: Vec::new(),
             lost: None,
+            retired: Vec::new(),
         }
+    }
+
+    fn is_retired(&self, root_run_id: &str) -> bool {
+        self.retired.iter().any(|root| root == root_run_id)
+    }
+
+    /// The facts a store must hold for the Run, by the books.
+    fn expected_facts(&self, root_run_id: &str, run_id: &str) -> RunFacts<Payload> {
+        let mut facts = self
+            .book(root_run_id, run_id)
+            .map_or_else(|| RunFacts::empty(root_run_id, run_id), Book::facts);
+        facts.retired = self.is_retired(root_run_id);
+        facts
     }
 
     fn book(&self, root_run_id: &str, run_id: &str) -> Option<&Book> {
@@ -130,6 +157,7 @@ impl<'a> Harness<'a> {
                     issued: Vec::new(),
                     held: Vec::new(),
                     acknowledged: None,
+                    finished: None,
                 });
                 self.books.len() - 1
             }
@@ -169,6 +197,24 @@ impl<'a> Harness<'a> {
                 let pause = make_pause(&root, &source, pause);
                 Call::Append(root, source, epoch, pause)
             }
+            Op::Finish {
+                run,
+                source,
+                epoch,
+                outcome,
+                ..
+            } => {
+                let (root, run) = run.ids();
+                let source = Invocation {
+                    session_id: source.session.clone().unwrap_or_else(|| "session".into()),
+                    turn_id: "turn".into(),
+                    run_id: run,
+                    invocation_id: format!("invocation-{}", source.invocation % 2),
+                };
+                let epoch = self.epoch(&root, &source.run_id, *epoch);
+                Call::Finish(root, source, epoch, make_outcome(outcome))
+            }
+            Op::Retire(run) => Call::Retire(run.ids().0),
         })
     }
 
@@ -200,20 +246,107 @@ impl<'a> Harness<'a> {
             }
             Call::Facts(root, run) => self.ghost.facts(root, run),
             Call::Reopen => Answer::Reopened(Ok(())),
+            Call::Finish(root, source, epoch, outcome) => {
+                self.ghost.finish(root, source, *epoch, outcome)
+            }
+            Call::Retire(root) => self.ghost.retire(root),
         }
     }
 
     /// Checks R1, R3, R6 and R7 on a store's answer, against the books as
     /// they were before the call.
     fn check_rules(&self, store: &str, call: &Call, answer: &Answer) -> Result<(), Violation> {
+        if let (Call::Retire(root), Answer::Retired(Ok(Retirement::Retired { .. }))) =
+            (call, answer)
+        {
+            let open = self.books.iter().find(|book| {
+                book.root_run_id == *root
+                    && book.acknowledged.is_none()
+                    && book.finished.is_none()
+                    && !book.issued.is_empty()
+            });
+            ensure!(
+                open.is_none(),
+                "R9",
+                "{store} retired root Run {root:?} while a Run of it was open: {open:?}"
+            );
+        }
         let Some((root, run)) = call.run() else {
             return Ok(());
         };
         let book = self.book(root, run);
         let last = book.map_or(Epoch::NONE, Book::last);
         let acknowledged = book.and_then(|book| book.acknowledged.as_ref());
+        let finished = book.and_then(|book| book.finished.as_ref());
+        let retired = self.is_retired(root);
+        let wrote = matches!(
+            answer,
+            Answer::Appended(Ok(_))
+                | Answer::Finished(Ok(_))
+                | Answer::Claimed(Ok(Claim::Owner(_)))
+        );
+        ensure!(
+            !(retired && wrote),
+            "R9",
+            "{store} answered {answer:?} under the retired root Run {root:?}"
+        );
         match (call, answer) {
+            (Call::Claim(..), Answer::Claimed(Ok(Claim::Retired))) => {
+                ensure!(
+                    retired,
+                    "R3",
+                    "{store} answered Retired for a root never retired"
+                );
+            }
+            (Call::Claim(..), Answer::Claimed(Ok(Claim::Finished(outcome)))) => {
+                ensure!(
+                    finished.is_some_and(|(_, done)| done.outcome == *outcome),
+                    "R3",
+                    "{store} answered Finished({outcome:?}); acknowledged: {finished:?}"
+                );
+            }
+            (Call::Finish(_, source, epoch, outcome), Answer::Finished(Ok(receipt))) => {
+                ensure!(
+                    *epoch != Epoch::NONE && *epoch <= last,
+                    "R7",
+                    "{store} accepted a finish under epoch {epoch}, never issued (last {last})"
+                );
+                ensure!(
+                    *epoch == last,
+                    "R8",
+                    "{store} accepted a finish under epoch {epoch} after epoch {last} was issued"
+                );
+                ensure!(
+                    acknowledged.is_none(),
+                    "R8",
+                    "{store} finished a Run whose pause was durable: {acknowledged:?}"
+                );
+                if let Some((first, done)) = finished {
+                    ensure!(
+                        first == epoch && done.source == *source && done.outcome == *outcome,
+                        "R8",
+                        "{store} acknowledged a second finish ({receipt:?}) after {done:?}"
+                    );
+                }
+                ensure!(
+                    (*receipt == Receipt::Written) == finished.is_none(),
+                    "R3",
+                    "{store} answered {receipt:?}; finished before: {finished:?}"
+                );
+            }
+            (Call::Append(..), Answer::Appended(Ok(_))) if finished.is_some() => {
+                ensure!(
+                    false,
+                    "R8",
+                    "{store} handed off a Run that had finished: {finished:?}"
+                );
+            }
             (Call::Claim(..), Answer::Claimed(Ok(Claim::Owner(epoch)))) => {
+                ensure!(
+                    finished.is_none(),
+                    "R8",
+                    "{store} issued epoch {epoch} after the Run finished: {finished:?}"
+                );
                 ensure!(
                     acknowledged.is_none(),
                     "R1",
@@ -258,7 +391,7 @@ impl<'a> Harness<'a> {
                 );
             }
             (Call::Facts(..), Answer::Facts(Ok(facts))) => {
-                let books = book.map_or_else(|| RunFacts::empty(root, run), Book::facts);
+                let books = self.expected_facts(root, run);
                 ensure!(
                     *facts == books,
                     "R3",
@@ -275,7 +408,9 @@ impl<'a> Harness<'a> {
     fn keep_books(&mut self, op: &Op, call: &Call, answer: &Answer) {
         let lost = matches!(
             op,
-            Op::Claim { lost: true, .. } | Op::Append { lost: true, .. }
+            Op::Claim { lost: true, .. }
+                | Op::Append { lost: true, .. }
+                | Op::Finish { lost: true, .. }
         );
         match (call, answer) {
             (Call::Claim(root, run), Answer::Claimed(Ok(Claim::Owner(epoch)))) => {
@@ -292,10 +427,26 @@ impl<'a> Harness<'a> {
                 };
                 self.book_mut(root, &source.run_id).acknowledged = Some((*epoch, row));
             }
+            (
+                Call::Finish(root, source, epoch, outcome),
+                Answer::Finished(Ok(Receipt::Written)),
+            ) => {
+                let done = Finished {
+                    source: source.clone(),
+                    outcome: outcome.clone(),
+                };
+                self.book_mut(root, &source.run_id).finished = Some((*epoch, done));
+            }
+            (Call::Retire(root), Answer::Retired(Ok(Retirement::Retired { .. }))) => {
+                self.books.retain(|book| book.root_run_id != *root);
+                self.retired.push(root.clone());
+            }
             _ => {}
         }
         match op {
-            Op::Append { lost: true, .. } => self.lost = Some((call.clone(), answer.clone())),
+            Op::Append { lost: true, .. } | Op::Finish { lost: true, .. } => {
+                self.lost = Some((call.clone(), answer.clone()));
+            }
             Op::Retry => self.lost = None,
             _ => {}
         }
@@ -369,12 +520,22 @@ impl Harness<'_> {
         for (store, answer) in &answers {
             self.check_rules(store, &call, answer)?;
         }
-        if let (Op::Retry, Some((_, Answer::Appended(Ok(Receipt::Written))))) = (op, &self.lost) {
+        let retired_since = call.run().is_some_and(|(root, _)| self.is_retired(root));
+        let idempotent = match (&self.lost, retired_since) {
+            (Some((_, Answer::Appended(Ok(Receipt::Written)))), false) => {
+                Some(Answer::Appended(Ok(Receipt::AlreadyDurable)))
+            }
+            (Some((_, Answer::Finished(Ok(Receipt::Written)))), false) => {
+                Some(Answer::Finished(Ok(Receipt::AlreadyDurable)))
+            }
+            _ => None,
+        };
+        if let (Op::Retry, Some(idempotent)) = (op, idempotent) {
             for (store, answer) in &answers {
                 ensure!(
-                    *answer == Answer::Appended(Ok(Receipt::AlreadyDurable)),
-                    "SPEC §6 (an append retried after a lost reply is idempotent)",
-                    "the lost append wrote; {store} answered its retry {answer:?}"
+                    *answer == idempotent,
+                    "SPEC §6 (a write retried after a lost reply is idempotent)",
+                    "the lost write wrote; {store} answered its retry {answer:?}"
                 );
             }
         }
@@ -388,17 +549,28 @@ impl Harness<'_> {
         self.keep_books(op, &call, &expected);
         let refused = matches!(
             expected,
-            Answer::Claimed(Err(_)) | Answer::Appended(Err(_)) | Answer::Reopened(Err(_))
+            Answer::Claimed(Err(_))
+                | Answer::Appended(Err(_))
+                | Answer::Finished(Err(_))
+                | Answer::Retired(Err(_))
+                | Answer::Reopened(Err(_))
         );
-        let facts: Vec<RunFacts<Payload>> = match call.run() {
-            Some((root, run)) => vec![
-                self.book(root, run)
-                    .map_or_else(|| RunFacts::empty(root, run), Book::facts),
-            ],
-            None => self.books.iter().map(Book::facts).collect(),
-        };
+        let facts: Vec<RunFacts<Payload>> =
+            match call.run() {
+                Some((root, run)) => vec![self.expected_facts(root, run)],
+                None => {
+                    // Every Run in the books, and a Run under each tombstone
+                    // (R10: nothing of a retired root comes back).
+                    let mut all: Vec<_> = self.books.iter().map(Book::facts).collect();
+                    all.extend(self.retired.iter().flat_map(|root| {
+                        ["run-0", "run-1"].map(|run| self.expected_facts(root, run))
+                    }));
+                    all
+                }
+            };
         let rule = match (&call, refused) {
             (Call::Reopen, _) => "SPEC §6 (what was acknowledged survives a restart)",
+            (Call::Retire(_), false) => "R10",
             (_, true) => "SPEC §6 (a refused operation writes nothing)",
             (_, false) => "R3",
         };
