@@ -84,7 +84,8 @@ pub struct Worker<L> {
 impl<L: HandoffLog<Steps>> Worker<L> {
     /// Claims the Run `source.run_id` of root Run `root_run_id` on `log` and
     /// starts its worker, which reports to `reports`. `Ok(None)` if the Run
-    /// was already handed off: it must never be resumed.
+    /// was already handed off, finished or retired: it must never be
+    /// resumed.
     ///
     /// # Errors
     ///
@@ -97,7 +98,8 @@ impl<L: HandoffLog<Steps>> Worker<L> {
     ) -> Result<Option<Self>, LogError> {
         let epoch = match log.claim(root_run_id, &source.run_id)? {
             Claim::Owner(epoch) => epoch,
-            Claim::HandedOff(_) => return Ok(None),
+            // Handed off, finished, or retired: final, never resumed.
+            Claim::HandedOff(_) | Claim::Finished(_) | Claim::Retired => return Ok(None),
         };
         Ok(Some(Self {
             gate: HandoffGate::new(source, root_run_id.to_owned()),
