@@ -11,8 +11,15 @@
 //! is refused (`Fenced`), its gate closes without a seal and it stops; the
 //! Run is epoch 2's alone, and its worker hands it off.
 //!
-//! Finally a new owner, after a restart, claims each Run: both answer
-//! `HandedOff` (never resumed).
+//! Run C simply ends: its worker records the outcome under its epoch
+//! (`finish_then_close_async`) and closes its gate; a later claim answers
+//! `Finished` (never resumed).
+//!
+//! Finally a new owner, after a restart, claims each Run: `HandedOff`,
+//! `HandedOff`, `Finished`, never resumed. A retention pass then retires
+//! each root Run whose Runs are all final: their rows go, one tombstone per
+//! root stays, and a claim of any of them answers `Retired`; a Run still
+//! open keeps its root from being retired.
 //!
 //! Everything runs on one `current_thread` runtime, and every log
 //! operation is awaited through `AsyncHandoffLog`: `SqliteLog` does its
@@ -24,7 +31,10 @@
 
 use std::sync::Arc;
 
-use baton::durable::{AsyncHandoffLog, Claim, Epoch, SealError, SqliteLog, append_then_seal_async};
+use baton::durable::{
+    AsyncHandoffLog, Claim, Epoch, LogError, SealError, SqliteLog, append_then_seal_async,
+    finish_then_close_async,
+};
 use baton::facts::{CompactionBudget, Digest, HandoffTools, REPLAY_VERSION, ReplayEvidence};
 use baton::{
     CancelSignal, HandoffExecution, HandoffGate, HandoffIntent, HandoffPause, Invocation,
@@ -80,7 +90,7 @@ type Pause = HandoffPause<HandoffExecution>;
 async fn owner(log: &Log, run: &str) -> Result<Epoch, Box<dyn std::error::Error>> {
     match log.claim_async(run, run).await? {
         Claim::Owner(epoch) => Ok(epoch),
-        Claim::HandedOff(pause) => Err(format!("{run} is already handed off: {pause:?}").into()),
+        other => Err(format!("{run} is not open: {other:?}").into()),
     }
 }
 
@@ -168,20 +178,47 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         sealed.intent.handoff_id
     );
     drop((zombie, worker));
+
+    // Run C ends without a handoff: the worker records its outcome under
+    // its epoch, then closes its gate.
+    let epoch = owner(&log, "run-c").await?;
+    let gate = HandoffGate::new(source("run-c", 1), "run-c".into());
+    let receipt = finish_then_close_async(&gate, &log, epoch, &execution()).await?;
+    println!("worker     run-c: finished ({receipt:?}) under epoch {epoch}; gate closed");
+    drop(gate);
+    // Run D is still running when the restart comes.
+    let epoch = owner(&log, "run-d").await?;
+    println!("owner      run-d: claimed, epoch {epoch}; still running");
     drop(log);
 
     // A new owner, after a restart: claim each Run; the log decides.
     let log: Log = SqliteLog::open(&path)?;
-    for run in ["run-a", "run-b"] {
+    for run in ["run-a", "run-b", "run-c"] {
         match log.claim_async(run, run).await? {
             Claim::HandedOff(pause) => println!(
                 "owner      {run}: handed off ({}) to {}; never resumed",
                 pause.intent.handoff_id, pause.intent.successor_run_id
             ),
-            Claim::Owner(epoch) => {
-                println!("owner      {run}: open; a new worker resumes it with epoch {epoch}")
-            }
+            Claim::Finished(_) => println!("owner      {run}: finished; never resumed"),
+            other => return Err(format!("{run} should be final: {other:?}").into()),
         }
+    }
+
+    // Retention: retire every root Run whose Runs are all final. An open
+    // Run keeps its root; a retired root keeps one tombstone, and every
+    // claim under it answers Retired (its zombies are refused too).
+    for root in ["run-a", "run-b", "run-c", "run-d"] {
+        match log.retire_async(root).await {
+            Ok(retired) => println!("retention  {root}: {retired:?}"),
+            Err(LogError::RunOpen { run_id, .. }) => {
+                println!("retention  {root}: kept, Run {run_id} is still open")
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+    for run in ["run-a", "run-b", "run-c"] {
+        let claimed = log.claim_async(run, run).await?;
+        println!("owner      {run}: {claimed:?}; never resumed");
     }
     drop(log);
     for suffix in ["", "-wal", "-shm"] {
