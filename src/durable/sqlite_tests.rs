@@ -12,7 +12,7 @@ use crate::durable::{Decision, reconcile};
 fn owner(log: &SqliteLog<u32>) -> Epoch {
     match log.claim("root", "run").unwrap() {
         Claim::Owner(epoch) => epoch,
-        Claim::HandedOff(pause) => panic!("already handed off: {pause:?}"),
+        other => panic!("the Run is not open: {other:?}"),
     }
 }
 
