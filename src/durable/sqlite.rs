@@ -87,6 +87,19 @@ CREATE TABLE retired_root (
 ) STRICT, WITHOUT ROWID;
 ";
 
+/// Whether a root Run is retired: its tombstone, found by primary key
+/// (so a claim's or a write's cost does not grow with the number of
+/// retired roots).
+const RETIRED: &str = "SELECT EXISTS (SELECT 1 FROM retired_root WHERE root_run_id = ?1)";
+
+/// Every Run the log holds a row for under a root Run, each once: an
+/// epoch, a pause (a version-1 file's has no epoch) or a finish. Each
+/// table is searched by the leading column of its primary key.
+const RUNS_OF: &str = "SELECT run_id FROM run_epoch WHERE root_run_id = ?1 \
+     UNION SELECT run_id FROM handoff_pause WHERE root_run_id = ?1 \
+     UNION SELECT run_id FROM run_finish WHERE root_run_id = ?1 \
+     ORDER BY run_id";
+
 /// How long a connection waits for another's write lock before the
 /// operation fails with [`LogError::Unavailable`].
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -348,11 +361,7 @@ impl<P> SqliteLog<P> {
     /// Whether the root Run is retired: its tombstone, by primary key.
     fn is_retired(connection: &Connection, root_run_id: &str) -> Result<bool, LogError> {
         connection
-            .query_row(
-                "SELECT EXISTS (SELECT 1 FROM retired_root WHERE root_run_id = ?1)",
-                params![root_run_id],
-                |row| row.get(0),
-            )
+            .query_row(RETIRED, params![root_run_id], |row| row.get(0))
             .map_err(storage)
     }
 
@@ -412,24 +421,14 @@ impl<P> SqliteLog<P> {
         Ok(Some(Finished { source, outcome }))
     }
 
-    /// Every Run the log holds a row for under the root Run (an epoch, a
-    /// pause of a version-1 file without one, or a finish), each once,
-    /// found by the tables' primary keys.
+    /// Every Run the log holds a row for under the root Run ([`RUNS_OF`]).
     fn runs_of(connection: &Connection, root_run_id: &str) -> Result<Vec<String>, LogError> {
-        let mut statement = connection
-            .prepare(
-                "SELECT run_id FROM run_epoch WHERE root_run_id = ?1 \
-                 UNION SELECT run_id FROM handoff_pause WHERE root_run_id = ?1 \
-                 UNION SELECT run_id FROM run_finish WHERE root_run_id = ?1 \
-                 ORDER BY run_id",
-            )
-            .map_err(storage)?;
-        let runs = statement
+        let mut statement = connection.prepare(RUNS_OF).map_err(storage)?;
+        statement
             .query_map(params![root_run_id], |row| row.get(0))
             .map_err(storage)?
             .collect::<Result<Vec<String>, _>>()
-            .map_err(storage);
-        runs
+            .map_err(storage)
     }
 
     /// The row stored for a Run, decoded and checked against its columns.
