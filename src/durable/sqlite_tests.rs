@@ -1136,3 +1136,52 @@ fn r8_r9_finishes_and_tombstones_survive_closing_and_reopening() {
         Retirement::Retired { runs: 1 }
     );
 }
+
+/// A finish row altered outside baton is never guessed at: an outcome
+/// that does not decode is `Corrupt` for a read, a claim and a
+/// retirement (which then removes nothing); a pause and a finish both
+/// stored for one Run (two final fates, which baton never writes) are
+/// `Contradictory` for a claim, a write and a retirement alike.
+#[test]
+fn a_finish_row_altered_outside_baton_is_refused_and_never_retired() {
+    let db = TempDb::new();
+    let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    let epoch = owner(&log);
+    let _ = log.finish("root", &source(), epoch, &7).unwrap();
+    lock(&log.connection)
+        .execute("UPDATE run_finish SET outcome = '\"seven\"'", [])
+        .unwrap();
+    let before = rows(&log);
+    assert!(matches!(
+        log.facts("root", "run"),
+        Err(LogError::Corrupt { .. })
+    ));
+    assert!(matches!(
+        log.claim("root", "run"),
+        Err(LogError::Corrupt { .. })
+    ));
+    assert!(matches!(log.retire("root"), Err(LogError::Corrupt { .. })));
+    assert_eq!(rows(&log), before, "nothing removed");
+
+    lock(&log.connection)
+        .execute("UPDATE run_finish SET outcome = '7'", [])
+        .unwrap();
+    let json = serde_json::to_string(&pause("h")).unwrap();
+    lock(&log.connection)
+        .execute(
+            "INSERT INTO handoff_pause VALUES ('root', 'run', 'session', 'turn', 'invocation', \
+             'h', 'successor-run', 'successor-invocation', ?1, ?2)",
+            rusqlite::params![json, i64::try_from(epoch.get()).unwrap()],
+        )
+        .unwrap();
+    let before = rows(&log);
+    let two_fates = |result: &dyn std::fmt::Debug| {
+        let result = format!("{result:?}");
+        assert!(result.contains("Contradictory(TwoFates"), "{result}");
+    };
+    two_fates(&log.claim("root", "run"));
+    two_fates(&log.append("root", &source(), epoch, &pause("h")));
+    two_fates(&log.finish("root", &source(), epoch, &7));
+    two_fates(&log.retire("root"));
+    assert_eq!(rows(&log), before, "nothing written or removed");
+}
