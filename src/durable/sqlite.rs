@@ -13,18 +13,23 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::async_log::AsyncHandoffLog;
-use super::fence::{AppendStep, Claim, Epoch, append_step, claim_step};
-use super::log::{HandoffLog, LogError, Receipt, check_append, check_run};
+use super::fence::{
+    AppendStep, Claim, Epoch, Fate, Retirement, append_step, claim_step, finish_step, retire_step,
+};
+use super::log::{
+    HandoffLog, LogError, Receipt, check_append, check_finish, check_root, check_run,
+};
 use super::offload::Offload;
-use super::reconcile::{Appended, RunFacts};
-use super::row::{checked_row, corrupt};
+use super::reconcile::{Appended, Finished, ReconcileError, RunFacts};
+use super::row::{checked_row, corrupt, decoded_outcome};
 use crate::facts::{HandoffPause, Invocation};
 use crate::sync::{Arc, Mutex, lock};
 
 /// The schema version this baton writes and reads, kept in SQLite's
 /// `PRAGMA user_version` (0 means "no schema yet"). A file of version 1
-/// (before owner epochs) is upgraded in place when opened.
-pub const SCHEMA_VERSION: i64 = 2;
+/// (before owner epochs) or 2 (before finishing and retention) is upgraded
+/// in place when opened.
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Schema version 1. One row per handed-off Run: the primary key is the Run
 /// (`root_run_id`, `run_id`), so a second pause for a Run cannot be stored.
@@ -59,6 +64,42 @@ CREATE TABLE run_epoch (
 ) STRICT, WITHOUT ROWID;
 ";
 
+/// Version 2 → 3: finishing and retention (R8, R9, R10). `run_finish`
+/// holds each finished Run's outcome (as JSON), the invocation that
+/// finished it and the epoch it finished under; `retired_root` holds one
+/// tombstone per retired root Run, whose other rows are gone. Every table
+/// is keyed by the root Run first, so a retirement finds a root's Runs by
+/// its primary keys, and a claim or a write finds its tombstone by one
+/// primary-key lookup, however many roots were retired.
+const MIGRATE_V3: &str = "
+CREATE TABLE run_finish (
+    root_run_id   TEXT NOT NULL,
+    run_id        TEXT NOT NULL,
+    session_id    TEXT NOT NULL,
+    turn_id       TEXT NOT NULL,
+    invocation_id TEXT NOT NULL,
+    outcome       TEXT NOT NULL CHECK (json_valid(outcome)),
+    epoch         INTEGER NOT NULL CHECK (epoch > 0),
+    PRIMARY KEY (root_run_id, run_id)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE retired_root (
+    root_run_id TEXT NOT NULL PRIMARY KEY
+) STRICT, WITHOUT ROWID;
+";
+
+/// Whether a root Run is retired: its tombstone, found by primary key
+/// (so a claim's or a write's cost does not grow with the number of
+/// retired roots).
+const RETIRED: &str = "SELECT EXISTS (SELECT 1 FROM retired_root WHERE root_run_id = ?1)";
+
+/// Every Run the log holds a row for under a root Run, each once: an
+/// epoch, a pause (a version-1 file's has no epoch) or a finish. Each
+/// table is searched by the leading column of its primary key.
+const RUNS_OF: &str = "SELECT run_id FROM run_epoch WHERE root_run_id = ?1 \
+     UNION SELECT run_id FROM handoff_pause WHERE root_run_id = ?1 \
+     UNION SELECT run_id FROM run_finish WHERE root_run_id = ?1 \
+     ORDER BY run_id";
+
 /// How long a connection waits for another's write lock before the
 /// operation fails with [`LogError::Unavailable`].
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -66,19 +107,32 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// The durable handoff log in one SQLite file: WAL journal,
 /// `synchronous = FULL` (a commit returns only after the WAL is synced, so an
 /// acknowledged append survives a crash of the process and of the machine),
-/// one row per handed-off Run, the schema version in `PRAGMA user_version`.
+/// one row per handed-off or finished Run and per retired root Run, the
+/// schema version in `PRAGMA user_version`.
 ///
-/// Several processes may open the same file. Each claim and append is one
-/// transaction that takes SQLite's write lock before its first read
-/// (`BEGIN IMMEDIATE`), so nothing comes between what it reads (the Run's
-/// epoch and pause) and what it writes: two claims never issue one epoch,
+/// Several processes may open the same file. Each claim, append, finish
+/// and retirement is one transaction that takes SQLite's write lock
+/// before its first read (`BEGIN IMMEDIATE`), so nothing comes between
+/// what it reads (the root's tombstone, the Run's epoch, pause and finish)
+/// and what it writes: two claims never issue one epoch,
 /// two workers racing to hand off one Run cannot both succeed, and a claim
 /// and a zombie's append are ordered one way or the other.
 ///
-/// Schema version 2 (owner epochs) keeps a table of each claimed Run's
-/// epoch beside the pause rows; a file of version 1 is upgraded in place,
-/// in one transaction, when opened (its Runs have epoch 0: a handed-off
-/// one stays handed off, an open one is claimed from epoch 1).
+/// Finishing and retirement are transactions of the same shape:
+/// [`finish`](HandoffLog::finish) is fenced as an append and writes the
+/// Run's outcome; [`retire`](HandoffLog::retire) reads every Run of a root
+/// Run, and once all are final deletes their rows and writes one
+/// tombstone for the root, so a claim under it answers
+/// [`Claim::Retired`] and a zombie's write is refused
+/// ([`LogError::Retired`]).
+///
+/// Schema version 3 keeps, beside the pause rows, a table of each claimed
+/// Run's epoch (version 2), a table of finished Runs' outcomes and one of
+/// retired roots' tombstones (version 3). A file of version 1 or 2 is
+/// upgraded in place, in one transaction, when opened: its Runs keep
+/// their facts (a Run of version 1 has epoch 0: a handed-off one stays
+/// handed off, an open one is claimed from epoch 1), and none is finished
+/// or retired.
 ///
 /// **Errors say what to do.** A failure before a transaction's commit (the
 /// file locked by another connection past the busy timeout of 5 s, an I/O
@@ -235,9 +289,9 @@ impl<P> SqliteLog<P> {
     }
 
     /// Brings the file to [`SCHEMA_VERSION`] in one transaction: creates
-    /// the schema in an empty file, or upgrades a version-1 file in place,
-    /// atomically with the version number, so a crash leaves the old
-    /// version or the new one whole.
+    /// the schema in an empty file, or upgrades a version-1 or version-2
+    /// file in place, atomically with the version number, so a crash
+    /// leaves the old version or the new one whole.
     fn migrate(connection: &mut Connection) -> Result<(), LogError> {
         if Self::version(connection)? == SCHEMA_VERSION {
             return Ok(()); // the common case, without taking the write lock
@@ -263,8 +317,10 @@ impl<P> SqliteLog<P> {
                     });
                 }
                 transaction.execute_batch(SCHEMA_V1).map_err(storage)?;
+                transaction.execute_batch(MIGRATE_V2).map_err(storage)?;
             }
-            1 => {}
+            1 => transaction.execute_batch(MIGRATE_V2).map_err(storage)?,
+            2 => {}
             found => {
                 return Err(LogError::UnknownSchema {
                     found,
@@ -272,7 +328,7 @@ impl<P> SqliteLog<P> {
                 });
             }
         }
-        transaction.execute_batch(MIGRATE_V2).map_err(storage)?;
+        transaction.execute_batch(MIGRATE_V3).map_err(storage)?;
         transaction
             .pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(storage)?;
@@ -302,8 +358,16 @@ impl<P> SqliteLog<P> {
         }
     }
 
+    /// Whether the root Run is retired: its tombstone, by primary key.
+    fn is_retired(connection: &Connection, root_run_id: &str) -> Result<bool, LogError> {
+        connection
+            .query_row(RETIRED, params![root_run_id], |row| row.get(0))
+            .map_err(storage)
+    }
+
     /// Everything the log holds for a Run, read on `connection` (inside the
-    /// caller's transaction, so the epoch and the pause agree).
+    /// caller's transaction, so the tombstone, the epoch, the pause and
+    /// the finish agree).
     fn facts_in(
         connection: &Connection,
         root_run_id: &str,
@@ -313,11 +377,58 @@ impl<P> SqliteLog<P> {
         P: DeserializeOwned,
     {
         let mut facts = RunFacts::empty(root_run_id, run_id);
+        facts.retired = Self::is_retired(connection, root_run_id)?;
         facts.epoch = Self::epoch(connection, root_run_id, run_id)?;
         facts
             .pauses
             .extend(Self::read(connection, root_run_id, run_id)?);
+        facts.finished = Self::read_finish(connection, root_run_id, run_id)?;
         Ok(facts)
+    }
+
+    /// The finish stored for a Run, its outcome decoded.
+    fn read_finish(
+        connection: &Connection,
+        root_run_id: &str,
+        run_id: &str,
+    ) -> Result<Option<Finished<P>>, LogError>
+    where
+        P: DeserializeOwned,
+    {
+        let row = connection
+            .query_row(
+                "SELECT session_id, turn_id, invocation_id, outcome \
+                 FROM run_finish WHERE root_run_id = ?1 AND run_id = ?2",
+                params![root_run_id, run_id],
+                |row| {
+                    Ok((
+                        Invocation {
+                            session_id: row.get(0)?,
+                            turn_id: row.get(1)?,
+                            run_id: run_id.to_owned(),
+                            invocation_id: row.get(2)?,
+                        },
+                        row.get::<_, String>(3)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(storage)?;
+        let Some((source, json)) = row else {
+            return Ok(None);
+        };
+        let outcome = decoded_outcome(run_id, &json)?;
+        Ok(Some(Finished { source, outcome }))
+    }
+
+    /// Every Run the log holds a row for under the root Run ([`RUNS_OF`]).
+    fn runs_of(connection: &Connection, root_run_id: &str) -> Result<Vec<String>, LogError> {
+        let mut statement = connection.prepare(RUNS_OF).map_err(storage)?;
+        statement
+            .query_map(params![root_run_id], |row| row.get(0))
+            .map_err(storage)?
+            .collect::<Result<Vec<String>, _>>()
+            .map_err(storage)
     }
 
     /// The row stored for a Run, decoded and checked against its columns.
@@ -354,6 +465,24 @@ impl<P> SqliteLog<P> {
             return Ok(None);
         };
         checked_row(root_run_id, source, columns, &json).map(Some)
+    }
+}
+
+/// The Run's epoch and [`Fate`] in `facts`, as the write rules read them:
+/// [`Fate::Retired`] under a tombstone, else its pause or its finish.
+/// A pause and a finish both stored (never written by baton) are
+/// [`LogError::Contradictory`]: no write decides on them.
+fn fate_of<P>(facts: &RunFacts<P>) -> Result<(Epoch, Fate<'_, P>), LogError> {
+    if facts.retired {
+        return Ok((facts.epoch, Fate::Retired));
+    }
+    match (facts.pauses.first(), &facts.finished) {
+        (Some(_), Some(_)) => Err(LogError::Contradictory(ReconcileError::TwoFates {
+            run_id: facts.run_id.clone(),
+        })),
+        (Some(pause), None) => Ok((facts.epoch, Fate::HandedOff(pause))),
+        (None, Some(finished)) => Ok((facts.epoch, Fate::Finished(finished))),
+        (None, None) => Ok((facts.epoch, Fate::Open)),
     }
 }
 
@@ -406,17 +535,11 @@ where
         let transaction = connection
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(storage)?;
-        let current = Self::epoch(&transaction, root_run_id, &source.run_id)?;
-        let existing = Self::read(&transaction, root_run_id, &source.run_id)?;
+        let held = Self::facts_in(&transaction, root_run_id, &source.run_id)?;
         #[cfg(test)]
         inside::reached();
-        let step = append_step(
-            root_run_id,
-            current,
-            existing.as_ref(),
-            epoch,
-            (source, pause),
-        )?;
+        let (current, fate) = fate_of(&held)?;
+        let step = append_step(root_run_id, current, fate, epoch, (source, pause))?;
         if step == AppendStep::Write {
             let intent = &pause.intent;
             // `append_step` wrote only under the current epoch, which was
@@ -449,6 +572,96 @@ where
         Ok(step.receipt())
     }
 
+    fn finish_on(
+        connection: &Mutex<Connection>,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        outcome: &P,
+    ) -> Result<Receipt, LogError> {
+        check_finish(root_run_id, source)?;
+        let json = serde_json::to_string(outcome).map_err(LogError::Encode)?;
+        let mut connection = lock(connection);
+        // As an append: the write lock from the first read to the commit.
+        let transaction = connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(storage)?;
+        let held = Self::facts_in(&transaction, root_run_id, &source.run_id)?;
+        #[cfg(test)]
+        inside::reached();
+        let (current, fate) = fate_of(&held)?;
+        let step = finish_step(root_run_id, current, fate, epoch, (source, outcome))?;
+        if step == AppendStep::Write {
+            // `finish_step` wrote only under the current epoch, which was
+            // read from the table, so it fits an i64.
+            let stored = i64::try_from(epoch.get()).map_err(|_| LogError::EpochsExhausted)?;
+            transaction
+                .execute(
+                    "INSERT INTO run_finish (root_run_id, run_id, session_id, turn_id, \
+                         invocation_id, outcome, epoch) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![
+                        root_run_id,
+                        source.run_id,
+                        source.session_id,
+                        source.turn_id,
+                        source.invocation_id,
+                        json,
+                        stored,
+                    ],
+                )
+                .map_err(storage)?;
+            transaction.commit().map_err(commit_failed)?;
+        }
+        Ok(step.receipt())
+    }
+
+    fn retire_on(
+        connection: &Mutex<Connection>,
+        root_run_id: &str,
+    ) -> Result<Retirement, LogError> {
+        check_root(root_run_id)?;
+        let mut connection = lock(connection);
+        // The write lock from the first read to the commit: no claim or
+        // write under the root comes between the fates read and the
+        // deletion.
+        let transaction = connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(storage)?;
+        let retired = Self::is_retired(&transaction, root_run_id)?;
+        let mut runs = Vec::new();
+        if !retired {
+            for run_id in Self::runs_of(&transaction, root_run_id)? {
+                runs.push(Self::facts_in(&transaction, root_run_id, &run_id)?);
+            }
+        }
+        #[cfg(test)]
+        inside::reached();
+        let fates = runs
+            .iter()
+            .map(|facts| fate_of(facts).map(|(_, fate)| (facts.run_id.as_str(), fate)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let step = retire_step(root_run_id, retired, fates)?;
+        if let Retirement::Retired { .. } = step {
+            for table in ["handoff_pause", "run_finish", "run_epoch"] {
+                transaction
+                    .execute(
+                        &format!("DELETE FROM {table} WHERE root_run_id = ?1"),
+                        params![root_run_id],
+                    )
+                    .map_err(storage)?;
+            }
+            transaction
+                .execute(
+                    "INSERT INTO retired_root (root_run_id) VALUES (?1)",
+                    params![root_run_id],
+                )
+                .map_err(storage)?;
+            transaction.commit().map_err(commit_failed)?;
+        }
+        Ok(step)
+    }
+
     fn facts_on(
         connection: &Mutex<Connection>,
         root_run_id: &str,
@@ -466,6 +679,8 @@ where
         facts
             .pauses
             .extend(Self::read(&transaction, root_run_id, run_id)?);
+        facts.finished = Self::read_finish(&transaction, root_run_id, run_id)?;
+        facts.retired = Self::is_retired(&transaction, root_run_id)?;
         Ok(facts)
     }
 }
@@ -486,6 +701,20 @@ where
         pause: &HandoffPause<P>,
     ) -> Result<Receipt, LogError> {
         Self::append_on(&self.connection, root_run_id, source, epoch, pause)
+    }
+
+    fn finish(
+        &self,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        outcome: &P,
+    ) -> Result<Receipt, LogError> {
+        Self::finish_on(&self.connection, root_run_id, source, epoch, outcome)
+    }
+
+    fn retire(&self, root_run_id: &str) -> Result<Retirement, LogError> {
+        Self::retire_on(&self.connection, root_run_id)
     }
 
     fn facts(&self, root_run_id: &str, run_id: &str) -> Result<RunFacts<P>, LogError> {
@@ -526,6 +755,30 @@ where
             .run(move || Self::append_on(&connection, &root_run_id, &source, epoch, &pause))
     }
 
+    fn finish_async(
+        &self,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        outcome: &P,
+    ) -> impl Future<Output = Result<Receipt, LogError>> + Send {
+        let connection = Arc::clone(&self.connection);
+        let (root_run_id, source, outcome) =
+            (root_run_id.to_owned(), source.clone(), outcome.clone());
+        self.thread
+            .run(move || Self::finish_on(&connection, &root_run_id, &source, epoch, &outcome))
+    }
+
+    fn retire_async(
+        &self,
+        root_run_id: &str,
+    ) -> impl Future<Output = Result<Retirement, LogError>> + Send {
+        let connection = Arc::clone(&self.connection);
+        let root_run_id = root_run_id.to_owned();
+        self.thread
+            .run(move || Self::retire_on(&connection, &root_run_id))
+    }
+
     fn facts_async(
         &self,
         root_run_id: &str,
@@ -541,9 +794,9 @@ where
 }
 
 /// A test hook inside the write transactions, between their reads and
-/// their writes: a test holds one thread's claim or append there while
-/// another connection's runs, so a read-then-write window would be open by
-/// construction, not by the scheduler's luck.
+/// their writes: a test holds one thread's claim, append, finish or
+/// retirement there while another connection's runs, so a read-then-write
+/// window would be open by construction, not by the scheduler's luck.
 #[cfg(test)]
 pub(super) mod inside {
     use std::cell::RefCell;
@@ -552,8 +805,8 @@ pub(super) mod inside {
         static HOOK: RefCell<Option<Box<dyn FnMut()>>> = const { RefCell::new(None) };
     }
 
-    /// Runs `hook` on this thread whenever one of its claims or appends
-    /// has read, before it writes.
+    /// Runs `hook` on this thread whenever one of its claims, appends,
+    /// finishes or retirements has read, before it writes.
     pub(crate) fn on_this_thread(hook: impl FnMut() + 'static) {
         HOOK.with(|slot| *slot.borrow_mut() = Some(Box::new(hook)));
     }

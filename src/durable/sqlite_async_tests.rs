@@ -10,7 +10,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{TempDb, owner};
 use crate::durable::tests::{pause, source};
-use crate::durable::{AsyncHandoffLog, Claim, Epoch, HandoffLog, Receipt, SqliteLog};
+use crate::durable::{
+    AsyncHandoffLog, Claim, Epoch, HandoffLog, LogError, Receipt, Retirement, SqliteLog,
+};
 use crate::facts::HandoffPause;
 use crate::within::{BOUND, poll_once, within};
 
@@ -181,4 +183,118 @@ fn close_runs_the_operations_sent_then_closes_the_connection_r1() {
         1,
         "the append sent before close is durable"
     );
+}
+
+/// R8 for the async form, by construction as for the append: a finish
+/// whose outcome's encoding cannot end until another task of the same
+/// `current_thread` runtime has run resolves `Written` only if its
+/// blocking work (the encoding, the transaction, the synced commit) left
+/// the executor's thread.
+#[tokio::test(flavor = "current_thread")]
+async fn r8_an_async_finish_runs_its_blocking_work_off_a_current_thread_executor() {
+    let db = TempDb::new();
+    let log: SqliteLog<Rendezvous> = SqliteLog::open(&db.0).unwrap();
+    let Claim::Owner(epoch) = log.claim("root", "run").unwrap() else {
+        panic!("a fresh Run is open");
+    };
+    let (entered, on_entered) = tokio::sync::oneshot::channel();
+    let (answer, answered) = mpsc::channel();
+    let other = tokio::spawn(async move {
+        on_entered.await.expect("the finish's encoding began");
+        answer
+            .send(())
+            .expect("the finish's encoding waits for this");
+    });
+    let outcome = Rendezvous(Some(Arc::new(Mutex::new(Some(Meeting {
+        entered,
+        answered,
+    })))));
+    let finished = within(
+        "R4: the async finish resolves once the other task has answered",
+        log.finish_async("root", &source(), epoch, &outcome),
+    )
+    .await
+    .map_err(|error| error.to_string());
+    assert_eq!(
+        finished,
+        Ok(Receipt::Written),
+        "the executor's other task ran while the finish's blocking work waited"
+    );
+    within("the other task ends", other).await.unwrap();
+    assert!(
+        matches!(log.claim("root", "run"), Ok(Claim::Finished(_))),
+        "R8: durable, never resumed"
+    );
+}
+
+/// The async finish and retirement, as the blocking ones and cancel safe
+/// as documented: a finish dropped after its first poll may still commit
+/// (a lost reply), and the identical finish again resolves it
+/// (`AlreadyDurable`); a retirement awaited retires the root once, a
+/// second is `AlreadyRetired`; then a claim answers `Retired` and a
+/// zombie's finish is refused.
+#[tokio::test]
+async fn r8_r9_an_async_finish_dropped_in_flight_still_commits_and_retire_async_retires_once() {
+    let db = TempDb::new();
+    let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    let epoch = owner(&log);
+    let source = source();
+    let _ = poll_once(pin!(log.finish_async("root", &source, epoch, &7)));
+    // The log's thread runs its jobs in order: this read comes after it.
+    let facts = within("the facts are read", log.facts_async("root", "run"))
+        .await
+        .unwrap();
+    assert_eq!(
+        facts.finished.map(|finished| finished.outcome),
+        Some(7),
+        "the dropped finish committed"
+    );
+    assert_eq!(
+        within(
+            "R4: the retry resolves",
+            log.finish_async("root", &source, epoch, &7)
+        )
+        .await
+        .unwrap(),
+        Receipt::AlreadyDurable,
+        "the identical finish again is idempotent"
+    );
+    assert_eq!(
+        within("the claim resolves", log.claim_async("root", "run"))
+            .await
+            .unwrap(),
+        Claim::Finished(7),
+        "R8: no new epoch"
+    );
+    assert_eq!(
+        within("the retirement resolves", log.retire_async("root"))
+            .await
+            .unwrap(),
+        Retirement::Retired { runs: 1 }
+    );
+    assert_eq!(
+        within("the retirement resolves", log.retire_async("root"))
+            .await
+            .unwrap(),
+        Retirement::AlreadyRetired
+    );
+    assert_eq!(
+        within("the claim resolves", log.claim_async("root", "run"))
+            .await
+            .unwrap(),
+        Claim::Retired,
+        "R9"
+    );
+    assert!(matches!(
+        within(
+            "the zombie's finish resolves",
+            log.finish_async("root", &source, epoch, &7)
+        )
+        .await,
+        Err(LogError::Retired { .. })
+    ));
+    assert!(matches!(
+        within("an invalid root resolves", log.retire_async("")).await,
+        Err(LogError::InvalidRun { .. })
+    ));
 }
