@@ -77,7 +77,7 @@ fn point(name: &str) {
 fn hand_off(log: &dyn HandoffLog<baton::HandoffExecution>) -> Option<std::sync::Arc<Pause>> {
     let epoch = match log.claim("run", "run").expect("claim") {
         Claim::Owner(epoch) => epoch,
-        Claim::HandedOff(pause) => panic!("the Run is already handed off: {pause:?}"),
+        other => panic!("the Run is not open: {other:?}"),
     };
     let handoff = common::child::hand_off(log, epoch, intent(), point);
     let receipt = handoff.sealed.expect("append then seal");
@@ -184,6 +184,10 @@ fn act_on(log: &SqliteLog<baton::HandoffExecution>, decision: &Decision<baton::H
                 "a handed-off Run takes no other pause: {refused:?}"
             );
         }
+        // Nobody finishes or retires a Run in this campaign.
+        other @ (Decision::Finished(_) | Decision::Retired) => {
+            panic!("R8: a killed worker's Run decided {other:?}")
+        }
     }
     let facts = log.facts("run", "run").expect("facts");
     assert_eq!(
@@ -248,6 +252,8 @@ fn a_worker_killed_at_any_point_is_reconciled_from_the_log_never_resumed_after_h
             match decision {
                 Decision::HandedOff(_) => "HandedOff",
                 Decision::Resumable => "Resumable",
+                Decision::Finished(_) => "Finished",
+                Decision::Retired => "Retired",
             },
         );
     }

@@ -266,7 +266,7 @@ fn run_once(db: &Path, plan: Plan) -> (bool, Outcome) {
     for _ in 0..=plan.earlier_claims {
         a = match claim(&log).expect("claim") {
             Claim::Owner(epoch) => epoch,
-            Claim::HandedOff(pause) => panic!("nothing was handed off yet: {pause:?}"),
+            other => panic!("nothing was handed off, finished or retired yet: {other:?}"),
         };
     }
     let a_fate = plan.a;
@@ -298,6 +298,9 @@ fn run_once(db: &Path, plan: Plan) -> (bool, Outcome) {
             );
             assert_eq!(Some(b), a.next(), "a claim advances the epoch by one");
             Some(b)
+        }
+        other @ (Claim::Finished(_) | Claim::Retired) => {
+            panic!("R8: nobody finished or retired the Run, yet the claim answered {other:?}")
         }
     };
 

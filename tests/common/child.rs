@@ -16,7 +16,8 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 use baton::durable::{
-    Claim, Epoch, HandoffLog, LogError, Receipt, RunFacts, SealError, SqliteLog, append_then_seal,
+    Claim, Epoch, HandoffLog, LogError, Receipt, Retirement, RunFacts, SealError, SqliteLog,
+    append_then_seal,
 };
 use baton::{CancelSignal, HandoffExecution, HandoffIntent, Invocation};
 
@@ -190,6 +191,20 @@ impl HandoffLog<HandoffExecution> for Reporting<'_> {
         let receipt = self.log.append(root_run_id, source, epoch, pause)?;
         (self.point)("appended");
         Ok(receipt)
+    }
+
+    fn finish(
+        &self,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        outcome: &HandoffExecution,
+    ) -> Result<Receipt, LogError> {
+        self.log.finish(root_run_id, source, epoch, outcome)
+    }
+
+    fn retire(&self, root_run_id: &str) -> Result<Retirement, LogError> {
+        self.log.retire(root_run_id)
     }
 
     fn facts(

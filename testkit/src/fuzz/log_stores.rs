@@ -181,7 +181,10 @@ mod sqlite {
                 Some(eraser) => eraser,
                 slot @ None => slot.insert(Connection::open(&self.path)?),
             };
-            eraser.execute_batch("DELETE FROM handoff_pause; DELETE FROM run_epoch;")
+            eraser.execute_batch(
+                "DELETE FROM handoff_pause; DELETE FROM run_finish; DELETE FROM run_epoch; \
+                 DELETE FROM retired_root;",
+            )
         }
     }
 
