@@ -32,7 +32,22 @@
  *   BROKEN_FENCE_OFF_BY_ONE    append fences the current epoch too (e <= c): no
  *                              write, no seal, so only R5 (liveness) catches it
  *
- * -DCHECK_R5 adds R5 as LTL (compile pan without -DSAFETY, run pan -a).
+ *
+ * -DFATES adds the third fate and retention (src/durable/fence.rs:
+ * finish_step, retire_step): a worker may end the Run and record its
+ * outcome under its epoch (fenced like an append, with the same lost reply
+ * and lost request), and an operator's retention job retires the root at
+ * any time (RunOpen while the Run is open; otherwise the Run's rows go and
+ * the tombstone stays: epoch 0, no pause, no finish). Its broken variants:
+ *   BROKEN_NO_TOMBSTONE        retention deletes the rows and keeps no tombstone:
+ *                              the next claim issues epoch 1 again
+ *   BROKEN_FINISH_NO_FENCE     a finish ignores the epoch (written as if current)
+ *   BROKEN_RETIRE_OPEN         retention removes a Run still open (RunOpen ignored)
+ * (-DNO_R10 leaves out R10's "the tombstone is kept" assertion, to see
+ * BROKEN_NO_TOMBSTONE's reissued epoch, R9, which comes one step later.)
+ *
+ * -DCHECK_R5 adds R5 as LTL (compile pan without -DSAFETY, run pan -a;
+ * with -DFATES, pan -a -f: retention's refusals are self-loops).
  */
 
 #ifndef N
@@ -53,17 +68,22 @@
 #define FENCED    5  /* its append answered Fenced: closed, stopped */
 #define CLOSED    6  /* append failed or its reply was lost: closed, no seal */
 #define CRASHED   7
+#define FINISHING 8  /* its Run ended: its outcome is ready to record (FATES) */
+#define FINISHED  9  /* its finish was acknowledged: the Run is over */
 
 /* What the log answers an append. */
-mtype = { Written, AlreadyDurable, Fenced, AlreadyHandedOff, EpochNotIssued };
+mtype = { Written, AlreadyDurable, Fenced, AlreadyHandedOff, AlreadyFinished, Retired, EpochNotIssued };
 
 /* The log. */
 byte epoch = 0;        /* the Run's current epoch; 0: never claimed */
 byte pause = 0;        /* 0: no pause; i+1: worker i's pause is durable */
 byte pause_epoch = 0;  /* the epoch that pause was appended under */
+byte finish = 0;       /* 0: no outcome; i+1: worker i's outcome is durable */
+bool retired = false;  /* the root Run's tombstone */
 
 /* The owner. */
-bool handed_off = false;  /* a claim answered HandedOff */
+byte decided = 0;         /* what a claim answered: 0 nothing final yet,
+                             1 HandedOff, 2 Finished, 3 Retired */
 byte started = 0;         /* workers started */
 
 /* The workers. */
@@ -76,7 +96,7 @@ hidden byte susp;         /* scratch: a worker holding the current epoch lives *
 hidden byte e;            /* scratch: the epoch the append carries */
 hidden byte c;            /* scratch: the current epoch the rule sees */
 
-#define LIVE(i)  (phase[i] == WORKING || phase[i] == COMMITTED || phase[i] == ACKED)
+#define LIVE(i)  (phase[i] == WORKING || phase[i] == COMMITTED || phase[i] == ACKED || phase[i] == FINISHING)
 #define FAULTS   (started < N)   /* another claim may still follow */
 #define ME       (_pid - 1)      /* the owner is pid 0, workers 1..N */
 
@@ -92,13 +112,29 @@ hidden byte c;            /* scratch: the current epoch the rule sees */
  * epoch). Worker j is started after w iff j >= pause (= w + 1). */
 #define LATER_IDLE(j) (j < pause || phase[j] == IDLE)
 #define R1_OK (pause == 0 || (LATER_IDLE(1) && LATER_IDLE(2) && LATER_IDLE(3)))
-/* R4: a sealed worker's pause is durable, under its epoch. */
-#define SEALED_OK(i) (phase[i] != SEALED || (pause == i + 1 && pause_epoch == held[i]))
+/* The log holds the tombstone only: retention removed the Run's rows. */
+#define TOMB (retired && epoch == 0 && pause == 0 && finish == 0)
+/* R4: a sealed worker's pause is durable, under its epoch (or was, until
+ * retention removed it with the Run's rows: the tombstone only). */
+#define SEALED_OK(i) (phase[i] != SEALED || (pause == i + 1 && pause_epoch == held[i]) || TOMB)
 #define R4_OK (SEALED_OK(0) && SEALED_OK(1) && SEALED_OK(2) && SEALED_OK(3))
+/* R8: one final fate at most, and no worker started after the finisher. */
+#define AFTER_FINISH_IDLE(j) (j < finish || phase[j] == IDLE)
+#define R8_OK (!(pause > 0 && finish > 0) && \
+               (finish == 0 || (AFTER_FINISH_IDLE(1) && AFTER_FINISH_IDLE(2) && AFTER_FINISH_IDLE(3))))
+/* R10: under the tombstone the log holds nothing else. */
+#define R10_OK (!retired || TOMB)
+/* reconcile's TwoFates: a pause and an outcome, or rows under the tombstone. */
+#define TWO_FATES ((pause > 0 && finish > 0) || (retired && (epoch > 0 || pause > 0 || finish > 0)))
+/* R9: epoch e was never issued: no started worker holds it. */
+#define NOT_HELD(j, e) (j >= started || held[j] != e)
+#define NEW_EPOCH(e) (NOT_HELD(0, e) && NOT_HELD(1, e) && NOT_HELD(2, e) && NOT_HELD(3, e))
 
 inline invariants() {
     PROP(R1_OK, "R1 a Run handed off is never continued by a resumed worker");
     PROP(R4_OK, "R4 a sealed worker's pause is durable");
+    PROP(R8_OK, "R8 a Run has at most one final fate, and no epoch is issued after it");
+    PROP(R10_OK, "R10 retention leaves the tombstone only");
 }
 
 /* The table's append column, for worker w holding epoch held[w]. */
@@ -111,21 +147,53 @@ inline log_append(w) {
     e = held[w];
 #endif
     if
-    :: e == 0 || e > c -> ans = EpochNotIssued
+    :: retired -> ans = Retired     /* the root is retired: refused first */
+    :: !retired && (e == 0 || e > c) -> ans = EpochNotIssued
 #ifdef BROKEN_FENCE_OFF_BY_ONE
-    :: e <= c -> ans = Fenced       /* fences the current epoch too */
+    :: !retired && e != 0 && e <= c -> ans = Fenced       /* fences the current epoch too */
 #else
-    :: e < c -> ans = Fenced
+    :: !retired && e != 0 && e < c -> ans = Fenced
 #endif
     :: else ->
         if
-        :: pause == 0 ->
-            /* R6: only the current epoch appends, once; R7: never a fenced worker. */
+        :: pause == 0 && finish == 0 ->
+            /* R6: only the current epoch appends, once; R7: never a fenced
+             * worker; R9: nothing is written under the tombstone. */
             PROP(held[w] == epoch, "R6 only the current epoch appends");
             PROP(held[w] == epoch, "R7 a fenced worker never appends");
+            PROP(!retired, "R9 no write under the tombstone");
             pause = w + 1; pause_epoch = e; ans = Written
         :: pause == w + 1 && pause_epoch == e -> ans = AlreadyDurable  /* identical row */
+        :: pause == 0 && finish > 0 -> ans = AlreadyFinished  /* the Run finished: refused */
         :: else -> ans = AlreadyHandedOff   /* another pause is durable: refused */
+        fi
+    fi
+}
+
+/* The table's finish column (finish_step), for worker w holding epoch
+ * held[w]: fenced exactly as an append; its outcome is its index. */
+inline log_finish(w) {
+#ifdef BROKEN_FINISH_NO_FENCE
+    c = (epoch > 0 -> epoch : 1);   /* asked as if it held the current epoch */
+    e = c;
+#else
+    c = epoch;
+    e = held[w];
+#endif
+    if
+    :: retired -> ans = Retired
+    :: !retired && (e == 0 || e > c) -> ans = EpochNotIssued
+    :: !retired && e != 0 && e < c -> ans = Fenced
+    :: else ->
+        if
+        :: pause == 0 && finish == 0 ->
+            PROP(held[w] == epoch, "R6 only the current epoch writes (a finish)");
+            PROP(held[w] == epoch, "R7 a fenced worker never finishes");
+            PROP(!retired, "R9 no write under the tombstone");
+            finish = w + 1; ans = Written
+        :: pause == 0 && finish == w + 1 -> ans = AlreadyDurable  /* the identical outcome */
+        :: pause > 0 -> ans = AlreadyHandedOff
+        :: else -> ans = AlreadyFinished             /* another outcome */
         fi
     fi
 }
@@ -140,10 +208,22 @@ inline after_append(w) {
     fi
 }
 
+/* A finish acknowledged ends the worker; Fenced stops it; any other
+ * answer closes it (the owner's claim reads the fate from the log). */
+inline after_finish(w) {
+    if
+    :: ans == Written || ans == AlreadyDurable -> phase[w] = FINISHED
+    :: ans == Fenced -> phase[w] = FENCED
+    :: else -> phase[w] = CLOSED
+    fi
+}
+
+/* A seal under the tombstone: the append was acknowledged before
+ * retention removed the pause with the Run's rows. */
 inline seal(w) {
-    PROP(pause == w + 1 && pause_epoch == held[w],
+    PROP((pause == w + 1 && pause_epoch == held[w]) || TOMB,
          "R2 a seal implies the pause is durable under the worker's epoch");
-    PROP(held[w] == epoch, "R7 a fenced worker never seals");
+    PROP(held[w] == epoch || TOMB, "R7 a fenced worker never seals");
     phase[w] = SEALED
 }
 
@@ -151,18 +231,25 @@ active proctype owner() {
 end:
     do
     :: d_step {
-        !handed_off && started < N ->
+        decided == 0 && started < N ->
         susp = (started > 0 && LIVE(started - 1) && held[started - 1] == epoch);
         /* The table's claim column (a wrong suspicion is a claim while
          * LIVE(worker holding epoch): nothing here forbids it). */
 #ifdef BROKEN_CLAIM_RESUMES
-        owns = true;                   /* always answers Owner */
+        owns = (finish == 0 && !retired);   /* answers Owner on a pause too */
 #else
-        owns = (pause == 0);           /* Owner iff no pause is durable */
+        owns = (pause == 0 && finish == 0 && !retired);  /* Owner iff no fate is durable */
 #endif
+        if
+        :: TWO_FATES ->
+            /* contradictory facts: refused (Contradictory), nothing written */
+            PROP(false, "R3 a claim never refuses the facts the protocol writes")
+        :: else ->
         if
         :: owns ->
             PROP(pause == 0, "R3 a claim answers HandedOff exactly when a pause is durable");
+            PROP(finish == 0, "R3 a claim answers Finished exactly when an outcome is durable");
+            PROP(!retired, "R9 a retired Run is never resumed");
 #if defined(BROKEN_BY_READING)
             held[started] = epoch + 1;  /* reads, writes no epoch */
 #elif defined(BROKEN_NO_ADVANCE)
@@ -172,14 +259,23 @@ end:
             epoch = epoch + 1;          /* every older epoch is fenced */
             held[started] = epoch;
 #endif
+            PROP(NEW_EPOCH(held[started]), "R9 an epoch is never issued twice");
             printf("owner claims (wrong suspicion: %d): Owner(epoch %d), starts worker %d\n",
                    susp, held[started], started);
             phase[started] = WORKING;
             started = started + 1
-        :: else ->
-            PROP(pause > 0, "R3 a claim answers HandedOff exactly when a pause is durable");
+        :: !owns && retired ->
+            printf("owner claims: Retired, writes nothing\n");
+            decided = 3
+        :: !owns && !retired && pause > 0 ->
             printf("owner claims: HandedOff (worker %d's pause is durable), writes nothing\n", pause - 1);
-            handed_off = true          /* writes nothing */
+            decided = 1                /* writes nothing */
+        :: !owns && !retired && pause == 0 && finish > 0 ->
+            printf("owner claims: Finished (worker %d's outcome is durable), writes nothing\n", finish - 1);
+            decided = 2
+        :: !owns && !retired && pause == 0 && finish == 0 ->
+            PROP(false, "R3 a claim answers HandedOff exactly when a pause is durable")
+        fi
         fi;
         owns = 0; susp = 0;
         invariants()
@@ -212,6 +308,26 @@ end:
         phase[ME] == ACKED -> printf("worker %d seals (wait() answers Some)\n", ME);
         seal(ME); invariants()
        }
+#ifdef FATES
+    :: d_step {
+        phase[ME] == WORKING -> printf("worker %d (epoch %d) ends its Run\n", ME, held[ME]);
+        phase[ME] = FINISHING; invariants()
+       }
+    :: d_step { /* finish, reply received */
+        phase[ME] == FINISHING -> log_finish(ME);
+        printf("worker %d finishes under epoch %d (log epoch %d): %e\n", ME, held[ME], epoch, ans);
+        after_finish(ME); ans = 0; e = 0; c = 0; invariants()
+       }
+    :: d_step { /* finish commits, its reply is lost: close */
+        phase[ME] == FINISHING && FAULTS -> log_finish(ME);
+        printf("worker %d finishes under epoch %d: %e, reply lost: closes\n", ME, held[ME], ans);
+        phase[ME] = CLOSED; ans = 0; e = 0; c = 0; invariants()
+       }
+    :: d_step { /* the request is lost before the log: close */
+        phase[ME] == FINISHING && FAULTS -> printf("worker %d's finish request is lost: closes\n", ME);
+        phase[ME] = CLOSED; invariants()
+       }
+#endif
 #ifdef BROKEN_SEAL_BEFORE_APPEND
     :: d_step {
         phase[ME] == COMMITTED -> printf("worker %d seals BEFORE appending\n", ME);
@@ -225,6 +341,41 @@ end:
     od
 }
 
+#ifdef FATES
+/* The retention job: retire_step on what the log holds for the root, at
+ * any time, until the tombstone is there. The log holds a record of the
+ * Run once a claim issued an epoch; an open one is refused (RunOpen,
+ * nothing written: a self-loop). Otherwise the Run's rows go (a root
+ * never claimed has none) and the tombstone stays. */
+active proctype operator() {
+end:
+    do
+    :: d_step {
+        !retired ->
+        if
+#ifndef BROKEN_RETIRE_OPEN
+        :: epoch > 0 && pause == 0 && finish == 0 ->
+            printf("retention: RunOpen (the Run is open), nothing written\n")
+#endif
+        :: else ->
+            PROP(epoch == 0 || pause > 0 || finish > 0, "R10 retention removes only final Runs");
+            printf("retention retires the root: the Run's rows are removed\n");
+            epoch = 0; pause = 0; pause_epoch = 0; finish = 0;
+#ifdef BROKEN_NO_TOMBSTONE
+            printf("  and no tombstone is kept\n");
+#ifndef NO_R10
+            PROP(false, "R10 retention leaves the tombstone only")
+#endif
+#else
+            retired = true
+#endif
+        fi;
+        invariants()
+       }
+    od
+}
+#endif
+
 #ifdef CHECK_R5
 /* R5 (liveness): once faults stop, the Run reaches a decision: a durable
  * pause, or a live worker holding the current epoch. Every step changes
@@ -232,6 +383,6 @@ end:
  * the only infinite runs stutter in a terminal state: <>[] asks that every
  * run ends decided. No fairness is needed (see README.md). */
 #define CUR_LIVE(i) (LIVE(i) && held[i] == epoch)
-#define DECIDED (pause > 0 || CUR_LIVE(0) || CUR_LIVE(1) || CUR_LIVE(2) || CUR_LIVE(3))
+#define DECIDED (pause > 0 || finish > 0 || retired || CUR_LIVE(0) || CUR_LIVE(1) || CUR_LIVE(2) || CUR_LIVE(3))
 ltl r5 { <> [] DECIDED }
 #endif

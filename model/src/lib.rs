@@ -11,8 +11,9 @@
 //! builds the delegation ledger system of SPEC §2 around
 //! `baton::ledger::core::step` and checks D1–D6; [`fence`] builds the
 //! fenced handoff of SPEC §6 (an owner, its workers — zombies, wrong
-//! suspicions, lost replies, crashes — and the log) around the real
-//! `baton::durable::claim_step` and `append_step` and checks R1–R7.
+//! suspicions, lost replies, crashes, the finish and retention — and the
+//! log) around the real `baton::durable::claim_step`, `append_step`,
+//! `finish_step` and `retire_step` and checks R1–R10.
 //! [`trace`] prints counterexamples and writes and
 //! replays them as JSON; [`report`] is what `cargo run -p baton-model`
 //! prints, and [`diagram`] the Mermaid state diagram of what was explored.
@@ -25,6 +26,7 @@
 //! cargo run --release -p baton-model -- --variant d_failed_preflight_rerequests   # see a counterexample
 //! cargo run --release -p baton-model -- --variant i_seal_before_append            # the durable one
 //! cargo run --release -p baton-model -- --variant k_owner_decides_by_reading      # the fenced handoff's
+//! cargo run --release -p baton-model -- --variant p_retention_deletes_and_reissues_epoch_1   # its retention's
 //! cargo run --release -p baton-model -- --largest 60 # what completes within 60 s
 //! cargo test -p baton-model                          # pinned counts, self-tests, regressions
 //! ```

@@ -1,8 +1,8 @@
 //! `cargo run --release -p baton-model`: the model-checking report — the
 //! handoff gate's configurations, the durable handoff's (the gate with the
 //! log, crashes and the restart: R1–R5), the delegation ledger's, the
-//! fenced handoff's (SPEC §6: zombies, wrong suspicions, lost replies:
-//! R1–R7), and the self-tests on broken variants of each.
+//! fenced handoff's (SPEC §6: zombies, wrong suspicions, lost replies,
+//! the finish and retention: R1–R10), and the self-tests on broken variants of each.
 //!
 //! Flags: `--diagram` prints the Mermaid state diagram of the CI
 //! configuration; `--symmetry` reduces symmetry; `--requesters N --tries T`
@@ -14,7 +14,8 @@
 //! NAME` checks a broken variant of `step` instead of the real one (to see
 //! a counterexample printed, and for the gate written as JSON; the
 //! ledger's variants `f_…`–`h_…` and `o_…` run the ledger's configurations, the
-//! durable variants `i_seal_before_append` and
+//! fence's `k_…`–`r_…` the fence's (those of the finish and retention, its
+//! configurations with them), the durable variants `i_seal_before_append` and
 //! `j_reconcile_resumes_a_handed_off_run` the durable ones). Exits 1
 //! if a property fails or a broken variant goes uncaught.
 
@@ -91,8 +92,12 @@ fn main() -> ExitCode {
         return finish(ok, started);
     }
     if let Some(broken) = fence::by_name(&label) {
-        for named in fence::REPORT {
-            let model = fence::FenceModel::with_rule(named.setup, broken.claim, broken.append);
+        let fates = |s: fence::Setup| (s.finish, s.retire);
+        for named in fence::REPORT
+            .into_iter()
+            .filter(|n| fates(n.setup) == fates(broken.setup))
+        {
+            let model = fence::FenceModel::with_rules(named.setup, broken.rules);
             let checked = fence::report::Checked {
                 named,
                 exploration: fence::report::explore_all(&model),
@@ -151,7 +156,7 @@ fn main() -> ExitCode {
             ok &= checked.exploration.all_passed();
             println!();
         }
-        let caught = fence::report::self_test(fence::SELF_TEST);
+        let caught = fence::report::self_test();
         print!("{}", fence::report::format_self_test(&caught));
         ok &= caught.iter().all(|c| c.trace.is_some());
     }

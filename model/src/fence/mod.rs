@@ -1,25 +1,39 @@
 //! Fenced handoff (SPEC §6): one Run, its canonical log, an owner that
 //! claims it, and the workers the owner starts — checked around the real
-//! pure rule every store applies, `baton::durable::claim_step` and
-//! `baton::durable::append_step` (the stores' own tests check that each
-//! store applies exactly that rule, inside one transaction).
+//! pure rules every store applies, `baton::durable::claim_step`,
+//! `baton::durable::append_step`, `baton::durable::finish_step` and
+//! `baton::durable::retire_step` (the stores' own tests check that each
+//! store applies exactly those rules, inside one transaction).
 //!
 //! **Failure model** (SPEC §6, no less): a worker may crash at any point;
 //! it may also *pause* for any time and then go on — a zombie — which here
 //! is simply a worker that takes no step for a while: every interleaving of
 //! its steps with everyone else's is explored. The owner may suspect a live
 //! worker (a wrong suspicion: it claims the Run again while the worker
-//! lives). An append may commit with its reply lost (the worker's
-//! `append_then_seal` then closes its gate without a seal), or be lost
-//! before it reaches the log. The log's operations are atomic, and what it
-//! acknowledged survives (a store's restart loses nothing acknowledged, so
-//! it is not a separate event here).
+//! lives). An append (or a finish) may commit with its reply lost (the
+//! worker's `append_then_seal` then closes its gate without a seal), or be
+//! lost before it reaches the log. The log's operations are atomic, and
+//! what it acknowledged survives (a store's restart loses nothing
+//! acknowledged, so it is not a separate event here).
+//!
+//! **The third fate and retention** ([`Setup::finish`], [`Setup::retire`]).
+//! With `finish` on, a worker may end the Run instead of handing it off: it
+//! records its outcome (payload `i`, like its pause) under its epoch with
+//! `finish_step`, fenced like an append and with the same lost request and
+//! lost reply. With `retire` on, an operator's retention job calls
+//! `retire_step` on what the log holds for the root Run at any moment,
+//! concurrently with everything else; when it answers `Retired` the log
+//! removes the Run's rows and keeps the tombstone, exactly as `MemoryLog`
+//! does: the Run's epoch is back to none, no pause, no finish, the
+//! tombstone set. A root never claimed holds no Run, so the rule retires it
+//! at once (the claim then answers `Retired`), as every store does.
 //!
 //! **Bounds.** The owner starts at most [`Setup::workers`] workers (one per
 //! claim that answers `Owner`: takeovers up to `workers - 1`). Faults
 //! (crashes, wrong suspicions, lost messages) happen only while another
 //! claim may still follow them: "once faults stop", R5 asks that the Run
 //! reaches a decision, and the last worker is the one after the faults.
+//! Retention is not a fault: it may run (or not) at any time.
 //!
 //! **Abstraction.** Each worker's gate is abstracted to its phases
 //! (working, committed to a pause, appended, sealed): the gate's own
@@ -27,9 +41,12 @@
 //! real rule of `append_then_seal`, `baton::durable::seal_step` (seal on an
 //! acknowledged append; close without a seal on any error, a lost reply
 //! being a storage error; `Fenced`: close and stop), and worker `i`'s pause
-//! is its own (payload `i`), so the log says whose pause is durable.
+//! is its own (payload `i`), so the log says whose pause is durable. A
+//! finish has no gate: an acknowledged finish ends the worker, a `Fenced`
+//! one stops it, any other answer (a lost reply too) closes it, and the
+//! owner's next claim learns the fate from the log.
 //!
-//! [`props`] holds R1–R7, R5 as liveness, and the coverage; [`VARIANTS`]
+//! [`props`] holds R1–R10, R5 as liveness, and the coverage; [`VARIANTS`]
 //! the broken rules the checker must catch, the first of them the design
 //! before fencing (the owner decides by reading the log).
 
@@ -39,8 +56,9 @@ pub mod report;
 use std::sync::Arc;
 
 use baton::durable::{
-    AppendStep, Appended, Claim, ClaimStep, Epoch, LogError, RunFacts, SealError, SealStep,
-    append_step, claim_step, reconcile, seal_step,
+    AppendStep, Appended, Claim, ClaimStep, Decision, Epoch, Fate, Finished, LogError, Receipt,
+    Retirement, RunFacts, SealError, SealStep, append_step, claim_step, finish_step, reconcile,
+    retire_step, seal_step,
 };
 use baton::{HandoffIntent, HandoffPause, Invocation};
 
@@ -66,17 +84,22 @@ pub enum Phase {
     Acked,
     /// Sealed: its requester was told `Some` (done).
     Sealed,
-    /// Its append answered `Fenced`: gate closed, stopped (done).
-    Fenced,
-    /// Its append failed or its reply was lost: gate closed without a seal
+    /// Its append (or finish) answered `Fenced`: gate closed, stopped
     /// (done).
+    Fenced,
+    /// Its append (or finish) failed or its reply was lost: gate closed
+    /// without a seal (done).
     Closed,
     /// Crashed (done).
     Crashed,
+    /// Its Run ended: its outcome is ready to record ([`Setup::finish`]).
+    Finishing,
+    /// Its finish was acknowledged: the Run is over (done).
+    Finished,
 }
 
 impl Phase {
-    const ALL: [Phase; 8] = [
+    const ALL: [Phase; 10] = [
         Phase::Idle,
         Phase::Working,
         Phase::Committed,
@@ -85,31 +108,54 @@ impl Phase {
         Phase::Fenced,
         Phase::Closed,
         Phase::Crashed,
+        Phase::Finishing,
+        Phase::Finished,
     ];
 
     /// Whether the worker is alive and still acting on the Run.
     pub fn live(self) -> bool {
-        matches!(self, Phase::Working | Phase::Committed | Phase::Acked)
+        matches!(
+            self,
+            Phase::Working | Phase::Committed | Phase::Acked | Phase::Finishing
+        )
     }
 }
 
 /// What the owner knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Owner {
-    /// The Run is the workers' (no claim answered `HandedOff`).
+    /// The Run is the workers' (no claim answered a final fate).
     #[default]
     Open,
     /// A claim answered `HandedOff`: the successor owns the Run.
     Successor,
+    /// A claim answered `Finished`: the Run is over.
+    Finished,
+    /// A claim answered `Retired`: the Run's rows are gone.
+    Retired,
+}
+
+impl Owner {
+    const ALL: [Owner; 4] = [
+        Owner::Open,
+        Owner::Successor,
+        Owner::Finished,
+        Owner::Retired,
+    ];
 }
 
 /// A global state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct FSys {
-    /// The log: the Run's current epoch.
+    /// The log: the Run's current epoch (0: never claimed, or its rows
+    /// removed).
     pub epoch: u8,
     /// The log: whose pause is durable (worker index + 1), 0 for none.
     pub pause: u8,
+    /// The log: whose outcome is durable (worker index + 1), 0 for none.
+    pub finish: u8,
+    /// The log: the root Run's tombstone (retired).
+    pub retired: bool,
     /// The owner's knowledge.
     pub owner: Owner,
     /// Each worker's phase, by the order the owner started them.
@@ -128,6 +174,18 @@ impl FSys {
     pub fn current_worker_lives(&self) -> bool {
         (0..MAX_WORKERS).any(|i| self.phase[i].live() && self.held[i] == self.epoch)
     }
+
+    /// Whether the log holds a final fate for the Run (a pause or an
+    /// outcome; the tombstone is the root's).
+    pub fn has_fate(&self) -> bool {
+        self.pause > 0 || self.finish > 0
+    }
+
+    /// Whether the log holds the tombstone only: no epoch, no pause, no
+    /// finish (R10).
+    pub fn tombstone_only(&self) -> bool {
+        self.retired && self.epoch == 0 && !self.has_fate()
+    }
 }
 
 /// What happened in a step.
@@ -138,7 +196,8 @@ pub enum FAct {
     Claim {
         /// Whether a worker holding the current epoch was alive.
         suspicion: bool,
-        /// The answer: `Some(worker)` started, `None` handed off.
+        /// The answer: `Some(worker)` started, `None` a final fate (the
+        /// owner's knowledge says which).
         started: Option<u8>,
         /// A refusal, if the claim failed (contradictory facts).
         refused: bool,
@@ -155,15 +214,30 @@ pub enum FAct {
         /// Whether the worker learnt it.
         lost: bool,
     },
-    /// Worker `i`'s request was lost before reaching the log.
+    /// Worker `i`'s request (an append or a finish) was lost before
+    /// reaching the log.
     RequestLost(u8),
     /// Worker `i` sealed.
     Seal(u8),
     /// Worker `i` crashed.
     Crash(u8),
+    /// Worker `i`'s Run ended: its outcome is ready to record.
+    End(u8),
+    /// Worker `i` recorded its outcome (`finish`); what the log answered,
+    /// and whether the reply was lost.
+    Finish {
+        /// The worker.
+        worker: u8,
+        /// What the log did.
+        answer: Answer,
+        /// Whether the worker learnt it.
+        lost: bool,
+    },
+    /// The retention job retired the root Run; what the log answered.
+    Retire(Retired),
 }
 
-/// What the log answered an append.
+/// What the log answered an append or a finish.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Answer {
     /// Written now.
@@ -174,7 +248,29 @@ pub enum Answer {
     Fenced,
     /// Another pause is durable.
     AlreadyHandedOff,
+    /// The Run finished.
+    AlreadyFinished,
+    /// The root Run is retired.
+    Retired,
     /// Any other refusal (an epoch never issued).
+    Refused,
+}
+
+/// What the log answered a retirement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Retired {
+    /// The rows were removed (`runs` of them), the tombstone kept.
+    Removed {
+        /// How many Runs' rows were removed (0 or 1).
+        runs: u8,
+        /// Whether the store kept the tombstone.
+        tombstone: bool,
+    },
+    /// The root was already retired: nothing written.
+    Already,
+    /// The Run is still open: `RunOpen`, nothing written.
+    RunOpen,
+    /// Any other refusal.
     Refused,
 }
 
@@ -184,16 +280,85 @@ pub type ClaimFn = fn(&RunFacts<u8>) -> Result<ClaimStep<u8>, LogError>;
 pub type AppendFn = fn(
     &str,
     Epoch,
-    Option<&Appended<u8>>,
+    Fate<'_, u8>,
     Epoch,
     (&Invocation, &HandoffPause<u8>),
 ) -> Result<AppendStep, LogError>;
+/// The log's finish rule: the real [`finish_step`], or a broken one.
+pub type FinishFn =
+    fn(&str, Epoch, Fate<'_, u8>, Epoch, (&Invocation, &u8)) -> Result<AppendStep, LogError>;
+/// The log's retire: the rule's answer for the root (whether it is retired
+/// already, and its Run with its fate if the log holds one), and whether
+/// the store keeps the tombstone when it removes the rows. The real one is
+/// [`retire_step`] with the tombstone, as every store writes it.
+pub type RetireFn =
+    for<'a> fn(&str, bool, Option<(&'a str, Fate<'a, u8>)>) -> Result<(Retirement, bool), LogError>;
+
+/// The rules a model runs: the real ones, or a variant's.
+#[derive(Clone, Copy, Debug)]
+pub struct Rules {
+    /// The claim rule.
+    pub claim: ClaimFn,
+    /// The append rule.
+    pub append: AppendFn,
+    /// The finish rule.
+    pub finish: FinishFn,
+    /// The retire rule and its write.
+    pub retire: RetireFn,
+}
+
+/// The real rule of `retire`, and the tombstone every store keeps with the
+/// removal (`MemoryLog::retire`).
+fn retire_with_tombstone(
+    root_run_id: &str,
+    retired: bool,
+    run: Option<(&str, Fate<'_, u8>)>,
+) -> Result<(Retirement, bool), LogError> {
+    let step = retire_step(root_run_id, retired, run)?;
+    Ok((step, matches!(step, Retirement::Retired { .. })))
+}
+
+impl Rules {
+    /// The real rules, as every store applies them.
+    pub const REAL: Rules = Rules {
+        claim: claim_step,
+        append: append_step,
+        finish: finish_step,
+        retire: retire_with_tombstone,
+    };
+}
 
 /// A configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Setup {
     /// The most workers the owner starts (1..=[`MAX_WORKERS`]).
     pub workers: u8,
+    /// Whether a worker may finish the Run (the third fate) instead of
+    /// handing it off.
+    pub finish: bool,
+    /// Whether the retention job runs (it retires the root Run).
+    pub retire: bool,
+}
+
+impl Setup {
+    /// The handoff alone: `workers` workers, no finish, no retention.
+    pub const fn handoff(workers: u8) -> Self {
+        Self {
+            workers,
+            finish: false,
+            retire: false,
+        }
+    }
+
+    /// Every fate and retention: `workers` workers that may hand off or
+    /// finish, and the retention job.
+    pub const fn fates(workers: u8) -> Self {
+        Self {
+            workers,
+            finish: true,
+            retire: true,
+        }
+    }
 }
 
 /// A named configuration.
@@ -206,44 +371,60 @@ pub struct Named {
 }
 
 /// The report's configurations: one to four workers (up to three
-/// takeovers, epochs 1–4).
-pub const REPORT: [Named; 3] = [
+/// takeovers, epochs 1–4), handing off; then the same with the third fate
+/// and retention.
+pub const REPORT: [Named; 6] = [
     Named {
         name: "2 workers (1 takeover)",
-        setup: Setup { workers: 2 },
+        setup: Setup::handoff(2),
     },
     Named {
         name: "3 workers (2 takeovers, epochs 1–3)",
-        setup: Setup { workers: 3 },
+        setup: Setup::handoff(3),
     },
     Named {
         name: "4 workers (3 takeovers, epochs 1–4)",
-        setup: Setup { workers: 4 },
+        setup: Setup::handoff(4),
+    },
+    Named {
+        name: "2 workers, finish and retention",
+        setup: Setup::fates(2),
+    },
+    Named {
+        name: "3 workers, finish and retention",
+        setup: Setup::fates(3),
+    },
+    Named {
+        name: "4 workers, finish and retention",
+        setup: Setup::fates(4),
     },
 ];
 
-/// The configuration the self-test runs the broken variants on.
-pub const SELF_TEST: Setup = Setup { workers: 3 };
+/// The configuration the self-test runs the handoff's broken variants on.
+pub const SELF_TEST: Setup = Setup::handoff(3);
 
-/// The fenced-handoff system around a claim and an append rule.
+/// The configuration the self-test runs the finish's and retention's
+/// broken variants on.
+pub const SELF_TEST_FATES: Setup = Setup::fates(3);
+
+/// The fenced-handoff system around a set of rules.
 pub struct FenceModel {
     /// The configuration.
     pub setup: Setup,
-    claim: ClaimFn,
-    append: AppendFn,
+    rules: Rules,
     source: Invocation,
     /// Worker `i`'s pause.
     pauses: Vec<HandoffPause<u8>>,
 }
 
 impl FenceModel {
-    /// The system around the real rule.
+    /// The system around the real rules.
     pub fn new(setup: Setup) -> Self {
-        Self::with_rule(setup, claim_step, append_step)
+        Self::with_rules(setup, Rules::REAL)
     }
 
-    /// The system around `claim` and `append`.
-    pub fn with_rule(setup: Setup, claim: ClaimFn, append: AppendFn) -> Self {
+    /// The system around `rules`.
+    pub fn with_rules(setup: Setup, rules: Rules) -> Self {
         assert!((1..=MAX_WORKERS as u8).contains(&setup.workers));
         let intent = Arc::new(HandoffIntent {
             handoff_id: "handoff".into(),
@@ -255,8 +436,7 @@ impl FenceModel {
         });
         Self {
             setup,
-            claim,
-            append,
+            rules,
             source: Invocation {
                 session_id: "session".into(),
                 turn_id: "turn".into(),
@@ -276,6 +456,13 @@ impl FenceModel {
         }
     }
 
+    fn outcome(&self, worker: u8) -> Finished<u8> {
+        Finished {
+            source: self.source.clone(),
+            outcome: worker,
+        }
+    }
+
     /// What the log holds, as a store reads it back.
     fn facts(&self, s: &FSys) -> RunFacts<u8> {
         let mut facts = RunFacts::empty(ROOT, ROOT);
@@ -283,7 +470,20 @@ impl FenceModel {
         if s.pause > 0 {
             facts.pauses.push(self.row(s.pause - 1));
         }
+        if s.finish > 0 {
+            facts.finished = Some(self.outcome(s.finish - 1));
+        }
+        facts.retired = s.retired;
         facts
+    }
+
+    /// The Run's durable pause and outcome rows, if any, for the write
+    /// rules' [`Fate`] to borrow.
+    fn fate_rows(&self, s: &FSys) -> (Option<Appended<u8>>, Option<Finished<u8>>) {
+        (
+            (s.pause > 0).then(|| self.row(s.pause - 1)),
+            (s.finish > 0).then(|| self.outcome(s.finish - 1)),
+        )
     }
 
     /// Whether a fault may happen in `s`: another claim can still follow.
@@ -306,7 +506,15 @@ impl FenceModel {
             Fairness::Fair(0)
         };
         let mut next = *s;
-        let act = match (self.claim)(&self.facts(s)) {
+        let ended = |next: &mut FSys, owner: Owner| {
+            next.owner = owner;
+            FAct::Claim {
+                suspicion,
+                started: None,
+                refused: false,
+            }
+        };
+        let act = match (self.rules.claim)(&self.facts(s)) {
             Ok(ClaimStep { answer, write }) => {
                 if let Some(epoch) = write {
                     next.epoch = u8::try_from(epoch.get()).expect("epochs stay small");
@@ -322,14 +530,9 @@ impl FenceModel {
                             refused: false,
                         }
                     }
-                    Claim::HandedOff(_) => {
-                        next.owner = Owner::Successor;
-                        FAct::Claim {
-                            suspicion,
-                            started: None,
-                            refused: false,
-                        }
-                    }
+                    Claim::HandedOff(_) => ended(&mut next, Owner::Successor),
+                    Claim::Finished(_) => ended(&mut next, Owner::Finished),
+                    Claim::Retired => ended(&mut next, Owner::Retired),
                 }
             }
             Err(_) => FAct::Claim {
@@ -345,83 +548,137 @@ impl FenceModel {
         });
     }
 
+    /// A write (an append or a finish) by worker `i` and what follows:
+    /// the reply received, and (while faults may happen) the reply lost and
+    /// the request lost.
+    fn write_steps(
+        &self,
+        s: &FSys,
+        i: usize,
+        finishing: bool,
+        out: &mut Vec<Successor<FAct, FSys>>,
+    ) {
+        let w = i as u8;
+        let (pause, finished) = self.fate_rows(s);
+        // The Run's epoch and fate, as a store reads them (`MemoryLog`:
+        // under the tombstone, no epoch and `Retired`).
+        let (current, fate) = if s.retired {
+            (Epoch::NONE, Fate::Retired)
+        } else {
+            let fate = match (&pause, &finished) {
+                (Some(row), _) => Fate::HandedOff(row),
+                (None, Some(row)) => Fate::Finished(row),
+                (None, None) => Fate::Open,
+            };
+            (Epoch::new(s.epoch.into()), fate)
+        };
+        let held = Epoch::new(s.held[i].into());
+        let decided = if finishing {
+            (self.rules.finish)(ROOT, current, fate, held, (&self.source, &w))
+        } else {
+            let row = self.row(w);
+            (self.rules.append)(ROOT, current, fate, held, (&row.source, &row.pause))
+        };
+        let (answer, mut next) = match &decided {
+            Ok(AppendStep::Write) => {
+                let mut next = *s;
+                if finishing {
+                    next.finish = w + 1;
+                } else {
+                    next.pause = w + 1;
+                }
+                (Answer::Written, next)
+            }
+            Ok(AppendStep::Idempotent) => (Answer::AlreadyDurable, *s),
+            Err(LogError::Fenced { .. }) => (Answer::Fenced, *s),
+            Err(LogError::AlreadyHandedOff { .. }) => (Answer::AlreadyHandedOff, *s),
+            Err(LogError::AlreadyFinished { .. }) => (Answer::AlreadyFinished, *s),
+            Err(LogError::Retired { .. }) => (Answer::Retired, *s),
+            Err(_) => (Answer::Refused, *s),
+        };
+        let after = if finishing {
+            after_finish
+        } else {
+            after_append
+        };
+        let act = |lost| {
+            if finishing {
+                FAct::Finish {
+                    worker: w,
+                    answer,
+                    lost,
+                }
+            } else {
+                FAct::Append {
+                    worker: w,
+                    answer,
+                    lost,
+                }
+            }
+        };
+        // The reply reaches the worker: its rule decides its next phase.
+        next.phase[i] = after(decided.map(AppendStep::receipt));
+        out.push(Successor {
+            action: act(false),
+            next,
+            fairness: Fairness::Fair(1 + w),
+        });
+        if self.faults(s) {
+            // The reply is lost: the log did it, the worker saw a storage
+            // error, and closes (for an append: its gate, without a seal).
+            next.phase[i] = after(Err(lost()));
+            out.push(Successor {
+                action: act(true),
+                next,
+                fairness: Fairness::Optional,
+            });
+            let mut next = *s;
+            next.phase[i] = after(Err(lost()));
+            out.push(Successor {
+                action: FAct::RequestLost(w),
+                next,
+                fairness: Fairness::Optional,
+            });
+        }
+    }
+
     fn worker_steps(&self, s: &FSys, i: usize, out: &mut Vec<Successor<FAct, FSys>>) {
         let w = i as u8;
-        let fair = Fairness::Fair(1 + w);
-        let faults = self.faults(s);
         let moved = |phase: Phase| {
             let mut next = *s;
             next.phase[i] = phase;
             next
         };
         match s.phase[i] {
-            Phase::Working => out.push(Successor {
-                action: FAct::Commit(w),
-                next: moved(Phase::Committed),
-                fairness: Fairness::Optional,
-            }),
-            Phase::Committed => {
-                let row = self.row(w);
-                let existing = (s.pause > 0).then(|| self.row(s.pause - 1));
-                let decided = (self.append)(
-                    ROOT,
-                    Epoch::new(s.epoch.into()),
-                    existing.as_ref(),
-                    Epoch::new(s.held[i].into()),
-                    (&row.source, &row.pause),
-                );
-                let (answer, mut next) = match &decided {
-                    Ok(AppendStep::Write) => {
-                        let mut next = *s;
-                        next.pause = w + 1;
-                        (Answer::Written, next)
-                    }
-                    Ok(AppendStep::Idempotent) => (Answer::AlreadyDurable, *s),
-                    Err(LogError::Fenced { .. }) => (Answer::Fenced, *s),
-                    Err(LogError::AlreadyHandedOff { .. }) => (Answer::AlreadyHandedOff, *s),
-                    Err(_) => (Answer::Refused, *s),
-                };
-                // The reply reaches the worker: append_then_seal's rule
-                // decides its next phase.
-                next.phase[i] = after_append(decided.map(AppendStep::receipt));
+            Phase::Working => {
                 out.push(Successor {
-                    action: FAct::Append {
-                        worker: w,
-                        answer,
-                        lost: false,
-                    },
-                    next,
-                    fairness: fair,
+                    action: FAct::Commit(w),
+                    next: moved(Phase::Committed),
+                    fairness: Fairness::Optional,
                 });
-                if faults {
-                    // The reply is lost: the log did it, the worker saw a
-                    // storage error, and the rule closes its gate without
-                    // a seal.
-                    next.phase[i] = after_append(Err(lost()));
+                if self.setup.finish {
                     out.push(Successor {
-                        action: FAct::Append {
-                            worker: w,
-                            answer,
-                            lost: true,
-                        },
-                        next,
-                        fairness: Fairness::Optional,
-                    });
-                    out.push(Successor {
-                        action: FAct::RequestLost(w),
-                        next: moved(after_append(Err(lost()))),
+                        action: FAct::End(w),
+                        next: moved(Phase::Finishing),
                         fairness: Fairness::Optional,
                     });
                 }
             }
+            Phase::Committed => self.write_steps(s, i, false, out),
+            Phase::Finishing => self.write_steps(s, i, true, out),
             Phase::Acked => out.push(Successor {
                 action: FAct::Seal(w),
                 next: moved(Phase::Sealed),
-                fairness: fair,
+                fairness: Fairness::Fair(1 + w),
             }),
-            Phase::Idle | Phase::Sealed | Phase::Fenced | Phase::Closed | Phase::Crashed => {}
+            Phase::Idle
+            | Phase::Sealed
+            | Phase::Fenced
+            | Phase::Closed
+            | Phase::Crashed
+            | Phase::Finished => {}
         }
-        if faults && s.phase[i].live() {
+        if self.faults(s) && s.phase[i].live() {
             out.push(Successor {
                 action: FAct::Crash(w),
                 next: moved(Phase::Crashed),
@@ -429,11 +686,50 @@ impl FenceModel {
             });
         }
     }
+
+    /// The retention job: `retire` on what the log holds for the root
+    /// (until the tombstone is there: a retention job lists the roots not
+    /// retired yet). It may run at any time, or never.
+    fn retire_steps(&self, s: &FSys, out: &mut Vec<Successor<FAct, FSys>>) {
+        if !self.setup.retire || s.retired {
+            return;
+        }
+        let (pause, finished) = self.fate_rows(s);
+        let fate = match (&pause, &finished) {
+            (Some(row), _) => Fate::HandedOff(row),
+            (None, Some(row)) => Fate::Finished(row),
+            (None, None) => Fate::Open,
+        };
+        // The log holds a record of the Run once a claim issued an epoch.
+        let run = (s.epoch > 0).then_some((ROOT, fate));
+        let (answer, next) = match (self.rules.retire)(ROOT, s.retired, run) {
+            Ok((Retirement::Retired { runs }, tombstone)) => {
+                // The rows removed: no epoch, no pause, no finish.
+                let next = FSys {
+                    epoch: 0,
+                    pause: 0,
+                    finish: 0,
+                    retired: tombstone,
+                    ..*s
+                };
+                let runs = u8::try_from(runs).expect("one Run");
+                (Retired::Removed { runs, tombstone }, next)
+            }
+            Ok((Retirement::AlreadyRetired, _)) => (Retired::Already, *s),
+            Err(LogError::RunOpen { .. }) => (Retired::RunOpen, *s),
+            Err(_) => (Retired::Refused, *s),
+        };
+        out.push(Successor {
+            action: FAct::Retire(answer),
+            next,
+            fairness: Fairness::Optional,
+        });
+    }
 }
 
 /// The worker's phase once its append answered: the real
 /// [`seal_step`], the rule `append_then_seal` applies.
-fn after_append(appended: Result<baton::durable::Receipt, LogError>) -> Phase {
+fn after_append(appended: Result<Receipt, LogError>) -> Phase {
     match seal_step(appended) {
         SealStep::Seal(_) => Phase::Acked,
         SealStep::Close(SealError::Fenced { .. }) => Phase::Fenced,
@@ -443,8 +739,20 @@ fn after_append(appended: Result<baton::durable::Receipt, LogError>) -> Phase {
     }
 }
 
+/// The worker's phase once its finish answered: acknowledged, the Run is
+/// over; `Fenced`, it stops (a newer epoch owns the Run); any other
+/// answer (a lost reply too), it stops, and the owner's claim reads the
+/// fate from the log.
+fn after_finish(finished: Result<Receipt, LogError>) -> Phase {
+    match finished {
+        Ok(_) => Phase::Finished,
+        Err(LogError::Fenced { .. }) => Phase::Fenced,
+        Err(_) => Phase::Closed,
+    }
+}
+
 /// What a worker sees when its request or its reply is lost: a storage
-/// error, the append's outcome unknown to it.
+/// error, the write's outcome unknown to it.
 fn lost() -> LogError {
     LogError::OutcomeUnknown("the request or its reply was lost".into())
 }
@@ -455,13 +763,21 @@ impl Model for FenceModel {
     type Key = u64;
 
     fn pack(&self, s: &FSys) -> u64 {
-        let mut key = u64::from(s.epoch) | u64::from(s.pause) << 4 | u64::from(s.owner as u8) << 8;
+        let owner = Owner::ALL
+            .iter()
+            .position(|o| *o == s.owner)
+            .expect("an owner") as u64;
+        let mut key = u64::from(s.epoch)
+            | u64::from(s.pause) << 4
+            | u64::from(s.finish) << 8
+            | u64::from(s.retired) << 12
+            | owner << 13;
         for i in 0..MAX_WORKERS {
             let phase = Phase::ALL
                 .iter()
                 .position(|p| *p == s.phase[i])
                 .expect("a phase") as u64;
-            key |= (phase | u64::from(s.held[i]) << 3) << (9 + 7 * i);
+            key |= (phase | u64::from(s.held[i]) << 4) << (15 + 8 * i);
         }
         key
     }
@@ -470,17 +786,15 @@ impl Model for FenceModel {
         let mut s = FSys {
             epoch: (key & 0xf) as u8,
             pause: (key >> 4 & 0xf) as u8,
-            owner: if key >> 8 & 1 == 1 {
-                Owner::Successor
-            } else {
-                Owner::Open
-            },
+            finish: (key >> 8 & 0xf) as u8,
+            retired: key >> 12 & 1 == 1,
+            owner: Owner::ALL[(key >> 13 & 0x3) as usize],
             ..FSys::default()
         };
         for i in 0..MAX_WORKERS {
-            let bits = key >> (9 + 7 * i);
-            s.phase[i] = Phase::ALL[(bits & 0x7) as usize];
-            s.held[i] = (bits >> 3 & 0xf) as u8;
+            let bits = key >> (15 + 8 * i);
+            s.phase[i] = Phase::ALL[(bits & 0xf) as usize];
+            s.held[i] = (bits >> 4 & 0xf) as u8;
         }
         s
     }
@@ -494,6 +808,7 @@ impl Model for FenceModel {
         for i in 0..usize::from(self.setup.workers) {
             self.worker_steps(s, i, out);
         }
+        self.retire_steps(s, out);
     }
 }
 
@@ -504,10 +819,10 @@ pub struct Variant {
     pub name: &'static str,
     /// What is broken.
     pub bug: &'static str,
-    /// The claim rule.
-    pub claim: ClaimFn,
-    /// The append rule.
-    pub append: AppendFn,
+    /// The rules, one of them broken.
+    pub rules: Rules,
+    /// The configuration the self-test checks it on.
+    pub setup: Setup,
     /// The property that must report it.
     pub caught_by: &'static str,
 }
@@ -516,15 +831,15 @@ pub struct Variant {
 /// written — the design before fencing.
 fn claim_by_reading(facts: &RunFacts<u8>) -> Result<ClaimStep<u8>, LogError> {
     let next = facts.epoch.next().ok_or(LogError::EpochsExhausted)?;
-    Ok(match reconcile(facts).map_err(LogError::Contradictory)? {
-        baton::durable::Decision::HandedOff(pause) => ClaimStep {
-            answer: Claim::HandedOff(pause),
-            write: None,
-        },
-        baton::durable::Decision::Resumable => ClaimStep {
-            answer: Claim::Owner(next),
-            write: None,
-        },
+    let answer = match reconcile(facts).map_err(LogError::Contradictory)? {
+        Decision::HandedOff(pause) => Claim::HandedOff(pause),
+        Decision::Finished(outcome) => Claim::Finished(outcome),
+        Decision::Retired => Claim::Retired,
+        Decision::Resumable => Claim::Owner(next),
+    };
+    Ok(ClaimStep {
+        answer,
+        write: None,
     })
 }
 
@@ -533,17 +848,12 @@ fn claim_by_reading(facts: &RunFacts<u8>) -> Result<ClaimStep<u8>, LogError> {
 fn append_ignoring_the_epoch(
     root_run_id: &str,
     current: Epoch,
-    existing: Option<&Appended<u8>>,
+    fate: Fate<'_, u8>,
     _epoch: Epoch,
     new: (&Invocation, &HandoffPause<u8>),
 ) -> Result<AppendStep, LogError> {
-    append_step(
-        root_run_id,
-        current.max(Epoch::new(1)),
-        existing,
-        current.max(Epoch::new(1)),
-        new,
-    )
+    let current = current.max(Epoch::new(1));
+    append_step(root_run_id, current, fate, current, new)
 }
 
 /// (m) A claim that does not advance the epoch once one was issued: the
@@ -555,7 +865,7 @@ fn claim_without_advancing(facts: &RunFacts<u8>) -> Result<ClaimStep<u8>, LogErr
             answer: Claim::Owner(facts.epoch),
             write: None,
         },
-        Claim::Owner(_) | Claim::HandedOff(_) => step,
+        Claim::Owner(_) | Claim::HandedOff(_) | Claim::Finished(_) | Claim::Retired => step,
     })
 }
 
@@ -571,39 +881,120 @@ fn claim_resuming_a_handed_off_run(facts: &RunFacts<u8>) -> Result<ClaimStep<u8>
                 write: Some(next),
             }
         }
-        Claim::Owner(_) => step,
+        Claim::Owner(_) | Claim::Finished(_) | Claim::Retired => step,
     })
 }
 
+/// (p) Retention deletes the Run's rows and keeps no tombstone: the real
+/// rule, whose removal forgets the root, so the next claim finds nothing
+/// and issues epoch 1 again.
+fn retire_without_a_tombstone(
+    root_run_id: &str,
+    retired: bool,
+    run: Option<(&str, Fate<'_, u8>)>,
+) -> Result<(Retirement, bool), LogError> {
+    Ok((retire_step(root_run_id, retired, run)?, false))
+}
+
+/// (q) A finish that ignores the epoch: the real rule asked as if the
+/// worker held the current epoch.
+fn finish_ignoring_the_epoch(
+    root_run_id: &str,
+    current: Epoch,
+    fate: Fate<'_, u8>,
+    _epoch: Epoch,
+    new: (&Invocation, &u8),
+) -> Result<AppendStep, LogError> {
+    let current = current.max(Epoch::new(1));
+    finish_step(root_run_id, current, fate, current, new)
+}
+
+/// (r) Retention that drops a Run still open: the real rule, shown only
+/// the Runs whose fate is final, so it never answers `RunOpen`.
+fn retire_ignoring_open_runs(
+    root_run_id: &str,
+    retired: bool,
+    run: Option<(&str, Fate<'_, u8>)>,
+) -> Result<(Retirement, bool), LogError> {
+    retire_with_tombstone(
+        root_run_id,
+        retired,
+        run.filter(|(_, fate)| fate.is_final()),
+    )
+}
+
 /// The broken rules of the fenced handoff.
-pub const VARIANTS: [Variant; 4] = [
+pub const VARIANTS: [Variant; 7] = [
     Variant {
         name: "k_owner_decides_by_reading",
         bug: "the design before fencing: the owner reads the log and resumes; appends carry no epoch",
-        claim: claim_by_reading,
-        append: append_ignoring_the_epoch,
+        rules: Rules {
+            claim: claim_by_reading,
+            append: append_ignoring_the_epoch,
+            ..Rules::REAL
+        },
+        setup: SELF_TEST,
         caught_by: props::R1,
     },
     Variant {
         name: "l_append_ignores_the_epoch",
         bug: "an append is written whatever epoch it carries",
-        claim: claim_step,
-        append: append_ignoring_the_epoch,
+        rules: Rules {
+            append: append_ignoring_the_epoch,
+            ..Rules::REAL
+        },
+        setup: SELF_TEST,
         caught_by: props::R7,
     },
     Variant {
         name: "m_claim_does_not_advance_the_epoch",
         bug: "a takeover reissues the current epoch instead of a new one",
-        claim: claim_without_advancing,
-        append: append_step,
+        rules: Rules {
+            claim: claim_without_advancing,
+            ..Rules::REAL
+        },
+        setup: SELF_TEST,
         caught_by: props::R1,
     },
     Variant {
         name: "n_claim_resumes_a_handed_off_run",
         bug: "a claim issues a new epoch although a pause is durable",
-        claim: claim_resuming_a_handed_off_run,
-        append: append_step,
+        rules: Rules {
+            claim: claim_resuming_a_handed_off_run,
+            ..Rules::REAL
+        },
+        setup: SELF_TEST,
         caught_by: props::R3,
+    },
+    Variant {
+        name: "p_retention_deletes_and_reissues_epoch_1",
+        bug: "retention deletes the Run's rows without a tombstone: the next claim issues epoch 1 again",
+        rules: Rules {
+            retire: retire_without_a_tombstone,
+            ..Rules::REAL
+        },
+        setup: SELF_TEST_FATES,
+        caught_by: props::R9,
+    },
+    Variant {
+        name: "q_finish_ignores_the_epoch",
+        bug: "a finish is written whatever epoch it carries",
+        rules: Rules {
+            finish: finish_ignoring_the_epoch,
+            ..Rules::REAL
+        },
+        setup: SELF_TEST_FATES,
+        caught_by: props::R8,
+    },
+    Variant {
+        name: "r_retention_drops_an_open_run",
+        bug: "retention removes a Run still open (RunOpen ignored)",
+        rules: Rules {
+            retire: retire_ignoring_open_runs,
+            ..Rules::REAL
+        },
+        setup: SELF_TEST_FATES,
+        caught_by: props::R10,
     },
 ];
 

@@ -16,9 +16,25 @@
 //! - **R6** at most one epoch of a Run ever appends, and it is the current
 //!   one;
 //! - **R7** a fenced worker never appends and never seals: a write or a
-//!   seal is always by a worker holding the current epoch.
+//!   seal is always by a worker holding the current epoch;
+//! - **R8** a Run has at most one final fate (handed off or finished), and
+//!   no epoch is issued after it: never both finished and handed off,
+//!   never finished and continued by a worker started after the finisher,
+//!   and a durable outcome never changes (until retention removes it);
+//! - **R9** retention never reopens the fence: a claim never issues an
+//!   epoch any worker already holds (before or after the rows are
+//!   removed), never answers `Owner` under the tombstone, and no write
+//!   succeeds under it (a retired Run's zombie is always refused);
+//! - **R10** storage is bounded: retention removes a Run only when its
+//!   fate is final (or when the log holds no Run), and then the log holds
+//!   the tombstone only (no epoch, no pause, no finish).
+//!
+//! Retention removes the pause with the Run's rows, so R2, R4 and R7 also
+//! accept a seal under the tombstone: the worker's append was acknowledged
+//! before (R6: the pause never changed until then), and R10 says the Run
+//! was final when its rows went.
 
-use super::{Answer, FAct, FSys, FenceModel, MAX_WORKERS, Owner, Phase};
+use super::{Answer, FAct, FSys, FenceModel, MAX_WORKERS, Owner, Phase, Retired, Setup};
 use crate::explore::{Check, Property};
 
 type M = FenceModel;
@@ -37,6 +53,12 @@ pub const R5: &str = "R5 once faults stop, the Run reaches a decision";
 pub const R6: &str = "R6 at most one epoch ever appends, and it is the current one";
 /// R7's name.
 pub const R7: &str = "R7 a fenced worker never appends and never seals";
+/// R8's name.
+pub const R8: &str = "R8 a Run has at most one final fate, and no epoch is issued after it";
+/// R9's name.
+pub const R9: &str = "R9 retention never reopens the fence: no epoch issued twice, no Run resumed or written after it";
+/// R10's name.
+pub const R10: &str = "R10 retention removes only final Runs and leaves the tombstone only";
 
 fn sometimes(name: &'static str, check: crate::explore::StepCheck<M>) -> Property<M> {
     Property {
@@ -53,30 +75,60 @@ fn wrote_or_sealed(t: &FAct) -> Option<u8> {
             answer: Answer::Written,
             ..
         }
+        | FAct::Finish {
+            worker,
+            answer: Answer::Written,
+            ..
+        }
         | FAct::Seal(worker) => Some(worker),
         FAct::Append { .. }
+        | FAct::Finish { .. }
         | FAct::Claim { .. }
         | FAct::Commit(_)
+        | FAct::End(_)
         | FAct::RequestLost(_)
-        | FAct::Crash(_) => None,
+        | FAct::Crash(_)
+        | FAct::Retire(_) => None,
     }
 }
 
-/// Every property, in report order.
-pub fn properties() -> Vec<Property<M>> {
-    vec![
+/// Whether the step wrote a pause or an outcome.
+fn wrote(t: &FAct) -> bool {
+    matches!(
+        t,
+        FAct::Append {
+            answer: Answer::Written,
+            ..
+        } | FAct::Finish {
+            answer: Answer::Written,
+            ..
+        }
+    )
+}
+
+/// Whether the step is a retention that removed the Run's rows.
+fn removed(t: &FAct) -> bool {
+    matches!(t, FAct::Retire(Retired::Removed { .. }))
+}
+
+/// Whether no worker was started after worker `fate - 1` (a fate of 0:
+/// none is durable).
+fn none_started_after(s: &FSys, fate: u8) -> bool {
+    fate == 0 || (usize::from(fate)..MAX_WORKERS).all(|later| s.phase[later] == Phase::Idle)
+}
+
+/// Every property of `setup`, in report order: R1–R10 and the coverage
+/// (the finish's and retention's situations only where they run).
+pub fn properties(setup: &Setup) -> Vec<Property<M>> {
+    let mut all = vec![
         Property {
             name: R1,
-            check: Check::Always(|_: &M, s: &FSys| {
-                s.pause == 0
-                    || (usize::from(s.pause)..MAX_WORKERS)
-                        .all(|later| s.phase[later] == Phase::Idle)
-            }),
+            check: Check::Always(|_: &M, s: &FSys| none_started_after(s, s.pause)),
         },
         Property {
             name: R2,
             check: Check::AlwaysStep(|_: &M, a: &FSys, t: &FAct, _: &FSys| match *t {
-                FAct::Seal(w) => a.pause == w + 1,
+                FAct::Seal(w) => a.pause == w + 1 || a.tombstone_only(),
                 _ => true,
             }),
         },
@@ -88,8 +140,13 @@ pub fn properties() -> Vec<Property<M>> {
                 } => {
                     !refused
                         && match started {
-                            Some(_) => a.pause == 0,
-                            None => a.pause > 0 && b.owner == Owner::Successor,
+                            Some(_) => !a.has_fate() && !a.retired,
+                            None => match b.owner {
+                                Owner::Successor => a.pause > 0,
+                                Owner::Finished => a.finish > 0 && a.pause == 0,
+                                Owner::Retired => a.retired,
+                                Owner::Open => false,
+                            },
                         }
                 }
                 _ => true,
@@ -98,28 +155,37 @@ pub fn properties() -> Vec<Property<M>> {
         Property {
             name: R4,
             check: Check::Always(|_: &M, s: &FSys| {
-                (0..MAX_WORKERS)
-                    .all(|i| s.phase[i] != Phase::Sealed || usize::from(s.pause) == i + 1)
+                (0..MAX_WORKERS).all(|i| {
+                    s.phase[i] != Phase::Sealed
+                        || usize::from(s.pause) == i + 1
+                        || s.tombstone_only()
+                })
             }),
         },
         Property {
             name: R5,
             check: Check::Eventually(|_: &M, s: &FSys| {
-                u64::from(s.pause == 0 && !s.current_worker_lives())
+                u64::from(!s.has_fate() && !s.retired && !s.current_worker_lives())
             }),
         },
         Property {
             name: R6,
             check: Check::AlwaysStep(|_: &M, a: &FSys, t: &FAct, b: &FSys| {
-                // The pause, once durable, never changes hands; a write is
-                // by a worker holding the current epoch.
-                (a.pause == 0 || b.pause == a.pause)
+                // The pause, once durable, never changes hands (until
+                // retention removes it); a write is by a worker holding the
+                // current epoch, while no fate is durable.
+                (a.pause == 0 || b.pause == a.pause || removed(t))
                     && match *t {
                         FAct::Append {
                             worker,
                             answer: Answer::Written,
                             ..
-                        } => a.pause == 0 && a.held[usize::from(worker)] == a.epoch,
+                        }
+                        | FAct::Finish {
+                            worker,
+                            answer: Answer::Written,
+                            ..
+                        } => !a.has_fate() && a.held[usize::from(worker)] == a.epoch,
                         _ => true,
                     }
             }),
@@ -127,7 +193,42 @@ pub fn properties() -> Vec<Property<M>> {
         Property {
             name: R7,
             check: Check::AlwaysStep(|_: &M, a: &FSys, t: &FAct, _: &FSys| {
-                wrote_or_sealed(t).is_none_or(|w| a.held[usize::from(w)] == a.epoch)
+                wrote_or_sealed(t).is_none_or(|w| {
+                    a.held[usize::from(w)] == a.epoch
+                        || (matches!(t, FAct::Seal(_)) && a.tombstone_only())
+                })
+            }),
+        },
+        Property {
+            name: R8,
+            check: Check::AlwaysStep(|_: &M, a: &FSys, t: &FAct, b: &FSys| {
+                // One fate at most; none started after the finisher; the
+                // outcome, once durable, never changes until retention.
+                !(b.pause > 0 && b.finish > 0)
+                    && none_started_after(b, b.finish)
+                    && (a.finish == 0 || b.finish == a.finish || removed(t))
+            }),
+        },
+        Property {
+            name: R9,
+            check: Check::AlwaysStep(|_: &M, a: &FSys, t: &FAct, b: &FSys| match *t {
+                FAct::Claim {
+                    started: Some(i), ..
+                } => {
+                    let i = usize::from(i);
+                    !a.retired
+                        && (0..MAX_WORKERS)
+                            .all(|j| j == i || a.phase[j] == Phase::Idle || a.held[j] != b.held[i])
+                }
+                _ => !(wrote(t) && a.retired),
+            }),
+        },
+        Property {
+            name: R10,
+            check: Check::AlwaysStep(|_: &M, a: &FSys, t: &FAct, b: &FSys| {
+                (!removed(t) || a.epoch == 0 || a.has_fate())
+                    && (!removed(t) || b.tombstone_only())
+                    && (!b.retired || b.tombstone_only())
             }),
         },
         sometimes(
@@ -194,6 +295,102 @@ pub fn properties() -> Vec<Property<M>> {
                     }
                 ) && b.started() == usize::from(m.setup.workers)
             },
+        ),
+    ];
+    if setup.finish {
+        all.extend(finish_coverage());
+    }
+    if setup.retire {
+        all.extend(retire_coverage());
+    }
+    if setup.finish && setup.retire {
+        all.push(sometimes(
+            "a zombie's finish is refused under the tombstone (Retired)",
+            |_, _, t, _| {
+                matches!(
+                    t,
+                    FAct::Finish {
+                        answer: Answer::Retired,
+                        ..
+                    }
+                )
+            },
+        ));
+    }
+    all
+}
+
+/// The finish's situations, so that R8 is not vacuous.
+fn finish_coverage() -> Vec<Property<M>> {
+    vec![
+        sometimes(
+            "a worker finishes the Run (its outcome durable)",
+            |_, _, t, _| {
+                matches!(
+                    t,
+                    FAct::Finish {
+                        answer: Answer::Written,
+                        lost: false,
+                        ..
+                    }
+                )
+            },
+        ),
+        sometimes(
+            "a zombie's finish is fenced (its owner took the Run over while it lived)",
+            |_, _, t, _| {
+                matches!(
+                    t,
+                    FAct::Finish {
+                        answer: Answer::Fenced,
+                        ..
+                    }
+                )
+            },
+        ),
+        sometimes(
+            "a claim answers Finished after a lost finish reply (the owner learns the outcome)",
+            |_, a, t, b| {
+                matches!(t, FAct::Claim { started: None, .. })
+                    && b.owner == Owner::Finished
+                    && (0..MAX_WORKERS)
+                        .any(|i| a.phase[i] == Phase::Closed && usize::from(a.finish) == i + 1)
+            },
+        ),
+    ]
+}
+
+/// Retention's situations, so that R9 and R10 are not vacuous.
+fn retire_coverage() -> Vec<Property<M>> {
+    vec![
+        sometimes(
+            "retention is refused: the Run is open (RunOpen)",
+            |_, _, t, _| matches!(t, FAct::Retire(Retired::RunOpen)),
+        ),
+        sometimes(
+            "retention removes a final Run's rows and keeps the tombstone",
+            |_, a, t, _| {
+                matches!(t, FAct::Retire(Retired::Removed { runs: 1, .. })) && a.has_fate()
+            },
+        ),
+        sometimes("a claim answers Retired (never resumed)", |_, _, t, b| {
+            matches!(t, FAct::Claim { started: None, .. }) && b.owner == Owner::Retired
+        }),
+        sometimes(
+            "a zombie's append is refused under the tombstone (Retired)",
+            |_, _, t, _| {
+                matches!(
+                    t,
+                    FAct::Append {
+                        answer: Answer::Retired,
+                        ..
+                    }
+                )
+            },
+        ),
+        sometimes(
+            "a worker seals after retention removed its durable pause",
+            |_, a, t, _| matches!(t, FAct::Seal(_)) && a.retired,
         ),
     ]
 }

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{FAct, FSys, FenceModel, Named, Setup, VARIANTS, Variant, props};
+use super::{FAct, FSys, FenceModel, Named, VARIANTS, Variant, props};
 use crate::explore::{Exploration, Options, Trace, Verdict, explore};
 use crate::report::{SelfTestRow, format_self_test_block, thousands, trace_shape, verdict_lines};
 
@@ -20,7 +20,7 @@ pub struct Checked {
 pub fn explore_all(model: &FenceModel) -> Exploration<FSys, FAct> {
     explore(
         model,
-        &props::properties(),
+        &props::properties(&model.setup),
         Options {
             symmetry: false,
             liveness: true,
@@ -46,13 +46,18 @@ pub fn render(t: &Trace<FSys, FAct>) -> String {
         }
         let _ = writeln!(
             out,
-            "    {:>2}. {act:?}\n        → log epoch {} pause {} · owner {:?} · workers {:?} · epochs {:?}",
+            "    {:>2}. {act:?}\n        → log epoch {} pause {}{}{} · owner {:?} · workers {:?} · epochs {:?}",
             n + 1,
             state.epoch,
             match state.pause {
                 0 => "none".to_owned(),
                 w => format!("of worker {}", w - 1),
             },
+            match state.finish {
+                0 => String::new(),
+                w => format!(" finish of worker {}", w - 1),
+            },
+            if state.retired { " · tombstone" } else { "" },
             state.owner,
             state.phase,
             state.held
@@ -86,12 +91,14 @@ pub struct Caught {
     pub trace: Option<Trace<FSys, FAct>>,
 }
 
-/// Runs the checker on every broken rule.
-pub fn self_test(setup: Setup) -> Vec<Caught> {
+/// Runs the checker on every broken rule, each on its configuration
+/// ([`super::SELF_TEST`] for the handoff's, [`super::SELF_TEST_FATES`] for
+/// the finish's and retention's).
+pub fn self_test() -> Vec<Caught> {
     VARIANTS
         .iter()
         .map(|&variant| {
-            let model = FenceModel::with_rule(setup, variant.claim, variant.append);
+            let model = FenceModel::with_rules(variant.setup, variant.rules);
             let e = explore_all(&model);
             let violated = e
                 .verdicts
@@ -132,7 +139,7 @@ pub fn format_self_test(caught: &[Caught]) -> String {
         .collect();
     format_self_test_block(
         "fenced handoff checker self-test",
-        "broken claim and append rules",
+        "broken claim, append, finish and retire rules",
         &rows,
     )
 }

@@ -238,11 +238,17 @@ impl Core {
                     pause: HandoffPause::clone(&self.facts.pauses[p as usize]),
                 })
                 .collect(),
+            // The gate's log holds pause rows only: no finish, no tombstone.
+            finished: None,
+            retired: false,
         };
         let decided = match (self.reconcile)(&facts) {
             Ok(Decision::HandedOff(pause)) => Decided::HandedOff(self.facts.pause_index(&pause)),
             Ok(Decision::Resumable) => Decided::Resumable,
-            Err(_) => Decided::Contradiction,
+            // Facts without a finish or a tombstone answered Finished or
+            // Retired: as wrong as a contradiction (the owner stops, and the
+            // properties report it).
+            Ok(Decision::Finished(_) | Decision::Retired) | Err(_) => Decided::Contradiction,
         };
         self.decided.borrow_mut().insert(log, decided);
         decided

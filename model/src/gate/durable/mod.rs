@@ -223,7 +223,8 @@ fn reconcile_resumes_a_handed_off_run(
 ) -> Result<Decision<u8>, ReconcileError> {
     match baton::durable::reconcile(facts) {
         Ok(Decision::HandedOff(_)) => Ok(Decision::Resumable),
-        decided @ (Ok(Decision::Resumable) | Err(_)) => decided,
+        decided
+        @ (Ok(Decision::Resumable | Decision::Finished(_) | Decision::Retired) | Err(_)) => decided,
     }
 }
 
