@@ -192,8 +192,34 @@ impl PostgresOptions {
 /// a zombie's append are ordered one way or the other. A Run's first claim
 /// has no row to lock yet: it inserts the row `ON CONFLICT DO NOTHING`,
 /// and if another claim inserted it first (no row affected) its
-/// transaction runs again, now finding the row to lock. `facts` reads the
-/// epoch and the pause from one `REPEATABLE READ` snapshot.
+/// transaction runs again, now finding the row to lock. A finish is
+/// fenced as an append, under the same row lock (it is kept on the Run's
+/// row, so the lock returns it); the tombstone of a retired root Run is
+/// read after the lock, in the same transaction. `facts` reads the epoch,
+/// the finish, the pause and the tombstone from one `REPEATABLE READ`
+/// snapshot.
+///
+/// **Retirement against claims.** `retire` locks every Run of its root
+/// (`FOR UPDATE`), so every write of an existing Run, which locks its row
+/// first, is ordered with it, and a write that waited finds the row gone
+/// and then reads the tombstone ([`LogError::Retired`]). A *new* Run has
+/// no row to lock: a claim of one could slip past the Runs the retirement
+/// read and leave a Run under the tombstone. So each root Run has a row of
+/// its own in `baton_root` — its lock row while live, its tombstone once
+/// retired — that the retirement locks exclusively before it reads the
+/// Runs, and that a new Run's insert holds `FOR SHARE` in the same
+/// statement (or makes, for a root Run's first Run). The server re-reads
+/// a row it waited for against the statement's conditions, so an insert
+/// that waited for a retirement finds the root retired and inserts
+/// nothing; a retirement that waited for an insert reads its Run. A row
+/// lock rather than an advisory lock (`pg_advisory_xact_lock_shared`),
+/// because the one-statement first claim must stay one statement: a lock
+/// taken inside a statement comes after the statement's snapshot, which
+/// would miss a tombstone committed while it waited, while a locked row is
+/// read again at its newest version. Either is transaction-scoped, and
+/// works through PgBouncer's transaction pooling; a claim or an append
+/// reads the root's row by its primary key, so neither grows slower with
+/// the number of retired roots.
 ///
 /// **One round trip, or three.** A Run's first claim and an append at the
 /// Run's current epoch with no pause yet — what a healthy fleet does —
@@ -246,14 +272,22 @@ impl PostgresOptions {
 /// transaction pooling mode.
 ///
 /// **Schema.** Version [`POSTGRES_SCHEMA_VERSION`], tables `baton_schema`,
-/// `baton_run` and `baton_handoff_pause` in the [`PostgresSchema`] the
-/// options name. Opening a log runs no DDL: it checks the version and
+/// `baton_run` (with each Run's finish), `baton_handoff_pause` and
+/// `baton_root` (each root Run's lock row, or tombstone) in the
+/// [`PostgresSchema`] the options name. Opening a log runs no DDL: it checks the version and
 /// refuses another ([`LogError::UnknownSchema`]). Migrate as a deploy step
 /// ([`PostgresSchema::migrate`], or the SQL of
 /// [`PostgresSchema::migrations`] with your own tool), or let the log do
 /// it when it opens ([`PostgresOptions::migrate`]). After that the log's
 /// role needs only `USAGE` on the schema and `SELECT`, `INSERT` and
-/// `UPDATE` on the tables.
+/// `UPDATE` on the tables, and `DELETE` too to retire root Runs.
+///
+/// **Inside a transaction of the caller's.** [`claim_in`](Self::claim_in),
+/// [`append_in`](Self::append_in), [`finish_in`](Self::finish_in) and
+/// [`retire_in`](Self::retire_in) run the same rule on a `READ COMMITTED`
+/// transaction the caller owns, so the log's write commits (or rolls
+/// back) with the caller's own rows; the caller runs it again after a
+/// serialization failure (see [their docs](#inside-the-callers-transaction)).
 ///
 /// **Runtime.** tokio-postgres's sockets and timers are tokio's: the
 /// futures of a `PostgresLog` must be polled within a tokio runtime (any
