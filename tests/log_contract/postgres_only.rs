@@ -1499,6 +1499,16 @@ fn r9_a_root_is_retired_only_once_final_and_then_nothing_under_it_is_resumed_or_
             within("R5", log.retire_async(ROOT)).await.unwrap(),
             Retirement::AlreadyRetired
         );
+        // A root Run the log holds nothing for retires at once (no Run of
+        // it is open), as in every store, and its tombstone holds.
+        assert_eq!(
+            within("R5", log.retire_async("never")).await.unwrap(),
+            Retirement::Retired { runs: 0 }
+        );
+        assert_eq!(
+            within("R5", log.claim_async("never", "run")).await.unwrap(),
+            Claim::Retired
+        );
     });
 }
 
