@@ -1768,10 +1768,10 @@ async fn log_and_client(cluster: &Cluster) -> (Log, tokio_postgres::Client) {
     (log, client)
 }
 
-/// The caller's transaction, rolled back: a claim, an append and a finish
-/// made inside it wrote nothing, and the fence is as if they had never
-/// run: the next claim issues the same epoch the rolled-back one answered,
-/// and the Run is still open under it.
+/// The caller's transaction, rolled back: a claim, an append, a finish and
+/// a retirement made inside it wrote nothing, and the fence is as if they
+/// had never run: the next claim issues the same epoch the rolled-back one
+/// answered, the Run is still open under it, and still there.
 #[test]
 fn writes_in_the_callers_transaction_rolled_back_leave_nothing_and_the_next_claim_issues_the_same_epoch()
  {
@@ -1846,6 +1846,20 @@ fn writes_in_the_callers_transaction_rolled_back_leave_nothing_and_the_next_clai
             .get(0);
         assert_eq!(jobs, 0);
         assert_eq!(append(&log, Epoch::new(2)).await.unwrap(), Receipt::Written);
+
+        // A retirement rolled back: the Runs' rows are all still there.
+        let tx = client.transaction().await.unwrap();
+        assert_eq!(
+            within("R5", log.retire_in(&tx, ROOT)).await.unwrap(),
+            Retirement::Retired { runs: 1 }
+        );
+        tx.rollback().await.unwrap();
+        assert_eq!(
+            within("R5", log.claim_async(ROOT, "run")).await.unwrap(),
+            Claim::HandedOff(pause()),
+            "no tombstone: the Run is as it was"
+        );
+        assert_eq!(rows(&client).await, (1, 1, 1));
     });
 }
 
