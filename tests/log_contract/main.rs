@@ -176,7 +176,7 @@ mod postgres_store {
             .batch_execute(&format!(
                 "REVOKE ALL ON SCHEMA public FROM PUBLIC; \
                  GRANT USAGE ON SCHEMA {SCHEMA} TO {DML_ROLE}; \
-                 GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA {SCHEMA} TO {DML_ROLE}"
+                 GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {SCHEMA} TO {DML_ROLE}"
             ))
             .await
             .expect("the grants");

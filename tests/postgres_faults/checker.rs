@@ -1,4 +1,4 @@
-//! The history of a campaign and its checker: SPEC §6's R1–R7 over every
+//! The history of a campaign and its checker: SPEC §6's R1–R10 over every
 //! operation the processes made (ok, refused, unavailable — nothing was
 //! written — or unknown: no answer, an `OutcomeUnknown` error, or a
 //! process killed mid-way) and the facts the server holds at the end.
@@ -43,6 +43,26 @@ pub enum Kind {
         epoch: u64,
         pause: String,
     },
+    Finish {
+        run: String,
+        epoch: u64,
+        id: String,
+    },
+    /// Retention of the root Run `run` (each Run is its own root).
+    Retire {
+        run: String,
+    },
+}
+
+impl Kind {
+    fn run(&self) -> &str {
+        match self {
+            Kind::Claim { run }
+            | Kind::Append { run, .. }
+            | Kind::Finish { run, .. }
+            | Kind::Retire { run } => run,
+        }
+    }
 }
 
 /// How an operation ended.
@@ -50,6 +70,15 @@ pub enum Kind {
 pub enum Outcome {
     Owner(u64),
     HandedOff(String),
+    /// A claim answered `Finished` with this finish's id.
+    Finished(String),
+    /// A claim answered `Retired`.
+    Retired,
+    /// A retirement answered `Retired` (now) or `AlreadyRetired`.
+    RetiredNow,
+    RefusedRetired,
+    AlreadyFinished,
+    RunOpen,
     Written,
     Already,
     Fenced(u64),
@@ -74,12 +103,15 @@ pub struct Op {
 /// A seal a requester's `wait()` saw: (process, run, epoch, pause).
 pub type Seal = (String, String, u64, String);
 
-/// What the server holds at the end: per Run its epoch, and its pause
-/// (the pause id and the epoch recorded with it).
+/// What the server holds at the end: per Run its epoch, its pause (the
+/// pause id and the epoch recorded with it) and its finish's id; and the
+/// retired root Runs (each Run is its own root).
 #[derive(Debug, Default)]
 pub struct Truth {
     pub epochs: HashMap<String, u64>,
     pub pauses: HashMap<String, (String, u64)>,
+    pub finishes: HashMap<String, String>,
+    pub retired: HashSet<String>,
 }
 
 /// The operations and seals of a history.
@@ -111,6 +143,36 @@ pub fn replay(lines: &[Line]) -> (Vec<Op>, Vec<Seal>) {
                     },
                 );
             }
+            (_, ["invoke", "finish", run, epoch, id]) => {
+                ops.insert(
+                    key,
+                    Op {
+                        process: line.process.clone(),
+                        kind: Kind::Finish {
+                            run: (*run).to_owned(),
+                            epoch: epoch.parse().unwrap_or(0),
+                            id: (*id).to_owned(),
+                        },
+                        invoked: line.at,
+                        completed: None,
+                        outcome: Outcome::Unknown,
+                    },
+                );
+            }
+            (_, ["invoke", "retire", run]) => {
+                ops.insert(
+                    key,
+                    Op {
+                        process: line.process.clone(),
+                        kind: Kind::Retire {
+                            run: (*run).to_owned(),
+                        },
+                        invoked: line.at,
+                        completed: None,
+                        outcome: Outcome::Unknown,
+                    },
+                );
+            }
             (_, ["invoke", "append", run, epoch, pause]) => {
                 ops.insert(
                     key,
@@ -133,6 +195,12 @@ pub fn replay(lines: &[Line]) -> (Vec<Op>, Vec<Seal>) {
                     op.outcome = match outcome {
                         ["ok", "owner", e] => Outcome::Owner(e.parse().unwrap_or(0)),
                         ["ok", "handed-off", p] => Outcome::HandedOff((*p).to_owned()),
+                        ["ok", "finished", id] => Outcome::Finished((*id).to_owned()),
+                        ["ok", "retired"] => Outcome::Retired,
+                        ["ok", "retired-now", _] | ["ok", "already-retired"] => Outcome::RetiredNow,
+                        ["refused", "retired"] => Outcome::RefusedRetired,
+                        ["refused", "already-finished"] => Outcome::AlreadyFinished,
+                        ["refused", "run-open"] => Outcome::RunOpen,
                         ["ok", "written"] => Outcome::Written,
                         ["ok", "already"] => Outcome::Already,
                         ["refused", "fenced", c] => Outcome::Fenced(c.parse().unwrap_or(0)),
@@ -163,7 +231,9 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<String> {
         match (&op.kind, &op.outcome) {
             (Kind::Claim { run }, Outcome::Owner(epoch)) => {
                 *issued.entry((run.clone(), *epoch)).or_default() += 1;
-                if truth.epochs.get(run).copied().unwrap_or(0) < *epoch {
+                if !truth.retired.contains(run)
+                    && truth.epochs.get(run).copied().unwrap_or(0) < *epoch
+                {
                     anomalies.push(format!(
                         "lost claim: {} was issued epoch {epoch} of {run}, the log's epoch is {:?}",
                         op.process,
@@ -179,8 +249,34 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<String> {
                     pause_of(run)
                 ));
             }
+            (Kind::Claim { run }, Outcome::Finished(id))
+                if truth.finishes.get(run) != Some(id) && !truth.retired.contains(run) =>
+            {
+                anomalies.push(format!(
+                    "R3: a claim of {run} answered finish {id}, the log holds {:?}",
+                    truth.finishes.get(run)
+                ));
+            }
+            (Kind::Claim { run }, Outcome::Retired) if !truth.retired.contains(run) => {
+                anomalies.push(format!("R3: a claim of {run} answered Retired, it is not"));
+            }
+            (Kind::Finish { run, id, .. }, Outcome::Written | Outcome::Already)
+                if truth.finishes.get(run) != Some(id) && !truth.retired.contains(run) =>
+            {
+                anomalies.push(format!(
+                    "R8 / acknowledged write lost: {} finished {run} with {id}, the log holds {:?}",
+                    op.process,
+                    truth.finishes.get(run)
+                ));
+            }
+            (Kind::Retire { run }, Outcome::RetiredNow) if !truth.retired.contains(run) => {
+                anomalies.push(format!(
+                    "R9 / acknowledged write lost: {run} was retired, the log holds no tombstone"
+                ));
+            }
             (Kind::Append { run, epoch, pause }, Outcome::Written | Outcome::Already)
-                if pause_of(run) != Some(&(pause.clone(), *epoch)) =>
+                if pause_of(run) != Some(&(pause.clone(), *epoch))
+                    && !truth.retired.contains(run) =>
             {
                 anomalies.push(format!(
                     "R4 / acknowledged write lost: {} appended {pause} (epoch {epoch}) to {run}, \
@@ -198,6 +294,15 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<String> {
             }
             _ => {}
         }
+        if let Kind::Finish { id, .. } = &op.kind {
+            invoked_pauses.insert(id);
+            if matches!(
+                op.outcome,
+                Outcome::Written | Outcome::Already | Outcome::Unknown
+            ) {
+                may_have_written.insert(id);
+            }
+        }
         if let Kind::Append { pause, .. } = &op.kind {
             invoked_pauses.insert(pause);
             if matches!(
@@ -212,6 +317,36 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<String> {
         if *count > 1 {
             anomalies.push(format!(
                 "R6: epoch {epoch} of {run} was issued {count} times"
+            ));
+        }
+    }
+    for (run, id) in &truth.finishes {
+        if truth.pauses.contains_key(run) {
+            anomalies.push(format!("R8: {run} holds both a pause and finish {id}"));
+        }
+        if !invoked_pauses.contains(id.as_str()) {
+            anomalies.push(format!("{run} holds finish {id} nobody sent"));
+        } else if !may_have_written.contains(id.as_str()) {
+            anomalies.push(format!(
+                "Unavailable means nothing written: {run} holds finish {id}, but every \
+                 finish of it was refused or answered Unavailable"
+            ));
+        }
+    }
+    for run in &truth.retired {
+        let rows = truth.epochs.contains_key(run)
+            || truth.pauses.contains_key(run)
+            || truth.finishes.contains_key(run);
+        if rows {
+            anomalies.push(format!("R10: the retired root {run} still holds rows"));
+        }
+        let sent = ops.iter().any(|op| {
+            matches!(&op.kind, Kind::Retire { run: r } if r == run)
+                && matches!(op.outcome, Outcome::RetiredNow | Outcome::Unknown)
+        });
+        if !sent {
+            anomalies.push(format!(
+                "{run} is retired, but no retirement of it may have written"
             ));
         }
     }
@@ -235,15 +370,14 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<String> {
     // Real-time order, per Run.
     let mut by_run: HashMap<&str, Vec<&Op>> = HashMap::new();
     for op in ops {
-        let run = match &op.kind {
-            Kind::Claim { run } | Kind::Append { run, .. } => run.as_str(),
-        };
-        by_run.entry(run).or_default().push(op);
+        by_run.entry(op.kind.run()).or_default().push(op);
     }
     for (run, ops) in &by_run {
         for append in ops {
-            let Kind::Append { epoch, pause, .. } = &append.kind else {
-                continue;
+            let (epoch, pause) = match &append.kind {
+                Kind::Append { epoch, pause, .. } => (epoch, pause),
+                Kind::Finish { epoch, id, .. } => (epoch, id),
+                Kind::Claim { .. } | Kind::Retire { .. } => continue,
             };
             let acknowledged = matches!(append.outcome, Outcome::Written | Outcome::Already);
             for claim in ops {
@@ -271,6 +405,56 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<String> {
                             append.process
                         ));
                     }
+                }
+            }
+        }
+    }
+    // R8 / R9 in real-time order, per Run: once a finish is acknowledged no
+    // epoch is issued and no pause written; once a retirement is
+    // acknowledged nothing under the root is claimed into an epoch or
+    // written; a finish and a pause are never both acknowledged.
+    for (run, ops) in &by_run {
+        let acknowledged = |op: &&&Op| matches!(op.outcome, Outcome::Written | Outcome::Already);
+        for done in ops
+            .iter()
+            .filter(|op| matches!(op.kind, Kind::Finish { .. }))
+            .filter(acknowledged)
+        {
+            let Some(at) = done.completed else { continue };
+            for later in ops.iter().filter(|op| op.invoked > at) {
+                if matches!(later.outcome, Outcome::Owner(_))
+                    || (matches!(later.kind, Kind::Append { .. }) && acknowledged(&later))
+                {
+                    anomalies.push(format!(
+                        "R8: {run} finished, then {:?} answered {:?}",
+                        later.kind, later.outcome
+                    ));
+                }
+            }
+            for append in ops
+                .iter()
+                .filter(|op| matches!(op.kind, Kind::Append { .. }))
+            {
+                if acknowledged(&append) {
+                    anomalies.push(format!("R8: {run} was both finished and handed off"));
+                }
+            }
+        }
+        for retired in ops.iter().filter(|op| {
+            matches!(op.kind, Kind::Retire { .. }) && op.outcome == Outcome::RetiredNow
+        }) {
+            let Some(at) = retired.completed else {
+                continue;
+            };
+            for later in ops.iter().filter(|op| op.invoked > at) {
+                let wrote = matches!(later.outcome, Outcome::Owner(_))
+                    || (matches!(later.kind, Kind::Append { .. } | Kind::Finish { .. })
+                        && acknowledged(&later));
+                if wrote {
+                    anomalies.push(format!(
+                        "R9: {run} was retired, then {:?} answered {:?}",
+                        later.kind, later.outcome
+                    ));
                 }
             }
         }
@@ -306,7 +490,7 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<String> {
     }
     // R2 / R4: a seal (Some from wait()) implies the pause is durable.
     for (process, run, epoch, pause) in seals {
-        if pause_of(run) != Some(&(pause.clone(), *epoch)) {
+        if pause_of(run) != Some(&(pause.clone(), *epoch)) && !truth.retired.contains(run) {
             anomalies.push(format!(
                 "R2: {process}'s requester got {pause} of {run} from wait(), the log holds {:?}",
                 pause_of(run)

@@ -17,6 +17,12 @@
 //! told `decide`; then it decides every Run of the campaign — claims it, and
 //! if open, hands it off itself — and says `done`.
 //!
+//! Each Run is its own root Run, so that retention runs during the faults:
+//! a worker ends one Run in four with a finish (`finish_then_close_async`)
+//! instead of a handoff, and the owner, between its claims, retires the
+//! root of a Run of an earlier window (which a zombie may still be working
+//! on) — §6.1, R8–R10. The unfenced campaign does neither.
+//!
 //! Under `BATON_FAULT_UNFENCED=1` the workers append through a store with
 //! fencing disabled (the test-only switch): the same row lock and
 //! one-pause-per-Run key, but no epoch check.
@@ -28,13 +34,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use baton::durable::tokio_postgres::NoTls;
 use baton::durable::{
-    AsyncHandoffLog, Claim, Epoch, LogError, PostgresLog, PostgresOptions, Receipt, SealError,
-    append_then_seal_async,
+    AsyncHandoffLog, Claim, Epoch, FinishError, LogError, PostgresLog, PostgresOptions, Receipt,
+    Retirement, SealError, append_then_seal_async, finish_then_close_async,
 };
 use baton::{CancelSignal, HandoffGate, HandoffIntent, Invocation};
 
-use super::{ROOT, Rng, WINDOW, WINDOW_RUNS, env, var};
-use crate::common::{Pause, commit_at_boundary, pause_for};
+use super::{Rng, WINDOW, WINDOW_RUNS, env, var};
+use crate::common::{Pause, commit_at_boundary, execution, pause_for};
 
 type Log = PostgresLog<baton::HandoffExecution>;
 
@@ -63,7 +69,7 @@ fn intent(run: &str, pause_id: &str, host: &str) -> HandoffIntent {
     HandoffIntent {
         handoff_id: pause_id.into(),
         host_epoch: host.into(),
-        root_run_id: ROOT.into(),
+        root_run_id: run.into(),
         successor_run_id: format!("{run}-next"),
         successor_invocation_id: format!("{run}-next-invocation"),
         claim_id: "claim".into(),
@@ -96,6 +102,9 @@ fn refusal(error: &LogError) -> String {
     match error {
         LogError::Fenced { current, .. } => format!("refused fenced {current}"),
         LogError::AlreadyHandedOff { .. } => "refused already-handed-off".into(),
+        LogError::AlreadyFinished { .. } => "refused already-finished".into(),
+        LogError::Retired { .. } => "refused retired".into(),
+        LogError::RunOpen { .. } => "refused run-open".into(),
         LogError::EpochNotIssued { current, .. } => format!("refused epoch-not-issued {current}"),
         LogError::OutcomeUnknown(_) => "unknown".into(),
         LogError::Unavailable(_) => "unavailable".into(),
@@ -150,7 +159,9 @@ pub fn main(role: &str) {
                         let work = 20 + rng.below(180);
                         tokio::time::sleep(Duration::from_millis(work)).await;
                         let pause_id = format!("{name}-{run}-e{epoch}");
-                        if unfenced {
+                        if !unfenced && rng.below(4) == 0 {
+                            finish(&log, &mut history, &run, epoch, &pause_id).await;
+                        } else if unfenced {
                             let pause = pause_for(intent(&run, &pause_id, &name));
                             unfenced_hand_off(&url, &mut raw, &mut history, &run, epoch, &pause)
                                 .await;
@@ -171,6 +182,11 @@ pub fn main(role: &str) {
                     }
                     let run = run_name(window() * WINDOW_RUNS + rng.below(WINDOW_RUNS));
                     let _claimed = claim(&log, &mut history, &run).await;
+                    // Retention: the root of a Run two or more windows old.
+                    if !unfenced && window() >= 2 && rng.below(2) == 0 {
+                        let old = rng.below((window() - 1) * WINDOW_RUNS);
+                        retire(&log, &mut history, &run_name(old)).await;
+                    }
                     tokio::time::sleep(Duration::from_millis(100 + rng.below(400))).await;
                 };
                 for k in 0..runs {
@@ -185,8 +201,12 @@ pub fn main(role: &str) {
                                 }
                             }
                             Ok(None) | Err(()) => {
-                                let read = log.facts_async(ROOT, &run).await;
-                                if read.is_ok_and(|facts| !facts.pauses.is_empty()) {
+                                let read = log.facts_async(&run, &run).await;
+                                if read.is_ok_and(|facts| {
+                                    !facts.pauses.is_empty()
+                                        || facts.finished.is_some()
+                                        || facts.retired
+                                }) {
                                     break;
                                 }
                                 tokio::time::sleep(Duration::from_millis(50)).await;
@@ -217,17 +237,26 @@ async fn connect(url: &str) -> Log {
     }
 }
 
-/// Claims `run`: the epoch if this process now owns it, `None` if it is
-/// handed off, `Err` without an answer (or with a refusal).
+/// Claims `run` (its own root Run): the epoch if this process now owns it,
+/// `None` if it is final (handed off, finished or retired), `Err` without
+/// an answer (or with a refusal).
 async fn claim(log: &Log, history: &mut History, run: &str) -> Result<Option<Epoch>, ()> {
     let op = history.invoke(&format!("claim {run}"));
-    match log.claim_async(ROOT, run).await {
+    match log.claim_async(run, run).await {
         Ok(Claim::Owner(epoch)) => {
             history.complete(op, &format!("ok owner {epoch}"));
             Ok(Some(epoch))
         }
         Ok(Claim::HandedOff(pause)) => {
             history.complete(op, &format!("ok handed-off {}", pause.intent.handoff_id));
+            Ok(None)
+        }
+        Ok(Claim::Finished(outcome)) => {
+            history.complete(op, &format!("ok finished {}", outcome_id(&outcome)));
+            Ok(None)
+        }
+        Ok(Claim::Retired) => {
+            history.complete(op, "ok retired");
             Ok(None)
         }
         Err(error) => {
@@ -247,7 +276,7 @@ async fn hand_off(
     pause_id: &str,
     host: &str,
 ) -> bool {
-    let gate = HandoffGate::new(source(run), ROOT.into());
+    let gate = HandoffGate::new(source(run), run.into());
     let reservation = gate
         .requester()
         .reserve(intent(run, pause_id, host))
@@ -273,7 +302,12 @@ async fn hand_off(
         }
         Err(SealError::Append(error)) => {
             history.complete(op, &refusal(error));
-            matches!(error, LogError::AlreadyHandedOff { .. })
+            matches!(
+                error,
+                LogError::AlreadyHandedOff { .. }
+                    | LogError::AlreadyFinished { .. }
+                    | LogError::Retired { .. }
+            )
         }
         Err(other) => {
             history.complete(op, &format!("refused other {other:?}").replace(' ', "_"));
@@ -289,6 +323,45 @@ async fn hand_off(
         ));
     }
     done
+}
+
+/// The outcome a finish records: the execution, with the finish's id as
+/// its one loaded tool, so the server's row says whose finish it is.
+fn outcome(id: &str) -> baton::HandoffExecution {
+    let mut outcome = execution();
+    outcome.tools.loaded = vec![id.to_owned()];
+    outcome
+}
+
+/// The id [`outcome`] put in `outcome`.
+fn outcome_id(outcome: &baton::HandoffExecution) -> &str {
+    outcome.tools.loaded.first().map_or("?", String::as_str)
+}
+
+/// The worker ends its Run without a handoff: `finish_then_close_async`
+/// under its epoch, through a real gate.
+async fn finish(log: &Log, history: &mut History, run: &str, epoch: Epoch, id: &str) {
+    let gate = HandoffGate::new(source(run), run.into());
+    let op = history.invoke(&format!("finish {run} {epoch} {id}"));
+    match finish_then_close_async(&gate, log, epoch, &outcome(id)).await {
+        Ok(Receipt::Written) => history.complete(op, "ok written"),
+        Ok(_) => history.complete(op, "ok already"),
+        Err(FinishError::Fenced { current, .. }) => {
+            history.complete(op, &format!("refused fenced {current}"));
+        }
+        Err(FinishError::Finish(error)) => history.complete(op, &refusal(&error)),
+        Err(other) => history.complete(op, &format!("refused other {other:?}").replace(' ', "_")),
+    }
+}
+
+/// Retention: retires the root Run `run`.
+async fn retire(log: &Log, history: &mut History, run: &str) {
+    let op = history.invoke(&format!("retire {run}"));
+    match log.retire_async(run).await {
+        Ok(Retirement::Retired { runs }) => history.complete(op, &format!("ok retired-now {runs}")),
+        Ok(Retirement::AlreadyRetired) => history.complete(op, "ok already-retired"),
+        Err(error) => history.complete(op, &refusal(&error)),
+    }
 }
 
 /// The test-only switch: an append with fencing disabled, on a raw
@@ -315,13 +388,13 @@ async fn unfenced_hand_off(
         client
             .query(
                 "SELECT epoch FROM baton_run WHERE root_run_id = $1 AND run_id = $2 FOR UPDATE",
-                &[&ROOT, &run],
+                &[&run, &run],
             )
             .await?;
         let existing = client
             .query_opt(
                 "SELECT handoff_id FROM baton_handoff_pause WHERE root_run_id = $1 AND run_id = $2",
-                &[&ROOT, &run],
+                &[&run, &run],
             )
             .await?;
         let written = if existing.is_none() {
@@ -332,7 +405,7 @@ async fn unfenced_hand_off(
                     "INSERT INTO baton_handoff_pause VALUES ($1, $2, 'session', 'turn', $3, $4, $5, $6, \
                      CAST($7::text AS json), $8)",
                     &[
-                        &ROOT,
+                        &run,
                         &run,
                         &format!("{run}-invocation"),
                         &pause_id,

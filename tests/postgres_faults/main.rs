@@ -4,8 +4,9 @@
 //! Three worker processes ("hosts") and an owner process — this test binary
 //! re-executed with a role (`child.rs`) — each reach a throwaway PostgreSQL
 //! server through a loopback TCP proxy of its own that the test controls
-//! (`common/proxy.rs`). While they claim Runs, work, and hand them off (the
-//! owner meanwhile taking Runs over as a wrong failure detector would), the
+//! (`common/proxy.rs`). While they claim Runs, work, and hand them off or
+//! finish them (the owner meanwhile taking Runs over as a wrong failure
+//! detector would, and retiring the roots of older Runs), the
 //! test injects faults at random times, drawn from a printed seed:
 //!
 //! - **partition** a process from the server: its proxy drops every
@@ -21,7 +22,7 @@
 //! Then the faults stop: the workers are told to stop, the owner decides
 //! every Run of the campaign (R5: each within [`DECIDE_EACH`] of the one
 //! before, all within [`DECIDE_BOUND`]), and the
-//! checker (`checker.rs`) verifies R1–R7 over the whole history against
+//! checker (`checker.rs`) verifies R1–R10 over the whole history against
 //! the server's final facts, and that no acknowledged write was lost
 //! across the crashes. It prints the operations, the faults by kind, the
 //! Runs decided and every anomaly (there must be none).
@@ -54,8 +55,6 @@ use checker::{Line, Outcome, Truth, check, replay};
 use common::postgres::Cluster;
 use common::proxy::{Mode, Proxy};
 
-/// The root Run of every Run of the campaign.
-pub const ROOT: &str = "root";
 /// The Runs processes pick from move on this often...
 pub const WINDOW: Duration = Duration::from_secs(1);
 /// ...and there are this many in each window: few, so that claims collide.
@@ -344,11 +343,24 @@ fn campaign(name: &str, unfenced: bool, seconds: u64) -> Option<Figures> {
         let client = cluster.connect(&dbname).await;
         let mut truth = Truth::default();
         for row in client
-            .query("SELECT run_id, epoch FROM baton_run", &[])
+            .query(
+                "SELECT run_id, epoch, outcome -> 'tools' -> 'loaded' ->> 0 FROM baton_run",
+                &[],
+            )
             .await
             .unwrap()
         {
             truth.epochs.insert(row.get(0), row.get::<_, i64>(1) as u64);
+            if let Some(id) = row.get::<_, Option<String>>(2) {
+                truth.finishes.insert(row.get(0), id);
+            }
+        }
+        for row in client
+            .query("SELECT root_run_id FROM baton_root WHERE retired", &[])
+            .await
+            .unwrap()
+        {
+            truth.retired.insert(row.get(0));
         }
         for row in client
             .query(
@@ -368,7 +380,12 @@ fn campaign(name: &str, unfenced: bool, seconds: u64) -> Option<Figures> {
     let (ops, seals) = replay(&lines);
     let mut anomalies = check(&ops, &seals, &truth);
     let decided = (0..runs)
-        .filter(|k| truth.pauses.contains_key(&child::run_name(*k)))
+        .filter(|k| {
+            let run = child::run_name(*k);
+            truth.pauses.contains_key(&run)
+                || truth.finishes.contains_key(&run)
+                || truth.retired.contains(&run)
+        })
         .count();
     // The longest wait for a decision: from the faults' end to the first,
     // and between consecutive ones.
@@ -400,6 +417,8 @@ fn campaign(name: &str, unfenced: bool, seconds: u64) -> Option<Figures> {
         let outcome = match (&op.kind, &op.outcome) {
             (checker::Kind::Claim { .. }, Outcome::Owner(_)) => "claim ok (owner)",
             (checker::Kind::Claim { .. }, Outcome::HandedOff(_)) => "claim ok (handed off)",
+            (checker::Kind::Claim { .. }, Outcome::Finished(_)) => "claim ok (finished)",
+            (checker::Kind::Claim { .. }, Outcome::Retired) => "claim ok (retired)",
             (checker::Kind::Claim { .. }, Outcome::Unknown) => "claim unknown",
             (checker::Kind::Claim { .. }, Outcome::Unavailable) => "claim unavailable",
             (checker::Kind::Claim { .. }, _) => "claim refused",
@@ -407,7 +426,19 @@ fn campaign(name: &str, unfenced: bool, seconds: u64) -> Option<Figures> {
             (checker::Kind::Append { .. }, Outcome::Fenced(_)) => "append refused (fenced)",
             (checker::Kind::Append { .. }, Outcome::Unknown) => "append unknown",
             (checker::Kind::Append { .. }, Outcome::Unavailable) => "append unavailable",
+            (checker::Kind::Append { .. }, Outcome::RefusedRetired) => "append refused (retired)",
             (checker::Kind::Append { .. }, _) => "append refused (other)",
+            (checker::Kind::Finish { .. }, Outcome::Written | Outcome::Already) => "finish ok",
+            (checker::Kind::Finish { .. }, Outcome::Fenced(_)) => "finish refused (fenced)",
+            (checker::Kind::Finish { .. }, Outcome::RefusedRetired) => "finish refused (retired)",
+            (checker::Kind::Finish { .. }, Outcome::Unknown) => "finish unknown",
+            (checker::Kind::Finish { .. }, Outcome::Unavailable) => "finish unavailable",
+            (checker::Kind::Finish { .. }, _) => "finish refused (other)",
+            (checker::Kind::Retire { .. }, Outcome::RetiredNow) => "retire ok",
+            (checker::Kind::Retire { .. }, Outcome::RunOpen) => "retire refused (run open)",
+            (checker::Kind::Retire { .. }, Outcome::Unknown) => "retire unknown",
+            (checker::Kind::Retire { .. }, Outcome::Unavailable) => "retire unavailable",
+            (checker::Kind::Retire { .. }, _) => "retire refused (other)",
         };
         *outcomes.entry(outcome).or_default() += 1;
     }
@@ -448,10 +479,11 @@ fn campaign(name: &str, unfenced: bool, seconds: u64) -> Option<Figures> {
     Some(figures)
 }
 
-/// R1–R7, no acknowledged write lost, and R5 once the faults stop, over a
-/// campaign of partitions, pauses, kills, server crashes and lost replies.
+/// R1–R10, no acknowledged write lost, and R5 once the faults stop, over a
+/// campaign of partitions, pauses, kills, server crashes and lost replies,
+/// with finishes and retention running during the faults.
 #[test]
-fn r1_to_r7_hold_under_partitions_pauses_kills_server_crashes_and_lost_replies() {
+fn r1_to_r10_hold_under_partitions_pauses_kills_server_crashes_lost_replies_and_retention() {
     let seconds = env("BATON_FAULT_SECONDS")
         .and_then(|s| s.parse().ok())
         .unwrap_or(120);
@@ -479,6 +511,14 @@ fn r1_to_r7_hold_under_partitions_pauses_kills_server_crashes_and_lost_replies()
         "no zombie was fenced: {:?}",
         figures.outcomes
     );
+    // ... and Runs finished and roots were retired during the faults.
+    for kind in ["finish ok", "retire ok", "claim ok (retired)"] {
+        assert!(
+            figures.outcomes.contains_key(kind),
+            "no {kind}: {:?}",
+            figures.outcomes
+        );
+    }
     assert_eq!(
         figures.anomalies,
         Vec::<String>::new(),
