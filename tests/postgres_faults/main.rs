@@ -473,7 +473,7 @@ fn campaign(name: &str, unfenced: bool, seconds: u64) -> Option<Figures> {
         figures.longest_wait.as_secs_f64(),
         figures.anomalies.len()
     ));
-    for anomaly in figures.anomalies.iter().take(10) {
+    for anomaly in figures.anomalies.iter().take(20) {
         report(&format!("{name}: anomaly: {anomaly}"));
     }
     Some(figures)
