@@ -568,6 +568,7 @@ async fn fleet_baton(
                 let answer = match log.claim_async(ROOT, HELD).await {
                     Ok(Claim::Owner(epoch)) => format!("owner at epoch {epoch}"),
                     Ok(Claim::HandedOff(_)) => "handed off".to_owned(),
+                    Ok(other) => format!("{other:?}"),
                     Err(error) => format!("error: {error}"),
                 };
                 HeldClaim {

@@ -157,6 +157,7 @@ where
         "claimed again, run-{host}-0 is {}",
         match again {
             Claim::HandedOff(_) => "handed off: never resumed",
+            Claim::Finished(_) | Claim::Retired => "finished or retired (not expected)",
             Claim::Owner(_) => "open (not expected)",
         }
     );
