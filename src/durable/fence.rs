@@ -310,21 +310,19 @@ pub fn retire_step<'a, P: 'a>(
     if retired {
         return Ok(Retirement::AlreadyRetired);
     }
-    let mut count = 0;
-    let mut open: Option<&str> = None;
-    for (run_id, fate) in runs {
-        if !fate.is_final() && open.is_none_or(|first| run_id < first) {
-            open = Some(run_id);
-        }
-        count += 1;
-    }
+    let runs: Vec<(&str, Fate<'a, P>)> = runs.into_iter().collect();
+    let open = runs
+        .iter()
+        .filter(|(_, fate)| !fate.is_final())
+        .map(|(run_id, _)| *run_id)
+        .min();
     if let Some(run_id) = open {
         return Err(LogError::RunOpen {
             root_run_id: root_run_id.to_owned(),
             run_id: run_id.to_owned(),
         });
     }
-    Ok(Retirement::Retired { runs: count })
+    Ok(Retirement::Retired { runs: runs.len() })
 }
 
 #[cfg(test)]
