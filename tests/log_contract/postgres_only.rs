@@ -7,11 +7,12 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
+use baton::durable::tokio_postgres::IsolationLevel;
 use baton::durable::tokio_postgres::NoTls;
 use baton::durable::tokio_postgres::error::SqlState;
 use baton::durable::{
     AsyncHandoffLog, Claim, Epoch, LogError, POSTGRES_SCHEMA_VERSION, PostgresLog, PostgresOptions,
-    PostgresSchema, Receipt, RunField,
+    PostgresSchema, Receipt, Retirement, RunField,
 };
 use baton::facts::IdError;
 
@@ -553,6 +554,7 @@ fn the_exported_migrations_applied_by_another_tool_make_a_schema_the_log_opens()
             placed,
             [
                 "fleet.baton_handoff_pause",
+                "fleet.baton_root",
                 "fleet.baton_run",
                 "fleet.baton_schema"
             ]
@@ -567,8 +569,9 @@ fn the_exported_migrations_applied_by_another_tool_make_a_schema_the_log_opens()
     });
 }
 
-/// Schema version 2 (no foreign key from the pause to its Run) upgrades a
-/// database of version 1 in place: written as version 1's SQL made it,
+/// Schema version 2 (no foreign key from the pause to its Run), and the
+/// versions after it, upgrade a database of version 1 in place: written as
+/// version 1's SQL made it,
 /// with an open Run at epoch 2 and a handed-off Run, it is migrated when
 /// a log opens with `migrate`, the key is gone, and every fact is kept:
 /// the open Run's next claim issues epoch 3, the handed-off Run stays
@@ -616,14 +619,16 @@ fn a_version_1_database_is_upgraded_in_place_and_keeps_its_facts() {
             open(&url, PostgresOptions::new()).await,
             Err(LogError::UnknownSchema { found: 1, .. })
         ));
-        let log = connect(&url).await.expect("migrated to version 2");
-        assert_eq!(foreign_keys().await, 0, "version 2 has none");
+        let log = connect(&url)
+            .await
+            .expect("migrated to the current version");
+        assert_eq!(foreign_keys().await, 0, "version 2 (and on) has none");
         let version: i64 = admin
             .query_one("SELECT version FROM baton_schema", &[])
             .await
             .unwrap()
             .get(0);
-        assert_eq!(version, 2);
+        assert_eq!(version, POSTGRES_SCHEMA_VERSION);
         assert_eq!(
             within("R5", log.claim_async(ROOT, "open")).await.unwrap(),
             Claim::Owner(Epoch::new(3))
@@ -1262,4 +1267,762 @@ fn any_other_server_error_is_unavailable_after_one_try_never_run_again() {
         &SqlState::CHECK_VIOLATION,
         1,
     ));
+}
+
+// --- The third fate and retention (issue 35): SPEC R8, R9, R10. ---
+
+/// An outcome other than [`common::execution`] (the one these tests
+/// finish with).
+fn other_outcome() -> Payload {
+    let mut outcome = common::execution();
+    outcome.supports_vision = true;
+    outcome
+}
+
+/// The invocation of the Run `run` (of [`ROOT`]).
+fn source_of(run: &str) -> baton::Invocation {
+    let mut source = common::source();
+    source.run_id = run.into();
+    source
+}
+
+/// Finishes `(ROOT, run)` under `epoch` with `outcome`, bounded (R5).
+async fn finish(
+    log: &Log,
+    run: &str,
+    epoch: Epoch,
+    outcome: &Payload,
+) -> Result<Receipt, LogError> {
+    within(
+        "R5",
+        log.finish_async(ROOT, &source_of(run), epoch, outcome),
+    )
+    .await
+}
+
+/// Claims `(ROOT, run)`, which must be open: its new epoch.
+async fn owner_of(log: &Log, run: &str) -> Epoch {
+    match within("R5", log.claim_async(ROOT, run)).await {
+        Ok(Claim::Owner(epoch)) => epoch,
+        other => panic!("the Run {run} is not open: {other:?}"),
+    }
+}
+
+/// How many rows `table` holds for the root Run [`ROOT`].
+async fn rows_of(admin: &tokio_postgres::Client, table: &str) -> i64 {
+    admin
+        .query_one(
+            &format!("SELECT count(*) FROM {table} WHERE root_run_id = $1"),
+            &[&ROOT],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// The rows the log keeps for [`ROOT`]: in `baton_run`,
+/// `baton_handoff_pause`, and `baton_root` (its lock row, or tombstone).
+async fn rows(admin: &tokio_postgres::Client) -> (i64, i64, i64) {
+    (
+        rows_of(admin, "baton_run").await,
+        rows_of(admin, "baton_handoff_pause").await,
+        rows_of(admin, "baton_root").await,
+    )
+}
+
+/// R8 on PostgreSQL: a finish is fenced exactly as an append (a stale
+/// epoch's finish is `Fenced`, the identical finish again `AlreadyDurable`,
+/// another outcome `AlreadyFinished`), a finished Run takes no pause (an
+/// append at its epoch — the one-statement form first — is
+/// `AlreadyFinished`), and a claim answers `Finished` and issues no epoch.
+/// Then the race the one-statement append must lose: an append waits for
+/// the Run's row lock another session holds, that session writes the
+/// Run's finish and commits, and the append — its statement re-reading
+/// the locked row — answers `AlreadyFinished`, writing nothing.
+#[test]
+fn r8_a_finished_run_is_never_resumed_and_a_finish_is_fenced_as_an_append() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        let log = connect(&url).await.unwrap();
+        let admin = cluster.connect(&dbname).await;
+        let first = owner(&log).await;
+        let second = owner(&log).await;
+        let outcome = common::execution();
+        assert!(
+            matches!(
+                finish(&log, "run", first, &outcome).await,
+                Err(LogError::Fenced { epoch, current }) if epoch == first && current == second
+            ),
+            "R8: a stale epoch's finish is fenced"
+        );
+        assert!(matches!(
+            finish(&log, "run", Epoch::new(9), &outcome).await,
+            Err(LogError::EpochNotIssued { .. })
+        ));
+        let read = within("R5", log.facts_async(ROOT, "run")).await.unwrap();
+        assert_eq!(read.finished, None, "nothing written");
+        assert_eq!(
+            finish(&log, "run", second, &outcome).await.unwrap(),
+            Receipt::Written
+        );
+        assert_eq!(
+            finish(&log, "run", second, &outcome).await.unwrap(),
+            Receipt::AlreadyDurable,
+            "the identical finish again is idempotent"
+        );
+        assert!(matches!(
+            finish(&log, "run", second, &other_outcome()).await,
+            Err(LogError::AlreadyFinished { .. })
+        ));
+        assert!(
+            matches!(
+                append(&log, second).await,
+                Err(LogError::AlreadyFinished { .. })
+            ),
+            "R8: a finished Run takes no pause"
+        );
+        assert_eq!(
+            within("R5", log.claim_async(ROOT, "run")).await.unwrap(),
+            Claim::Finished(outcome.clone()),
+            "R8: a finished Run is never resumed"
+        );
+        let read = within("R5", log.facts_async(ROOT, "run")).await.unwrap();
+        assert_eq!(read.epoch, second, "no epoch issued after the finish");
+        assert_eq!(read.pauses.len(), 0);
+        assert_eq!(read.finished.map(|f| f.outcome), Some(outcome.clone()));
+
+        // The race: a finish commits while an append waits for the row.
+        let epoch = owner_of(&log, "raced").await;
+        admin
+            .batch_execute("BEGIN; SELECT 1 FROM baton_run WHERE run_id = 'raced' FOR UPDATE")
+            .await
+            .unwrap();
+        let (source, handoff) = (source_of("raced"), pause());
+        let mut appending = pin!(log.append_async(ROOT, &source, epoch, &handoff));
+        let waiting = tokio::time::timeout(Duration::from_millis(300), appending.as_mut()).await;
+        assert!(waiting.is_err(), "the append waits for the Run's row lock");
+        let json = serde_json::to_string(&outcome).unwrap();
+        admin
+            .execute(
+                "UPDATE baton_run SET finish_session_id = 'session', finish_turn_id = 'turn', \
+                 finish_invocation_id = 'invocation', outcome = CAST($1::text AS json) \
+                 WHERE run_id = 'raced'",
+                &[&json],
+            )
+            .await
+            .unwrap();
+        admin.batch_execute("COMMIT").await.unwrap();
+        let appended = within("R5", appending).await;
+        assert!(
+            matches!(appended, Err(LogError::AlreadyFinished { .. })),
+            "R8: an append that waited for a finish's commit is refused: {appended:?}"
+        );
+        let read = within("R5", log.facts_async(ROOT, "raced")).await.unwrap();
+        assert_eq!((read.pauses.len(), read.finished.is_some()), (0, true));
+    });
+}
+
+/// R9 on PostgreSQL: a root Run with an open Run is not retired
+/// (`RunOpen`, nothing written); once every Run of it is final it is, and
+/// then a claim of any Run under it — an old one or a new one — answers
+/// `Retired` and issues nothing, and a zombie's append or finish under an
+/// epoch it held answers `Retired` and writes nothing; retiring again is
+/// `AlreadyRetired`.
+#[test]
+fn r9_a_root_is_retired_only_once_final_and_then_nothing_under_it_is_resumed_or_written() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        let log = connect(&url).await.unwrap();
+        let admin = cluster.connect(&dbname).await;
+        let epoch = owner(&log).await;
+        let other = owner_of(&log, "other").await;
+        let before = rows(&admin).await;
+        assert!(
+            matches!(
+                within("R5", log.retire_async(ROOT)).await,
+                Err(LogError::RunOpen { ref run_id, .. }) if run_id == "other"
+            ),
+            "R9: a root Run with open Runs is not retired"
+        );
+        assert_eq!(rows(&admin).await, before, "nothing written");
+        assert_eq!(append(&log, epoch).await.unwrap(), Receipt::Written);
+        assert!(matches!(
+            within("R5", log.retire_async(ROOT)).await,
+            Err(LogError::RunOpen { ref run_id, .. }) if run_id == "other"
+        ));
+        assert_eq!(
+            finish(&log, "other", other, &common::execution())
+                .await
+                .unwrap(),
+            Receipt::Written
+        );
+        assert_eq!(
+            within("R5", log.retire_async(ROOT)).await.unwrap(),
+            Retirement::Retired { runs: 2 }
+        );
+        for run in ["run", "other", "new"] {
+            assert_eq!(
+                within("R5", log.claim_async(ROOT, run)).await.unwrap(),
+                Claim::Retired,
+                "R9: no Run under a retired root is resumed ({run})"
+            );
+        }
+        assert!(
+            matches!(append(&log, epoch).await, Err(LogError::Retired { .. })),
+            "R9: a zombie's append under a retired root is refused"
+        );
+        assert!(
+            matches!(
+                finish(&log, "other", other, &common::execution()).await,
+                Err(LogError::Retired { .. })
+            ),
+            "R9: a zombie's finish under a retired root is refused"
+        );
+        let read = within("R5", log.facts_async(ROOT, "other")).await.unwrap();
+        assert!(read.retired);
+        assert_eq!(
+            (read.epoch, read.pauses.len(), read.finished),
+            (Epoch::NONE, 0, None)
+        );
+        assert_eq!(
+            rows(&admin).await,
+            (0, 0, 1),
+            "nothing written under the tombstone"
+        );
+        assert_eq!(
+            within("R5", log.retire_async(ROOT)).await.unwrap(),
+            Retirement::AlreadyRetired
+        );
+        // A root Run the log holds nothing for retires at once (no Run of
+        // it is open), as in every store, and its tombstone holds.
+        assert_eq!(
+            within("R5", log.retire_async("never")).await.unwrap(),
+            Retirement::Retired { runs: 0 }
+        );
+        assert_eq!(
+            within("R5", log.claim_async("never", "run")).await.unwrap(),
+            Claim::Retired
+        );
+    });
+}
+
+/// R10 on PostgreSQL, counted in each table: after a retirement the log
+/// keeps, of the root Run, its one tombstone (its `baton_root` row,
+/// retired) and no Run's row, pause or finish; another root Run's rows
+/// are left as they were.
+#[test]
+fn r10_after_retirement_only_the_tombstone_remains() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        let log = connect(&url).await.unwrap();
+        let admin = cluster.connect(&dbname).await;
+        let epoch = owner(&log).await;
+        assert_eq!(append(&log, epoch).await.unwrap(), Receipt::Written);
+        for run in ["a", "b"] {
+            let epoch = owner_of(&log, run).await;
+            let _ = owner_of(&log, run).await; // a takeover first
+            assert!(matches!(
+                finish(&log, run, epoch, &common::execution()).await,
+                Err(LogError::Fenced { .. })
+            ));
+            let epoch = owner_of(&log, run).await;
+            let _ = finish(&log, run, epoch, &common::execution())
+                .await
+                .unwrap();
+        }
+        assert!(matches!(
+            within("R5", log.claim_async("elsewhere", "kept")).await,
+            Ok(Claim::Owner(_))
+        ));
+        let everywhere = async || -> (i64, i64, i64) {
+            let count = async |table: &str| -> i64 {
+                admin
+                    .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+                    .await
+                    .unwrap()
+                    .get(0)
+            };
+            (
+                count("baton_run").await,
+                count("baton_handoff_pause").await,
+                count("baton_root").await,
+            )
+        };
+        assert_eq!(rows(&admin).await, (3, 1, 1));
+        assert_eq!(everywhere().await, (4, 1, 2));
+        assert_eq!(
+            within("R5", log.retire_async(ROOT)).await.unwrap(),
+            Retirement::Retired { runs: 3 }
+        );
+        assert_eq!(
+            rows(&admin).await,
+            (0, 0, 1),
+            "R10: of the root Run, only its tombstone remains"
+        );
+        let retired: bool = admin
+            .query_one(
+                "SELECT retired FROM baton_root WHERE root_run_id = $1",
+                &[&ROOT],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert!(retired, "the row left is the tombstone");
+        assert_eq!(
+            everywhere().await,
+            (1, 0, 2),
+            "the other root Run's rows are kept"
+        );
+        assert_eq!(
+            within("R5", log.claim_async("elsewhere", "kept"))
+                .await
+                .unwrap(),
+            Claim::Owner(Epoch::new(2))
+        );
+    });
+}
+
+/// Schema version 3 (the finish on the Run's row, the root Runs' table)
+/// upgrades a database of version 2 in place: written as versions 1 and
+/// 2's SQL made it, with an open Run at epoch 2 and a handed-off Run, it
+/// is refused until migrated, then migrated when a log opens with
+/// `migrate`; every fact is kept (the open Run's next claim issues epoch
+/// 3, the handed-off Run stays handed off, R1), and the new operations
+/// work on the old rows: the open Run finishes (R8), and the root Run —
+/// which has no row of its own yet — retires (R9, R10).
+#[test]
+fn a_version_2_database_is_upgraded_to_version_3_in_place_and_keeps_its_facts() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        let admin = cluster.connect(&dbname).await;
+        let scripts = PostgresSchema::search_path().migrations();
+        admin.batch_execute(&scripts[0]).await.unwrap();
+        admin.batch_execute(&scripts[1]).await.unwrap();
+        admin
+            .execute(
+                "INSERT INTO baton_run VALUES ('run', 'open', 2), ('run', 'run', 1)",
+                &[],
+            )
+            .await
+            .unwrap();
+        insert_pause_row(
+            &admin,
+            "baton_handoff_pause",
+            ROOT,
+            &common::source(),
+            &pause(),
+            1,
+        )
+        .await;
+        assert!(matches!(
+            open(&url, PostgresOptions::new()).await,
+            Err(LogError::UnknownSchema { found: 2, .. })
+        ));
+        let log = connect(&url).await.expect("migrated to version 3");
+        let version: i64 = admin
+            .query_one("SELECT version FROM baton_schema", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(version, 3);
+        assert_eq!(POSTGRES_SCHEMA_VERSION, 3);
+        assert_eq!(
+            within("R5", log.claim_async(ROOT, "run")).await.unwrap(),
+            Claim::HandedOff(pause()),
+            "R1: a handed-off Run stays handed off across the upgrade"
+        );
+        let epoch = owner_of(&log, "open").await;
+        assert_eq!(epoch, Epoch::new(3));
+        assert!(matches!(
+            within("R5", log.retire_async(ROOT)).await,
+            Err(LogError::RunOpen { .. })
+        ));
+        assert_eq!(
+            finish(&log, "open", epoch, &common::execution())
+                .await
+                .unwrap(),
+            Receipt::Written
+        );
+        assert_eq!(
+            within("R5", log.retire_async(ROOT)).await.unwrap(),
+            Retirement::Retired { runs: 2 }
+        );
+        assert_eq!(rows(&admin).await, (0, 0, 1));
+        assert_eq!(
+            within("R5", log.claim_async(ROOT, "open")).await.unwrap(),
+            Claim::Retired
+        );
+    });
+}
+
+/// R9's race, by construction: a retirement holds its transaction open
+/// (the operator's, through `retire_in`: the root Run's row and every Run
+/// of it locked), and meanwhile a claim of a *new* Run under the root, a
+/// takeover's claim and a zombie's append wait for it, through the log's
+/// pool; once it commits, each answers `Retired` and none wrote anything
+/// (no Run's row under the tombstone). The other way round: a claim of a
+/// new Run holds its transaction open (`claim_in`), and a retirement waits
+/// for it, then finds the new Run open (`RunOpen`).
+#[test]
+fn r9_a_claim_racing_a_retirement_waits_for_it_and_never_leaves_a_run_under_the_tombstone() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        let log = Arc::new(connect(&url).await.unwrap());
+        let mut operator = cluster.connect(&dbname).await;
+        let admin = cluster.connect(&dbname).await;
+        let epoch = owner(&log).await;
+        assert_eq!(append(&log, epoch).await.unwrap(), Receipt::Written);
+
+        let retiring = operator.transaction().await.unwrap();
+        assert_eq!(
+            within("R5", log.retire_in(&retiring, ROOT)).await.unwrap(),
+            Retirement::Retired { runs: 1 }
+        );
+        let spawn_claim = |run: &'static str| {
+            let log = Arc::clone(&log);
+            tokio::spawn(async move { log.claim_async(ROOT, run).await })
+        };
+        let new_run = spawn_claim("new");
+        let takeover = spawn_claim("run");
+        let zombie = tokio::spawn({
+            let log = Arc::clone(&log);
+            async move {
+                log.append_async(ROOT, &common::source(), epoch, &pause())
+                    .await
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        assert!(
+            !new_run.is_finished() && !takeover.is_finished() && !zombie.is_finished(),
+            "the claims and the append wait for the retirement"
+        );
+        retiring.commit().await.unwrap();
+        assert_eq!(
+            within("R5", new_run).await.unwrap().unwrap(),
+            Claim::Retired
+        );
+        assert_eq!(
+            within("R5", takeover).await.unwrap().unwrap(),
+            Claim::Retired
+        );
+        assert!(matches!(
+            within("R5", zombie).await.unwrap(),
+            Err(LogError::Retired { .. })
+        ));
+        assert_eq!(
+            rows(&admin).await,
+            (0, 0, 1),
+            "no Run's row under the tombstone"
+        );
+
+        // The other way round, under another root Run.
+        let claiming = operator.transaction().await.unwrap();
+        assert_eq!(
+            within("R5", log.claim_in(&claiming, "second", "first"))
+                .await
+                .unwrap(),
+            Claim::Owner(Epoch::new(1))
+        );
+        let retire = tokio::spawn({
+            let log = Arc::clone(&log);
+            async move { log.retire_async("second").await }
+        });
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        assert!(!retire.is_finished(), "the retirement waits for the claim");
+        claiming.commit().await.unwrap();
+        assert!(
+            matches!(
+                within("R5", retire).await.unwrap(),
+                Err(LogError::RunOpen { ref run_id, .. }) if run_id == "first"
+            ),
+            "the retirement saw the Run the claim committed"
+        );
+    });
+}
+
+/// A fresh database with the schema in the `search_path`, a log on it, and
+/// the test's own connection (for its own transactions and table).
+async fn log_and_client(cluster: &Cluster) -> (Log, tokio_postgres::Client) {
+    let (dbname, url) = fresh(cluster).await;
+    let log = connect(&url).await.unwrap();
+    let client = cluster.connect(&dbname).await;
+    client
+        .batch_execute("CREATE TABLE jobs (run_id text PRIMARY KEY, epoch bigint)")
+        .await
+        .unwrap();
+    (log, client)
+}
+
+/// The caller's transaction, rolled back: a claim, an append and a finish
+/// made inside it wrote nothing, and the fence is as if they had never
+/// run: the next claim issues the same epoch the rolled-back one answered,
+/// and the Run is still open under it.
+#[test]
+fn writes_in_the_callers_transaction_rolled_back_leave_nothing_and_the_next_claim_issues_the_same_epoch()
+ {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (log, mut client) = log_and_client(cluster).await;
+        let tx = client.transaction().await.unwrap();
+        assert_eq!(
+            within("R5", log.claim_in(&tx, ROOT, "run")).await.unwrap(),
+            Claim::Owner(Epoch::new(1))
+        );
+        tx.execute("INSERT INTO jobs VALUES ('run', 1)", &[])
+            .await
+            .unwrap();
+        tx.rollback().await.unwrap();
+        let read = within("R5", log.facts_async(ROOT, "run")).await.unwrap();
+        assert_eq!(read.epoch, Epoch::NONE, "the claim was rolled back");
+        assert_eq!(
+            owner(&log).await,
+            Epoch::new(1),
+            "the same epoch, issued now"
+        );
+
+        let tx = client.transaction().await.unwrap();
+        assert_eq!(
+            within("R5", log.claim_in(&tx, ROOT, "run")).await.unwrap(),
+            Claim::Owner(Epoch::new(2))
+        );
+        tx.rollback().await.unwrap();
+        assert_eq!(owner(&log).await, Epoch::new(2), "the same takeover epoch");
+
+        let tx = client.transaction().await.unwrap();
+        assert_eq!(
+            within(
+                "R5",
+                log.append_in(&tx, ROOT, &common::source(), Epoch::new(2), &pause())
+            )
+            .await
+            .unwrap(),
+            Receipt::Written
+        );
+        tx.rollback().await.unwrap();
+        let tx = client.transaction().await.unwrap();
+        assert_eq!(
+            within(
+                "R5",
+                log.finish_in(
+                    &tx,
+                    ROOT,
+                    &common::source(),
+                    Epoch::new(2),
+                    &common::execution()
+                )
+            )
+            .await
+            .unwrap(),
+            Receipt::Written
+        );
+        drop(tx); // rolled back when dropped
+        let read = within("R5", log.facts_async(ROOT, "run")).await.unwrap();
+        assert_eq!(
+            (read.epoch, read.pauses.len(), read.finished),
+            (Epoch::new(2), 0, None),
+            "nothing written"
+        );
+        let jobs: i64 = client
+            .query_one("SELECT count(*) FROM jobs", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(jobs, 0);
+        assert_eq!(append(&log, Epoch::new(2)).await.unwrap(), Receipt::Written);
+    });
+}
+
+/// The caller's transaction, committed: the claim's epoch, the pause and
+/// the finish are durable together with the caller's own rows of the same
+/// transaction; while it is open, the Run's row lock is held (another
+/// host's claim waits for the commit, then takes the Run over, fencing the
+/// epoch the transaction issued).
+#[test]
+fn writes_in_the_callers_transaction_committed_are_durable_with_its_own_rows() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (log, mut client) = log_and_client(cluster).await;
+        let log = Arc::new(log);
+        let tx = client.transaction().await.unwrap();
+        let Claim::Owner(epoch) = within("R5", log.claim_in(&tx, ROOT, "run")).await.unwrap()
+        else {
+            panic!("a fresh Run is open");
+        };
+        assert_eq!(epoch, Epoch::new(1));
+        tx.execute(
+            "INSERT INTO jobs VALUES ('run', $1)",
+            &[&i64::try_from(epoch.get()).unwrap()],
+        )
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+        let read = within("R5", log.facts_async(ROOT, "run")).await.unwrap();
+        assert_eq!(read.epoch, epoch);
+        let job: i64 = client
+            .query_one("SELECT epoch FROM jobs WHERE run_id = 'run'", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(job, 1, "the caller's row, committed with the claim");
+
+        // A takeover inside the transaction holds the Run's row lock.
+        let tx = client.transaction().await.unwrap();
+        assert_eq!(
+            within("R5", log.claim_in(&tx, ROOT, "run")).await.unwrap(),
+            Claim::Owner(Epoch::new(2))
+        );
+        let other = tokio::spawn({
+            let log = Arc::clone(&log);
+            async move { log.claim_async(ROOT, "run").await }
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !other.is_finished(),
+            "another claim waits for the caller's commit"
+        );
+        tx.execute("UPDATE jobs SET epoch = 2", &[]).await.unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(
+            within("R5", other).await.unwrap().unwrap(),
+            Claim::Owner(Epoch::new(3))
+        );
+        assert!(
+            matches!(
+                append(&log, Epoch::new(2)).await,
+                Err(LogError::Fenced { .. })
+            ),
+            "the committed epoch is fenced like any other"
+        );
+
+        let tx = client.transaction().await.unwrap();
+        assert_eq!(
+            within(
+                "R5",
+                log.append_in(&tx, ROOT, &common::source(), Epoch::new(3), &pause())
+            )
+            .await
+            .unwrap(),
+            Receipt::Written
+        );
+        tx.execute("UPDATE jobs SET epoch = 3", &[]).await.unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(
+            within("R5", log.claim_async(ROOT, "run")).await.unwrap(),
+            Claim::HandedOff(pause())
+        );
+
+        let finisher = source_of("done");
+        let Ok(Claim::Owner(epoch)) = within("R5", log.claim_async(ROOT, "done")).await else {
+            panic!("a fresh Run is open");
+        };
+        let tx = client.transaction().await.unwrap();
+        assert_eq!(
+            within(
+                "R5",
+                log.finish_in(&tx, ROOT, &finisher, epoch, &common::execution())
+            )
+            .await
+            .unwrap(),
+            Receipt::Written
+        );
+        tx.execute("INSERT INTO jobs VALUES ('done', 0)", &[])
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(
+            within("R5", log.claim_async(ROOT, "done")).await.unwrap(),
+            Claim::Finished(common::execution())
+        );
+        let jobs: i64 = client
+            .query_one("SELECT count(*) FROM jobs", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(jobs, 2);
+    });
+}
+
+/// Inside the caller's transaction nothing is run again: a serialization
+/// failure (planted) is answered at once as `Unavailable` with the
+/// server's error (the trigger fired once), the caller's transaction is
+/// aborted, and the caller runs it again, whole, which succeeds. A
+/// transaction at another level than `READ COMMITTED` is refused before
+/// anything is written.
+#[test]
+fn in_the_callers_transaction_a_serialization_failure_is_the_callers_to_retry_and_only_read_committed_is_taken()
+ {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        let log = connect(&url).await.unwrap();
+        let mut client = cluster.connect(&dbname).await;
+        let admin = cluster.connect(&dbname).await;
+        let fault = Fault::plant(
+            &admin,
+            "in_tx",
+            "INSERT ON baton_run",
+            "serialization_failure",
+            1,
+        )
+        .await;
+        let tx = client.transaction().await.unwrap();
+        let claimed = within("R5", log.claim_in(&tx, ROOT, "run")).await;
+        assert_eq!(
+            unavailable_code(&claimed),
+            Some(&SqlState::T_R_SERIALIZATION_FAILURE),
+            "{claimed:?}"
+        );
+        assert_eq!(fault.fired().await, 1, "never run again inside the caller's transaction");
+        assert!(
+            tx.execute("SELECT 1", &[]).await.is_err(),
+            "the caller's transaction is aborted"
+        );
+        tx.rollback().await.unwrap();
+        let tx = client.transaction().await.unwrap();
+        assert_eq!(
+            within("R5", log.claim_in(&tx, ROOT, "run")).await.unwrap(),
+            Claim::Owner(Epoch::new(1)),
+            "the caller's second run of its transaction"
+        );
+        tx.commit().await.unwrap();
+        fault.remove().await;
+
+        for level in [IsolationLevel::RepeatableRead, IsolationLevel::Serializable] {
+            let tx = client
+                .build_transaction()
+                .isolation_level(level)
+                .start()
+                .await
+                .unwrap();
+            let claimed = within("R5", log.claim_in(&tx, ROOT, "run")).await;
+            assert!(
+                matches!(&claimed, Err(LogError::Unavailable(e)) if e.to_string().contains("READ COMMITTED")),
+                "{level:?}: {claimed:?}"
+            );
+            tx.commit().await.unwrap();
+        }
+        let read = within("R5", log.facts_async(ROOT, "run")).await.unwrap();
+        assert_eq!(read.epoch, Epoch::new(1), "nothing written at those levels");
+    });
 }

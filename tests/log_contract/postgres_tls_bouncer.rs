@@ -13,6 +13,7 @@ use baton::durable::tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use baton::durable::tokio_postgres::{NoTls, Socket};
 use baton::durable::{
     AsyncHandoffLog, Claim, Epoch, LogError, PostgresLog, PostgresOptions, PostgresSchema, Receipt,
+    Retirement,
 };
 use baton::{HandoffIntent, HandoffPause, Invocation};
 
@@ -287,6 +288,144 @@ fn through_pgbouncer_many_logs_share_few_server_connections_and_answer_right() {
         assert!(
             (1..=POOL_SIZE as i64).contains(&sessions),
             "the server saw {sessions} sessions of {DML_ROLE}, PgBouncer's pool is {POOL_SIZE}"
+        );
+    });
+}
+
+/// Through PgBouncer in transaction mode (no prepared statements, no
+/// session state), the third fate and retention, raced: under each of 16
+/// root Runs one Run is finished, then a retirement of the root and 6
+/// claims of new Runs under it are sent all at once from 4 logs. Whatever
+/// order the server puts them in, no Run's row is left under a tombstone
+/// (R9, R10): a claim that answered `Owner` has its row under a live root
+/// (whose retirement then answered `RunOpen`), one that answered `Retired`
+/// has none. Then a claim inside the caller's own transaction, on a
+/// connection through PgBouncer, commits with it. (The suite's role is
+/// granted `DELETE` here, which a retirement needs.)
+#[test]
+fn through_pgbouncer_retirements_racing_new_claims_never_leave_a_run_under_a_tombstone() {
+    const LOGS: usize = 4;
+    const ROOTS: usize = 16;
+    const LATE: usize = 6;
+    run(postgres_bouncer, |store| async move {
+        let cluster = Cluster::shared().expect("the shared cluster");
+        let admin = cluster.connect(&store.dbname).await;
+        admin
+            .batch_execute(&format!(
+                "GRANT DELETE ON ALL TABLES IN SCHEMA {SCHEMA} TO {DML_ROLE}"
+            ))
+            .await
+            .expect("the grant");
+        let mut logs = Vec::new();
+        for _ in 0..LOGS {
+            logs.push(Arc::new(store.open().await));
+        }
+        for root in 0..ROOTS {
+            let root = format!("root-{root}");
+            let Ok(Claim::Owner(epoch)) = within("R5", logs[0].claim_async(&root, "done")).await
+            else {
+                panic!("a fresh Run is open");
+            };
+            let done = source("done");
+            let finished = within(
+                "R5",
+                logs[0].finish_async(&root, &done, epoch, &execution()),
+            )
+            .await;
+            assert_eq!(finished.unwrap(), Receipt::Written);
+        }
+        let mut retirements = Vec::new();
+        let mut claims = Vec::new();
+        for root in 0..ROOTS {
+            let name = format!("root-{root}");
+            let log = Arc::clone(&logs[root % LOGS]);
+            let retiring = name.clone();
+            retirements.push((
+                name.clone(),
+                tokio::spawn(async move { log.retire_async(&retiring).await }),
+            ));
+            for late in 0..LATE {
+                let log = Arc::clone(&logs[(root + late + 1) % LOGS]);
+                let (root, run) = (name.clone(), format!("late-{late}"));
+                claims.push(tokio::spawn(async move {
+                    let claimed = log.claim_async(&root, &run).await;
+                    (root, run, claimed)
+                }));
+            }
+        }
+        let mut retired = std::collections::HashSet::new();
+        for (root, retirement) in retirements {
+            match within("R5", retirement).await.unwrap() {
+                Ok(Retirement::Retired { .. }) => {
+                    retired.insert(root);
+                }
+                Err(LogError::RunOpen { .. }) => {}
+                other => panic!("{root}: {other:?}"),
+            }
+        }
+        for claim in claims {
+            let (root, run, claimed) = within("R5", claim).await.unwrap();
+            let rows: i64 = admin
+                .query_one(
+                    &format!(
+                        "SELECT count(*) FROM {SCHEMA}.baton_run \
+                         WHERE root_run_id = $1 AND run_id = $2"
+                    ),
+                    &[&root, &run],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            match claimed.unwrap() {
+                Claim::Owner(epoch) => {
+                    assert_eq!(epoch, Epoch::new(1));
+                    assert!(
+                        !retired.contains(&root),
+                        "{root}/{run}: Owner under a tombstone"
+                    );
+                    assert_eq!(rows, 1, "{root}/{run}");
+                }
+                Claim::Retired => {
+                    assert!(retired.contains(&root), "{root}/{run}");
+                    assert_eq!(rows, 0, "{root}/{run}: a Run's row under the tombstone");
+                }
+                other => panic!("{root}/{run}: {other:?}"),
+            }
+        }
+        let under_tombstones: i64 = admin
+            .query_one(
+                &format!(
+                    "SELECT count(*) FROM {SCHEMA}.baton_run JOIN {SCHEMA}.baton_root \
+                     USING (root_run_id) WHERE retired"
+                ),
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(under_tombstones, 0, "R10: no Run's row under a tombstone");
+        eprintln!(
+            "{} of {ROOTS} root Runs retired before their new claims",
+            retired.len()
+        );
+
+        // The caller's transaction, through PgBouncer.
+        // The log's statements name its schema: the caller's connection
+        // needs no `search_path` (no session state behind PgBouncer).
+        let (mut client, connection) = baton::durable::tokio_postgres::connect(&store.url, NoTls)
+            .await
+            .expect("a connection through PgBouncer");
+        tokio::spawn(connection);
+        let tx = client.transaction().await.unwrap();
+        let claimed = within("R5", logs[0].claim_in(&tx, "own", "run")).await;
+        assert_eq!(claimed.unwrap(), Claim::Owner(Epoch::new(1)));
+        tx.commit().await.unwrap();
+        assert_eq!(
+            within("R5", logs[1].claim_async("own", "run"))
+                .await
+                .unwrap(),
+            Claim::Owner(Epoch::new(2)),
+            "the claim committed with the caller's transaction"
         );
     });
 }

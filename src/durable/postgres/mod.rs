@@ -12,6 +12,7 @@ macro_rules! store_event {
     }};
 }
 
+mod in_tx;
 mod schema;
 
 use std::future::Future;
@@ -31,10 +32,12 @@ use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, NoTls, Row, Socket, Statement};
 
 use super::async_log::AsyncHandoffLog;
-use super::fence::{AppendStep, Claim, Epoch, append_step, claim_step};
-use super::log::{LogError, Receipt, check_append, check_run};
-use super::reconcile::{Appended, RunFacts};
-use super::row::{checked_row, corrupt};
+use super::fence::{
+    AppendStep, Claim, Epoch, Fate, Retirement, append_step, claim_step, finish_step, retire_step,
+};
+use super::log::{LogError, Receipt, check_append, check_finish, check_root, check_run};
+use super::reconcile::{Appended, Finished, RunFacts};
+use super::row::{checked_row, corrupt, decoded_outcome};
 use crate::facts::{HandoffPause, Invocation};
 
 pub use schema::{InvalidSchemaName, POSTGRES_SCHEMA_VERSION, PostgresSchema};
@@ -189,8 +192,34 @@ impl PostgresOptions {
 /// a zombie's append are ordered one way or the other. A Run's first claim
 /// has no row to lock yet: it inserts the row `ON CONFLICT DO NOTHING`,
 /// and if another claim inserted it first (no row affected) its
-/// transaction runs again, now finding the row to lock. `facts` reads the
-/// epoch and the pause from one `REPEATABLE READ` snapshot.
+/// transaction runs again, now finding the row to lock. A finish is
+/// fenced as an append, under the same row lock (it is kept on the Run's
+/// row, so the lock returns it); the tombstone of a retired root Run is
+/// read after the lock, in the same transaction. `facts` reads the epoch,
+/// the finish, the pause and the tombstone from one `REPEATABLE READ`
+/// snapshot.
+///
+/// **Retirement against claims.** `retire` locks every Run of its root
+/// (`FOR UPDATE`), so every write of an existing Run, which locks its row
+/// first, is ordered with it, and a write that waited finds the row gone
+/// and then reads the tombstone ([`LogError::Retired`]). A *new* Run has
+/// no row to lock: a claim of one could slip past the Runs the retirement
+/// read and leave a Run under the tombstone. So each root Run has a row of
+/// its own in `baton_root` — its lock row while live, its tombstone once
+/// retired — that the retirement locks exclusively before it reads the
+/// Runs, and that a new Run's insert holds `FOR SHARE` in the same
+/// statement (or makes, for a root Run's first Run). The server re-reads
+/// a row it waited for against the statement's conditions, so an insert
+/// that waited for a retirement finds the root retired and inserts
+/// nothing; a retirement that waited for an insert reads its Run. A row
+/// lock rather than an advisory lock (`pg_advisory_xact_lock_shared`),
+/// because the one-statement first claim must stay one statement: a lock
+/// taken inside a statement comes after the statement's snapshot, which
+/// would miss a tombstone committed while it waited, while a locked row is
+/// read again at its newest version. Either is transaction-scoped, and
+/// works through PgBouncer's transaction pooling; a claim or an append
+/// reads the root's row by its primary key, so neither grows slower with
+/// the number of retired roots.
 ///
 /// **One round trip, or three.** A Run's first claim and an append at the
 /// Run's current epoch with no pause yet — what a healthy fleet does —
@@ -243,14 +272,22 @@ impl PostgresOptions {
 /// transaction pooling mode.
 ///
 /// **Schema.** Version [`POSTGRES_SCHEMA_VERSION`], tables `baton_schema`,
-/// `baton_run` and `baton_handoff_pause` in the [`PostgresSchema`] the
-/// options name. Opening a log runs no DDL: it checks the version and
+/// `baton_run` (with each Run's finish), `baton_handoff_pause` and
+/// `baton_root` (each root Run's lock row, or tombstone) in the
+/// [`PostgresSchema`] the options name. Opening a log runs no DDL: it checks the version and
 /// refuses another ([`LogError::UnknownSchema`]). Migrate as a deploy step
 /// ([`PostgresSchema::migrate`], or the SQL of
 /// [`PostgresSchema::migrations`] with your own tool), or let the log do
 /// it when it opens ([`PostgresOptions::migrate`]). After that the log's
 /// role needs only `USAGE` on the schema and `SELECT`, `INSERT` and
-/// `UPDATE` on the tables.
+/// `UPDATE` on the tables, and `DELETE` too to retire root Runs.
+///
+/// **Inside a transaction of the caller's.** [`claim_in`](Self::claim_in),
+/// [`append_in`](Self::append_in), [`finish_in`](Self::finish_in) and
+/// [`retire_in`](Self::retire_in) run the same rule on a `READ COMMITTED`
+/// transaction the caller owns, so the log's write commits (or rolls
+/// back) with the caller's own rows; the caller runs it again after a
+/// serialization failure (see [their docs](#inside-the-callers-transaction)).
 ///
 /// **Runtime.** tokio-postgres's sockets and timers are tokio's: the
 /// futures of a `PostgresLog` must be polled within a tokio runtime (any
@@ -362,9 +399,10 @@ fn stored(epoch: Epoch) -> Result<i64, LogError> {
     i64::try_from(epoch.get()).map_err(|_| LogError::EpochsExhausted)
 }
 
-/// A stored epoch as an [`Epoch`]: positive, as the schema's check says.
-fn epoch_of(row: &Row, run_id: &str) -> Result<Epoch, Failure> {
-    let value: i64 = column(row, 0, run_id)?;
+/// A stored epoch (column `index`) as an [`Epoch`]: positive, as the
+/// schema's check says.
+fn epoch_of(row: &Row, index: usize, run_id: &str) -> Result<Epoch, Failure> {
+    let value: i64 = column(row, index, run_id)?;
     match u64::try_from(value) {
         Ok(epoch) if epoch > 0 => Ok(Epoch::new(epoch)),
         _ => Err(corrupt(run_id, "the stored epoch is not positive").into()),
@@ -394,6 +432,16 @@ enum Op<'a, P> {
         pause: &'a HandoffPause<P>,
         json: String,
     },
+    Finish {
+        root_run_id: &'a str,
+        source: &'a Invocation,
+        epoch: Epoch,
+        outcome: &'a P,
+        json: String,
+    },
+    Retire {
+        root_run_id: &'a str,
+    },
     Facts {
         root_run_id: &'a str,
         run_id: &'a str,
@@ -406,10 +454,14 @@ impl<P> Op<'_, P> {
         match self {
             Op::Claim { .. } => "claim",
             Op::Append { .. } => "append",
+            Op::Finish { .. } => "finish",
+            Op::Retire { .. } => "retire",
             Op::Facts { .. } => "facts",
         }
     }
 
+    /// The Run the operation is about (a retirement's: the root Run, and
+    /// no Run id).
     fn run(&self) -> (&str, &str) {
         match *self {
             Op::Claim {
@@ -424,7 +476,13 @@ impl<P> Op<'_, P> {
                 root_run_id,
                 source,
                 ..
+            }
+            | Op::Finish {
+                root_run_id,
+                source,
+                ..
             } => (root_run_id, source.run_id.as_str()),
+            Op::Retire { root_run_id } => (root_run_id, ""),
         }
     }
 }
@@ -432,7 +490,9 @@ impl<P> Op<'_, P> {
 /// What an operation answered.
 enum Answer<P> {
     Claim(Claim<P>),
-    Append(Receipt),
+    /// An append's or a finish's.
+    Receipt(Receipt),
+    Retire(Retirement),
     Facts(RunFacts<P>),
 }
 
@@ -446,8 +506,15 @@ enum Which {
     UpdateEpoch,
     InsertPause,
     AppendIfCurrent,
+    ReadRoot,
+    FinishRun,
+    LockRoot,
+    LockRuns,
+    ReadPauses,
+    RetireRoot,
 }
 
+const TEXT1: &[Type] = &[Type::TEXT];
 const TEXT2: &[Type] = &[Type::TEXT, Type::TEXT];
 const PAUSE_ROW: &[Type] = &[
     Type::TEXT,
@@ -470,6 +537,20 @@ impl Which {
             Which::InsertRun => &[Type::TEXT, Type::TEXT, Type::INT8],
             Which::UpdateEpoch => &[Type::TEXT, Type::TEXT, Type::INT8, Type::INT8],
             Which::InsertPause | Which::AppendIfCurrent => PAUSE_ROW,
+            Which::ReadRoot
+            | Which::LockRoot
+            | Which::LockRuns
+            | Which::ReadPauses
+            | Which::RetireRoot => TEXT1,
+            Which::FinishRun => &[
+                Type::TEXT,
+                Type::TEXT,
+                Type::TEXT,
+                Type::TEXT,
+                Type::TEXT,
+                Type::TEXT,
+                Type::INT8,
+            ],
         }
     }
 }
@@ -478,7 +559,7 @@ impl Which {
 struct Sql {
     begin_write: String,
     begin_read: String,
-    statements: [String; 7],
+    statements: [String; 13],
 }
 
 impl Sql {
@@ -494,19 +575,39 @@ impl Sql {
         );
         let pause_columns = "root_run_id, run_id, session_id, turn_id, invocation_id, \
                              handoff_id, successor_run_id, successor_invocation_id, pause, epoch";
+        // A Run's epoch and its finish, as `run_facts` reads them.
+        let run_columns =
+            "epoch, finish_session_id, finish_turn_id, finish_invocation_id, outcome::text";
+        let pause_read = "session_id, turn_id, invocation_id, handoff_id, \
+                          successor_run_id, successor_invocation_id, pause::text";
         Self {
             begin_write: format!("BEGIN ISOLATION LEVEL READ COMMITTED; {timeouts}"),
             begin_read: format!("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; {timeouts}"),
             statements: [
-                format!("SELECT epoch FROM {s}baton_run {key} FOR UPDATE"),
-                format!("SELECT epoch FROM {s}baton_run {key}"),
+                format!("SELECT {run_columns} FROM {s}baton_run {key} FOR UPDATE"),
+                format!("SELECT {run_columns} FROM {s}baton_run {key}"),
+                format!("SELECT {pause_read} FROM {s}baton_handoff_pause {key}"),
+                // A new Run's row, only under a live root Run (R9): the
+                // root's row is made here if it has none (a root Run's
+                // first claim), else held `FOR SHARE` unless retired. A
+                // retirement takes that row exclusively before it reads
+                // the root's Runs, so the two are ordered: a claim that
+                // waited for a retirement's commit finds the row, as the
+                // server re-reads it then, retired (no row: nothing
+                // inserted, and the claim's transaction reads the
+                // tombstone); a retirement that waited for this claim's
+                // commit reads its Run, open. Both in this one statement,
+                // so a Run's first claim stays one write.
                 format!(
-                    "SELECT session_id, turn_id, invocation_id, handoff_id, \
-                            successor_run_id, successor_invocation_id, pause::text \
-                     FROM {s}baton_handoff_pause {key}"
-                ),
-                format!(
-                    "INSERT INTO {s}baton_run (root_run_id, run_id, epoch) VALUES ($1, $2, $3) \
+                    "WITH new_root AS ( \
+                         INSERT INTO {s}baton_root (root_run_id) VALUES ($1) \
+                         ON CONFLICT (root_run_id) DO NOTHING RETURNING 1), \
+                     live_root AS ( \
+                         SELECT 1 FROM {s}baton_root WHERE root_run_id = $1 AND NOT retired \
+                         FOR SHARE) \
+                     INSERT INTO {s}baton_run (root_run_id, run_id, epoch) \
+                     SELECT $1, $2, $3 \
+                     WHERE EXISTS (SELECT 1 FROM new_root) OR EXISTS (SELECT 1 FROM live_root) \
                      ON CONFLICT (root_run_id, run_id) DO NOTHING"
                 ),
                 format!("UPDATE {s}baton_run SET epoch = $3 {key} AND epoch = $4"),
@@ -515,18 +616,50 @@ impl Sql {
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CAST($9::text AS json), $10)"
                 ),
                 // The append's one-statement form: the row lock of the Run
-                // at the append's epoch, and the insert only if it holds;
-                // a pause already there fails it on the pause's key (the
-                // facts for which the rule writes: no pause). No `ON
-                // CONFLICT`: its speculative insertion costs every append
-                // (pgbench here: 0.313-0.330 ms with it, 0.292-0.298 ms
-                // without), while the key's refusal costs only the rare
-                // append that finds a pause.
+                // at the append's epoch, unfinished, and the insert only if
+                // it holds; a pause already there fails it on the pause's
+                // key (the facts for which the rule writes: no pause, no
+                // finish). A finish committed while this waited for the
+                // row's lock is seen: the server re-reads the locked row's
+                // newest version against the qualifiers; a retirement's
+                // delete leaves no row. No `ON CONFLICT`: its speculative
+                // insertion costs every append (pgbench here: 0.313-0.330
+                // ms with it, 0.292-0.298 ms without), while the key's
+                // refusal costs only the rare append that finds a pause.
                 format!(
-                    "WITH run AS (SELECT epoch FROM {s}baton_run {key} AND epoch = $10 FOR UPDATE) \
+                    "WITH run AS (SELECT epoch FROM {s}baton_run {key} AND epoch = $10 \
+                                  AND outcome IS NULL FOR UPDATE) \
                      INSERT INTO {s}baton_handoff_pause ({pause_columns}) \
                      SELECT $1, $2, $3, $4, $5, $6, $7, $8, CAST($9::text AS json), $10 \
                      FROM run"
+                ),
+                format!("SELECT retired FROM {s}baton_root WHERE root_run_id = $1"),
+                format!(
+                    "UPDATE {s}baton_run SET finish_session_id = $3, finish_turn_id = $4, \
+                            finish_invocation_id = $5, outcome = CAST($6::text AS json) \
+                     {key} AND epoch = $7 AND outcome IS NULL"
+                ),
+                // A retirement's lock: the root Run's row, made if missing,
+                // locked exclusively (`FOR NO KEY UPDATE`, which waits for
+                // and blocks every new Run's `FOR SHARE` and insert of it),
+                // answering whether it is retired already.
+                format!(
+                    "INSERT INTO {s}baton_root AS root (root_run_id) VALUES ($1) \
+                     ON CONFLICT (root_run_id) DO UPDATE SET retired = root.retired \
+                     RETURNING retired"
+                ),
+                format!(
+                    "SELECT run_id, {run_columns} FROM {s}baton_run WHERE root_run_id = $1 \
+                     ORDER BY run_id FOR UPDATE"
+                ),
+                format!(
+                    "SELECT run_id, {pause_read} FROM {s}baton_handoff_pause \
+                     WHERE root_run_id = $1"
+                ),
+                format!(
+                    "WITH pauses AS (DELETE FROM {s}baton_handoff_pause WHERE root_run_id = $1), \
+                          runs AS (DELETE FROM {s}baton_run WHERE root_run_id = $1) \
+                     UPDATE {s}baton_root SET retired = true WHERE root_run_id = $1"
                 ),
             ],
         }
@@ -565,6 +698,22 @@ impl Stmt<'_> {
         }
     }
 
+    /// Runs the query for its rows, sent at the first poll.
+    async fn query(
+        &self,
+        client: &Client,
+        params: &[Param<'_>],
+    ) -> Result<Vec<Row>, tokio_postgres::Error> {
+        match self {
+            Stmt::Prepared(statement) => client.query(statement, params).await,
+            Stmt::Unnamed(text, types) => {
+                let typed: Vec<(Param<'_>, Type)> =
+                    params.iter().copied().zip(types.iter().cloned()).collect();
+                client.query_typed(text, &typed).await
+            }
+        }
+    }
+
     /// Runs the query for at most one row, sent at the first poll.
     async fn query_opt(
         &self,
@@ -582,11 +731,14 @@ impl Stmt<'_> {
     }
 }
 
-/// A connection of the pool with what an operation needs to use it.
+/// A connection with what an operation needs to use it: one of the pool's,
+/// or the one a caller's transaction is on.
 struct Conn<'a> {
-    client: &'a ClientWrapper,
+    client: &'a Client,
+    /// The pool's connection with its statement cache, if the log prepares
+    /// its statements; `None`: every statement is sent by its text.
+    cache: Option<&'a ClientWrapper>,
     sql: &'a Sql,
-    prepared: bool,
 }
 
 impl<'a> Conn<'a> {
@@ -594,14 +746,11 @@ impl<'a> Conn<'a> {
     /// its cache), or sent by its text.
     async fn statement(&self, which: Which) -> Result<Stmt<'a>, Failure> {
         let text = self.sql.text(which);
-        if self.prepared {
-            Ok(Stmt::Prepared(
-                self.client
-                    .prepare_typed_cached(text, which.types())
-                    .await?,
-            ))
-        } else {
-            Ok(Stmt::Unnamed(text, which.types()))
+        match self.cache {
+            Some(cache) => Ok(Stmt::Prepared(
+                cache.prepare_typed_cached(text, which.types()).await?,
+            )),
+            None => Ok(Stmt::Unnamed(text, which.types())),
         }
     }
 }
@@ -799,10 +948,10 @@ struct Lease {
 
 impl Lease {
     fn conn<'a>(&'a self, sql: &'a Sql, prepared: bool) -> Option<Conn<'a>> {
-        self.object.as_deref().map(|client| Conn {
-            client,
+        self.object.as_deref().map(|wrapper| Conn {
+            client: wrapper,
+            cache: prepared.then_some(wrapper),
             sql,
-            prepared,
         })
     }
 
@@ -917,7 +1066,7 @@ where
         });
         match op {
             Op::Facts { .. } => answer.map_err(LogError::of_a_read),
-            Op::Claim { .. } | Op::Append { .. } => answer,
+            Op::Claim { .. } | Op::Append { .. } | Op::Finish { .. } | Op::Retire { .. } => answer,
         }
     }
 
@@ -954,7 +1103,9 @@ where
                 timeout: self.timeout,
             });
             let outcome = match lease.conn(&self.sql, self.prepared) {
-                Some(conn) => transaction(&conn, op).await,
+                // Boxed: the transaction's future is large (its flights of
+                // statements), and the caller's stack need not hold it.
+                Some(conn) => Box::pin(transaction(&conn, op)).await,
                 None => Err(Failure::Raced), // not reached: the lease was just made
             };
             let Some(lease) = held.take() else {
@@ -1063,15 +1214,19 @@ async fn flight3<A: Future, B: Future, C: Future>(
 }
 
 /// One attempt at `op`'s transaction, in two flights: `BEGIN` (with its
-/// `SET LOCAL` timeouts), the Run's row lock and its pause read together;
+/// `SET LOCAL` timeouts), the Run's row lock (which returns its epoch and
+/// its finish), its pause read and its root Run's tombstone read together;
 /// then the write and `COMMIT` together (or `COMMIT` alone when there is
-/// nothing to write, `ROLLBACK` after a refusal).
+/// nothing to write, `ROLLBACK` after a refusal). A retirement's first
+/// flight locks the root Run's row and then every Run of it (see
+/// [`RootRead`]).
 ///
 /// The server runs a flight's statements in order, each to its end before
-/// the next, so the pause is read by a statement of its own after the lock
-/// is held, with a snapshot taken then (`READ COMMITTED`): nothing written
-/// by another transaction of the Run can come between what this one reads
-/// and what it writes, as every writer takes the same lock first. If a
+/// the next, so the pause and the tombstone are read by statements of
+/// their own after the lock is held, with a snapshot taken then (`READ
+/// COMMITTED`): nothing written by another transaction of the Run can come
+/// between what this one reads and what it writes, as every writer takes
+/// the same lock first (a retirement too, for every Run of its root). If a
 /// statement fails, the server refuses the rest of its transaction, and a
 /// `COMMIT` sent with a failed write rolls back.
 async fn transaction<P>(conn: &Conn<'_>, op: &Op<'_, P>) -> Result<Answer<P>, Failure>
@@ -1082,119 +1237,392 @@ where
         return Ok(answer);
     }
     let client: &Client = conn.client;
-    let (root_run_id, run_id) = op.run();
-    let key: [Param<'_>; 2] = [&root_run_id, &run_id];
-    let (begin, read_epoch) = match op {
-        Op::Facts { .. } => (&conn.sql.begin_read, Which::ReadEpoch),
-        Op::Claim { .. } | Op::Append { .. } => (&conn.sql.begin_write, Which::LockRun),
+    let begin = match op {
+        Op::Facts { .. } => &conn.sql.begin_read,
+        _ => &conn.sql.begin_write,
     };
-    let read_epoch = conn.statement(read_epoch).await?;
-    let read_pause = conn.statement(Which::ReadPause).await?;
-    let (begun, epoch_row, pause_row) = flight3(
+    if let Op::Retire { root_run_id } = *op {
+        let read = RootRead::prepare(conn).await?;
+        let (begun, rows) =
+            flight2(client.batch_execute(begin), read.read(client, root_run_id)).await;
+        let decided = begun
+            .map_err(Failure::from)
+            .and(rows)
+            .and_then(|rows| retirement::<P>(root_run_id, rows));
+        let step = match decided {
+            Ok(step) => step,
+            Err(failure) => return Err(abort(client, failure).await),
+        };
+        if let Retirement::Retired { .. } = step {
+            let retire = match conn.statement(Which::RetireRoot).await {
+                Ok(retire) => retire,
+                Err(failure) => return Err(abort(client, failure).await),
+            };
+            let params: [Param<'_>; 1] = [&root_run_id];
+            if commit(client, Some(retire.execute(client, &params))).await? != 1 {
+                return Err(
+                    corrupt(root_run_id, "the root Run's row changed under its lock").into(),
+                );
+            }
+        } else {
+            commit(client, None::<std::future::Ready<_>>).await?;
+        }
+        return Ok(Answer::Retire(step));
+    }
+    let (root_run_id, run_id) = op.run();
+    let read = RunRead::prepare(conn, matches!(op, Op::Facts { .. })).await?;
+    let (begun, facts) = flight2(
         client.batch_execute(begin),
-        read_epoch.query_opt(client, &key),
-        read_pause.query_opt(client, &key),
+        read.read(client, root_run_id, run_id),
     )
     .await;
-    let read = begun
+    let decided = begun
         .map_err(Failure::from)
-        .and_then(|()| Ok((epoch_row?, pause_row?)))
-        .and_then(|(epoch_row, pause_row)| {
-            let mut facts = RunFacts::empty(root_run_id, run_id);
-            if let Some(row) = &epoch_row {
-                facts.epoch = epoch_of(row, run_id)?;
-            }
-            facts
-                .pauses
-                .extend(decode_pause(pause_row, root_run_id, run_id)?);
-            Ok((epoch_row.is_some(), facts))
-        });
-    let (locked, facts) = match read {
-        Ok(read) => read,
+        .and(facts)
+        .and_then(|(locked, facts)| decide(op, facts, locked));
+    let (answer, write) = match decided {
+        Ok(decided) => decided,
         Err(failure) => return Err(abort(client, failure).await),
     };
-    match *op {
-        Op::Facts { .. } => {
-            commit(client, None::<std::future::Ready<_>>).await?;
-            Ok(Answer::Facts(facts))
+    let Some(write) = write else {
+        commit(client, None::<std::future::Ready<_>>).await?;
+        return Ok(answer);
+    };
+    let statement = match conn.statement(write.which()).await {
+        Ok(statement) => statement,
+        Err(failure) => return Err(abort(client, failure).await),
+    };
+    let params = write.params(op);
+    let count = commit(client, Some(statement.execute(client, &params))).await?;
+    write.check(count, run_id)?;
+    Ok(answer)
+}
+
+/// The reads of one Run, prepared: its row (locked, for a write), its
+/// pause, its root Run's tombstone.
+struct RunRead<'a> {
+    run: Stmt<'a>,
+    pause: Stmt<'a>,
+    root: Stmt<'a>,
+}
+
+impl<'a> RunRead<'a> {
+    /// The statements; `read_only`: the Run's row unlocked (a read of the
+    /// facts, in its `REPEATABLE READ` snapshot).
+    async fn prepare(conn: &Conn<'a>, read_only: bool) -> Result<Self, Failure> {
+        let run = if read_only {
+            Which::ReadEpoch
+        } else {
+            Which::LockRun
+        };
+        Ok(Self {
+            run: conn.statement(run).await?,
+            pause: conn.statement(Which::ReadPause).await?,
+            root: conn.statement(Which::ReadRoot).await?,
+        })
+    }
+
+    /// The three reads, in one flight, in this order (the Run's row lock
+    /// first), all sent at the first poll; whether the Run has a row, and
+    /// its facts.
+    async fn read<P: DeserializeOwned>(
+        &self,
+        client: &Client,
+        root_run_id: &str,
+        run_id: &str,
+    ) -> Result<(bool, RunFacts<P>), Failure> {
+        let key: [Param<'_>; 2] = [&root_run_id, &run_id];
+        let root: [Param<'_>; 1] = [&root_run_id];
+        let (run_row, pause_row, root_row) = flight3(
+            self.run.query_opt(client, &key),
+            self.pause.query_opt(client, &key),
+            self.root.query_opt(client, &root),
+        )
+        .await;
+        let (run_row, pause_row, root_row) = (run_row?, pause_row?, root_row?);
+        let mut facts = RunFacts::empty(root_run_id, run_id);
+        if let Some(row) = &run_row {
+            facts.epoch = epoch_of(row, 0, run_id)?;
+            facts.finished = decode_finish(row, 1, run_id)?;
         }
+        facts
+            .pauses
+            .extend(decode_pause(pause_row.as_ref(), 0, root_run_id, run_id)?);
+        if let Some(row) = &root_row {
+            facts.retired = column(row, 0, run_id)?;
+        }
+        Ok((run_row.is_some(), facts))
+    }
+}
+
+/// What a retirement reads, prepared: the root Run's row (locked, made if
+/// missing), then every Run of it (locked) with its finish, then their
+/// pauses.
+struct RootRead<'a> {
+    root: Stmt<'a>,
+    runs: Stmt<'a>,
+    pauses: Stmt<'a>,
+}
+
+/// What a retirement read: whether the root Run is retired, its Runs' rows
+/// and their pauses' rows.
+struct RootRows {
+    retired: bool,
+    runs: Vec<Row>,
+    pauses: Vec<Row>,
+}
+
+impl<'a> RootRead<'a> {
+    async fn prepare(conn: &Conn<'a>) -> Result<Self, Failure> {
+        Ok(Self {
+            root: conn.statement(Which::LockRoot).await?,
+            runs: conn.statement(Which::LockRuns).await?,
+            pauses: conn.statement(Which::ReadPauses).await?,
+        })
+    }
+
+    /// The three reads, in one flight, in this order: once the root Run's
+    /// row is locked no new Run of it is inserted, and once its Runs' rows
+    /// are locked no pause or finish of them is written, so the pauses read
+    /// last are all there are.
+    async fn read(&self, client: &Client, root_run_id: &str) -> Result<RootRows, Failure> {
+        let root: [Param<'_>; 1] = [&root_run_id];
+        let (root_row, runs, pauses) = flight3(
+            self.root.query_opt(client, &root),
+            self.runs.query(client, &root),
+            self.pauses.query(client, &root),
+        )
+        .await;
+        let retired = match root_row? {
+            Some(row) => column(&row, 0, root_run_id)?,
+            None => return Err(corrupt(root_run_id, "the root Run's row was not returned").into()),
+        };
+        Ok(RootRows {
+            retired,
+            runs: runs?,
+            pauses: pauses?,
+        })
+    }
+}
+
+/// The rule of `retire` ([`retire_step`]) on what a retirement read: each
+/// Run's fate from its pause (first, as every store reads it) or its finish.
+fn retirement<P>(root_run_id: &str, rows: RootRows) -> Result<Retirement, Failure>
+where
+    P: PartialEq + DeserializeOwned,
+{
+    let mut pauses: Vec<(String, Appended<P>)> = Vec::with_capacity(rows.pauses.len());
+    for row in &rows.pauses {
+        let run_id: String = column(row, 0, root_run_id)?;
+        if let Some(pause) = decode_pause(Some(row), 1, root_run_id, &run_id)? {
+            pauses.push((run_id, pause));
+        }
+    }
+    let mut runs: Vec<(String, Option<Finished<P>>)> = Vec::with_capacity(rows.runs.len());
+    for row in &rows.runs {
+        let run_id: String = column(row, 0, root_run_id)?;
+        epoch_of(row, 1, &run_id)?;
+        let finished = decode_finish(row, 2, &run_id)?;
+        runs.push((run_id, finished));
+    }
+    let fates = runs.iter().map(|(run_id, finished)| {
+        let pause = pauses.iter().find(|(of, _)| of == run_id);
+        let fate = match (pause, finished) {
+            (Some((_, pause)), _) => Fate::HandedOff(pause),
+            (None, Some(finished)) => Fate::Finished(finished),
+            (None, None) => Fate::Open,
+        };
+        (run_id.as_str(), fate)
+    });
+    Ok(retire_step(root_run_id, rows.retired, fates)?)
+}
+
+/// The Run's fate as the write rules read it: retired, handed off (the
+/// pause first, as every store reads it), finished, or open.
+fn fate_of<P>(facts: &RunFacts<P>) -> Fate<'_, P> {
+    if facts.retired {
+        Fate::Retired
+    } else if let Some(pause) = facts.pauses.first() {
+        Fate::HandedOff(pause)
+    } else if let Some(finished) = &facts.finished {
+        Fate::Finished(finished)
+    } else {
+        Fate::Open
+    }
+}
+
+/// What a claim, an append or a finish writes, once the rule decided.
+#[derive(Clone, Copy)]
+enum Write {
+    /// A takeover: the Run's epoch, from `old` (under its row lock).
+    UpdateEpoch { new: i64, old: i64 },
+    /// A Run's first claim: its row, under a live root Run.
+    InsertRun { new: i64 },
+    /// The pause, at the Run's epoch `at`.
+    InsertPause { at: i64 },
+    /// The finish, at the Run's epoch `at` (under its row lock).
+    Finish { at: i64 },
+}
+
+impl Write {
+    fn which(self) -> Which {
+        match self {
+            Write::UpdateEpoch { .. } => Which::UpdateEpoch,
+            Write::InsertRun { .. } => Which::InsertRun,
+            Write::InsertPause { .. } => Which::InsertPause,
+            Write::Finish { .. } => Which::FinishRun,
+        }
+    }
+
+    /// The statement's parameters, from the operation's input.
+    fn params<'a, P>(&'a self, op: &'a Op<'a, P>) -> Vec<Param<'a>> {
+        match (self, op) {
+            (
+                Write::UpdateEpoch { new, old },
+                Op::Claim {
+                    root_run_id,
+                    run_id,
+                },
+            ) => {
+                let params: [Param<'a>; 4] = [root_run_id, run_id, new, old];
+                params.to_vec()
+            }
+            (
+                Write::InsertRun { new },
+                Op::Claim {
+                    root_run_id,
+                    run_id,
+                },
+            ) => {
+                let params: [Param<'a>; 3] = [root_run_id, run_id, new];
+                params.to_vec()
+            }
+            (
+                Write::InsertPause { at },
+                Op::Append {
+                    root_run_id,
+                    source,
+                    pause,
+                    json,
+                    ..
+                },
+            ) => pause_params(root_run_id, source, pause, json, at).to_vec(),
+            (
+                Write::Finish { at },
+                Op::Finish {
+                    root_run_id,
+                    source,
+                    json,
+                    ..
+                },
+            ) => finish_params(root_run_id, source, json, at).to_vec(),
+            // Not reached: `decide` makes each write for its operation.
+            _ => Vec::new(),
+        }
+    }
+
+    /// What the write's count of affected rows means: a first claim that
+    /// inserted nothing lost the race for the Run's row (or met a
+    /// retirement), to run again; a write under the Run's row lock that
+    /// wrote nothing means the store was altered under baton.
+    fn check(self, count: u64, run_id: &str) -> Result<(), Failure> {
+        match (self, count) {
+            (_, 1) | (Write::InsertPause { .. }, _) => Ok(()),
+            (Write::InsertRun { .. }, _) => Err(Failure::Raced),
+            (Write::UpdateEpoch { .. } | Write::Finish { .. }, _) => {
+                Err(corrupt(run_id, "the Run's row changed under its row lock").into())
+            }
+        }
+    }
+}
+
+/// The rule on the facts read inside the transaction: the answer, and what
+/// to write (`None`: nothing).
+fn decide<P>(
+    op: &Op<'_, P>,
+    facts: RunFacts<P>,
+    locked: bool,
+) -> Result<(Answer<P>, Option<Write>), Failure>
+where
+    P: PartialEq + Clone,
+{
+    match *op {
+        Op::Facts { .. } => Ok((Answer::Facts(facts), None)),
+        Op::Retire { .. } => Err(unavailable("a retirement has its own transaction").into()),
         Op::Claim { .. } => {
-            let step = match claim_step(&facts) {
-                Ok(step) => step,
-                Err(refusal) => return Err(abort(client, refusal.into()).await),
-            };
+            let step = claim_step(&facts)?;
             let Some(epoch) = step.write else {
-                commit(client, None::<std::future::Ready<_>>).await?;
-                return Ok(Answer::Claim(step.answer));
+                return Ok((Answer::Claim(step.answer), None));
             };
-            let new = match stored(epoch) {
-                Ok(new) => new,
-                Err(refusal) => return Err(abort(client, refusal.into()).await),
-            };
-            if locked {
-                // Under the row lock the epoch cannot have moved: a count
-                // other than 1 is a store altered under baton.
-                let old = stored(facts.epoch)?;
-                let update = match conn.statement(Which::UpdateEpoch).await {
-                    Ok(update) => update,
-                    Err(failure) => return Err(abort(client, failure).await),
-                };
-                let params: [Param<'_>; 4] = [&root_run_id, &run_id, &new, &old];
-                let updated = update.execute(client, &params);
-                if commit(client, Some(updated)).await? != 1 {
-                    return Err(
-                        corrupt(run_id, "the Run's epoch changed under its row lock").into(),
-                    );
+            let new = stored(epoch)?;
+            let write = if locked {
+                Write::UpdateEpoch {
+                    new,
+                    old: stored(facts.epoch)?,
                 }
             } else {
-                // No row to lock: the insert decides. Another first claim
-                // that inserted the row first (this one waited for it to
-                // commit) leaves no row affected, and this transaction
-                // committed nothing: run again.
-                let insert = match conn.statement(Which::InsertRun).await {
-                    Ok(insert) => insert,
-                    Err(failure) => return Err(abort(client, failure).await),
-                };
-                let params: [Param<'_>; 3] = [&root_run_id, &run_id, &new];
-                let inserted = insert.execute(client, &params);
-                if commit(client, Some(inserted)).await? != 1 {
-                    return Err(Failure::Raced);
-                }
-            }
-            Ok(Answer::Claim(step.answer))
+                Write::InsertRun { new }
+            };
+            Ok((Answer::Claim(step.answer), Some(write)))
         }
         Op::Append {
+            root_run_id,
             source,
             epoch,
             pause,
-            ref json,
             ..
         } => {
-            let step = match append_step(
+            let step = append_step(
                 root_run_id,
                 facts.epoch,
-                facts.pauses.first(),
+                fate_of(&facts),
                 epoch,
                 (source, pause),
-            ) {
-                Ok(step) => step,
-                Err(refusal) => return Err(abort(client, refusal.into()).await),
-            };
-            if step == AppendStep::Write {
-                let at = stored(epoch)?;
-                let insert = match conn.statement(Which::InsertPause).await {
-                    Ok(insert) => insert,
-                    Err(failure) => return Err(abort(client, failure).await),
-                };
-                let params = pause_params(&root_run_id, source, pause, json, &at);
-                let inserted = insert.execute(client, &params);
-                commit(client, Some(inserted)).await?;
-            } else {
-                commit(client, None::<std::future::Ready<_>>).await?;
-            }
-            Ok(Answer::Append(step.receipt()))
+            )?;
+            let write = (step == AppendStep::Write)
+                .then(|| stored(epoch).map(|at| Write::InsertPause { at }))
+                .transpose()?;
+            Ok((Answer::Receipt(step.receipt()), write))
+        }
+        Op::Finish {
+            root_run_id,
+            source,
+            epoch,
+            outcome,
+            ..
+        } => {
+            let step = finish_step(
+                root_run_id,
+                facts.epoch,
+                fate_of(&facts),
+                epoch,
+                (source, outcome),
+            )?;
+            let write = (step == AppendStep::Write)
+                .then(|| stored(epoch).map(|at| Write::Finish { at }))
+                .transpose()?;
+            Ok((Answer::Receipt(step.receipt()), write))
         }
     }
+}
+
+/// The seven parameters of a finish (`FinishRun`): the Run's key, the
+/// source's ids, the outcome's JSON text and the epoch it is written at.
+fn finish_params<'a>(
+    root_run_id: &'a &'a str,
+    source: &'a Invocation,
+    json: &'a String,
+    at: &'a i64,
+) -> [Param<'a>; 7] {
+    [
+        root_run_id,
+        &source.run_id,
+        &source.session_id,
+        &source.turn_id,
+        &source.invocation_id,
+        json,
+        at,
+    ]
 }
 
 /// The ten parameters of a pause's row, in `baton_handoff_pause`'s column
@@ -1254,7 +1682,7 @@ where
 {
     let client: &Client = conn.client;
     let (written, answer) = match *op {
-        Op::Facts { .. } => return Ok(None),
+        Op::Facts { .. } | Op::Finish { .. } | Op::Retire { .. } => return Ok(None),
         Op::Claim {
             root_run_id,
             run_id,
@@ -1279,8 +1707,9 @@ where
             ref json,
         } => {
             // The rule on the facts the statement requires: the append's
-            // epoch is the Run's, and no pause is durable.
-            let step = match append_step(root_run_id, epoch, None, epoch, (source, pause)) {
+            // epoch is the Run's, and the Run is open (no pause, no finish,
+            // its root Run not retired: the Run has its row).
+            let step = match append_step(root_run_id, epoch, Fate::Open, epoch, (source, pause)) {
                 Ok(step) => step,
                 Err(_) => return Ok(None),
             };
@@ -1293,7 +1722,7 @@ where
             let insert = conn.statement(Which::AppendIfCurrent).await?;
             let params = pause_params(&root_run_id, source, pause, json, &at);
             let inserted = insert.execute(client, &params).await;
-            (inserted, Answer::Append(step.receipt()))
+            (inserted, Answer::Receipt(step.receipt()))
         }
     };
     match written {
@@ -1358,9 +1787,11 @@ where
     }
 }
 
-/// The pause row read for a Run, decoded and checked against its columns.
+/// The pause row read for a Run (its seven columns from `at` on), decoded
+/// and checked against its columns.
 fn decode_pause<P: DeserializeOwned>(
-    row: Option<Row>,
+    row: Option<&Row>,
+    at: usize,
     root_run_id: &str,
     run_id: &str,
 ) -> Result<Option<Appended<P>>, Failure> {
@@ -1368,18 +1799,42 @@ fn decode_pause<P: DeserializeOwned>(
         return Ok(None);
     };
     let source = Invocation {
-        session_id: column(&row, 0, run_id)?,
-        turn_id: column(&row, 1, run_id)?,
+        session_id: column(row, at, run_id)?,
+        turn_id: column(row, at + 1, run_id)?,
         run_id: run_id.to_owned(),
-        invocation_id: column(&row, 2, run_id)?,
+        invocation_id: column(row, at + 2, run_id)?,
     };
     let columns = [
-        column(&row, 3, run_id)?,
-        column(&row, 4, run_id)?,
-        column(&row, 5, run_id)?,
+        column(row, at + 3, run_id)?,
+        column(row, at + 4, run_id)?,
+        column(row, at + 5, run_id)?,
     ];
-    let json: String = column(&row, 6, run_id)?;
+    let json: String = column(row, at + 6, run_id)?;
     Ok(Some(checked_row(root_run_id, source, columns, &json)?))
+}
+
+/// The finish kept on a Run's row (its four columns from `at` on: the
+/// source's ids and the outcome's JSON text, all set or none), decoded.
+fn decode_finish<P: DeserializeOwned>(
+    row: &Row,
+    at: usize,
+    run_id: &str,
+) -> Result<Option<Finished<P>>, Failure> {
+    let Some(json) = column::<Option<String>>(row, at + 3, run_id)? else {
+        return Ok(None);
+    };
+    let id = |index: usize| -> Result<String, Failure> {
+        column::<Option<String>>(row, index, run_id)?
+            .ok_or_else(|| corrupt(run_id, "the Run's finish is not whole").into())
+    };
+    let source = Invocation {
+        session_id: id(at)?,
+        turn_id: id(at + 1)?,
+        run_id: run_id.to_owned(),
+        invocation_id: id(at + 2)?,
+    };
+    let outcome = decoded_outcome(run_id, &json)?;
+    Ok(Some(Finished { source, outcome }))
 }
 
 fn unexpected<T>() -> Result<T, LogError> {
@@ -1404,7 +1859,7 @@ where
             .await?
         {
             Answer::Claim(claim) => Ok(claim),
-            Answer::Append(_) | Answer::Facts(_) => unexpected(),
+            _ => unexpected(),
         }
     }
 
@@ -1427,8 +1882,49 @@ where
             })
             .await?
         {
-            Answer::Append(receipt) => Ok(receipt),
-            Answer::Claim(_) | Answer::Facts(_) => unexpected(),
+            Answer::Receipt(receipt) => Ok(receipt),
+            _ => unexpected(),
+        }
+    }
+
+    /// One transaction, in two flights, as a takeover's claim: the Run's
+    /// row lock (its epoch and its finish), its pause and its root Run's
+    /// tombstone read, then [`finish_step`]'s write (the finish, on the
+    /// Run's row) and `COMMIT`.
+    async fn finish_async(
+        &self,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        outcome: &P,
+    ) -> Result<Receipt, LogError> {
+        check_finish(root_run_id, source)?;
+        let json = serde_json::to_string(outcome).map_err(LogError::Encode)?;
+        match self
+            .execute(Op::Finish {
+                root_run_id,
+                source,
+                epoch,
+                outcome,
+                json,
+            })
+            .await?
+        {
+            Answer::Receipt(receipt) => Ok(receipt),
+            _ => unexpected(),
+        }
+    }
+
+    /// One transaction, in two flights: the root Run's row locked
+    /// exclusively (made if missing), every Run of it locked, and their
+    /// pauses read; then, if [`retire_step`] retires it, one statement that
+    /// deletes the Runs' rows and their pauses and marks the root's row
+    /// retired (its tombstone), and `COMMIT`. Needs `DELETE` on the tables.
+    async fn retire_async(&self, root_run_id: &str) -> Result<Retirement, LogError> {
+        check_root(root_run_id)?;
+        match self.execute(Op::Retire { root_run_id }).await? {
+            Answer::Retire(retirement) => Ok(retirement),
+            _ => unexpected(),
         }
     }
 
@@ -1442,7 +1938,7 @@ where
             .await?
         {
             Answer::Facts(facts) => Ok(facts),
-            Answer::Claim(_) | Answer::Append(_) => unexpected(),
+            _ => unexpected(),
         }
     }
 }

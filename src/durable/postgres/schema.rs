@@ -12,7 +12,7 @@ use super::super::log::LogError;
 /// the table `baton_schema` (a database without that table has no schema:
 /// version 0). [`PostgresSchema::migrate`] brings an older database to it
 /// in place; a log refuses to open on any other version.
-pub const POSTGRES_SCHEMA_VERSION: i64 = 2;
+pub const POSTGRES_SCHEMA_VERSION: i64 = 3;
 
 /// Version 1. `baton_run` holds each claimed Run's current epoch (a Run
 /// never claimed has no row: epoch 0); `baton_handoff_pause` at most one
@@ -59,9 +59,44 @@ ALTER TABLE {s}baton_handoff_pause DROP CONSTRAINT baton_handoff_pause_root_run_
 UPDATE {s}baton_schema SET version = 2;
 ";
 
+/// Version 2 → 3: the third fate and retention (SPEC R8–R10).
+///
+/// - A Run's finish is kept on its own row of `baton_run` (the source's
+///   ids and the outcome's JSON text, all four set or none): the row lock
+///   every write takes already returns it, so a claim, an append and a
+///   finish read the Run's epoch and its finish with one statement, and the
+///   append's one-statement form refuses a finished Run by a qualifier on
+///   the row it locks (re-checked by the server on the newest version of
+///   the row if a finish committed meanwhile). Nullable columns without a
+///   default: adding them rewrites nothing.
+/// - `baton_root` holds one row per root Run: its lock row while it is live
+///   (`retired` false; made by the first claim under it, or by a
+///   retirement), its tombstone once retired (`retired` true; the root
+///   Run's other rows are gone, R10). A claim, an append and a finish read
+///   it by its primary key, so their cost does not grow with the number of
+///   retired roots. Nothing needs to be copied into it: a root Run's row is
+///   made when first needed.
+const V3: &str = "
+ALTER TABLE {s}baton_run
+    ADD COLUMN finish_session_id    text,
+    ADD COLUMN finish_turn_id       text,
+    ADD COLUMN finish_invocation_id text,
+    ADD COLUMN outcome              json,
+    ADD CONSTRAINT baton_run_finish_whole CHECK (
+        (finish_session_id IS NULL) = (outcome IS NULL)
+        AND (finish_turn_id IS NULL) = (outcome IS NULL)
+        AND (finish_invocation_id IS NULL) = (outcome IS NULL)
+    );
+CREATE TABLE {s}baton_root (
+    root_run_id text    PRIMARY KEY,
+    retired     boolean NOT NULL DEFAULT false
+);
+UPDATE {s}baton_schema SET version = 3;
+";
+
 /// The script that brings version `i` to `i + 1`, at index `i`. A later
 /// version appends one; none is ever edited once released.
-const SCRIPTS: [&str; POSTGRES_SCHEMA_VERSION as usize] = [V1, V2];
+const SCRIPTS: [&str; POSTGRES_SCHEMA_VERSION as usize] = [V1, V2, V3];
 
 /// The key of the transaction-scoped advisory lock that orders migrations
 /// among processes migrating at once (`baton` in ASCII).
@@ -170,11 +205,13 @@ impl PostgresSchema {
         let found = client
             .query_typed_one(
                 "SELECT to_regclass($1) IS NOT NULL, \
-                        to_regclass($2) IS NOT NULL OR to_regclass($3) IS NOT NULL",
+                        to_regclass($2) IS NOT NULL OR to_regclass($3) IS NOT NULL \
+                        OR to_regclass($4) IS NOT NULL",
                 &[
                     (&format!("{prefix}baton_schema"), Type::TEXT),
                     (&format!("{prefix}baton_run"), Type::TEXT),
                     (&format!("{prefix}baton_handoff_pause"), Type::TEXT),
+                    (&format!("{prefix}baton_root"), Type::TEXT),
                 ],
             )
             .await
@@ -208,8 +245,9 @@ impl PostgresSchema {
     /// finds. A database already at the version is left as it is. This is
     /// the one operation of baton that runs DDL: the role needs `CREATE`
     /// on the schema (and on the database, to create a named schema), while
-    /// a log afterwards needs only `SELECT`, `INSERT` and `UPDATE` on the
-    /// tables and `USAGE` on the schema.
+    /// a log afterwards needs only `SELECT`, `INSERT`, `UPDATE` and
+    /// `DELETE` (the last for [`retire`](crate::durable::AsyncHandoffLog::retire_async)
+    /// only) on the tables and `USAGE` on the schema.
     ///
     /// # Errors
     ///
