@@ -358,8 +358,33 @@ fn sqlite_stage(file: &TempFile, stage: &str, vacuum: bool, live: usize) {
     let pages = sqlite_pragma(&raw, "page_count") * page;
     let free = sqlite_pragma(&raw, "freelist_count") * page;
     let on_disk = file.size("") + file.size("-wal");
+    // Each table's pages (its B-tree and overflow pages) by `dbstat`.
+    let by_table = SQLITE_TABLES
+        .iter()
+        .map(|t| {
+            raw.query_row(
+                "SELECT coalesce(sum(pgsize), 0), \
+                        coalesce(sum(pagetype = 'overflow'), 0) FROM dbstat WHERE name = ?1",
+                [t],
+                |row| Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?)),
+            )
+            .map(|(bytes, overflow)| {
+                if overflow > 0 {
+                    format!(
+                        "{} ({} overflow pages)",
+                        thousands(bytes as u64),
+                        thousands(overflow as u64)
+                    )
+                } else {
+                    thousands(bytes as u64)
+                }
+            })
+            .unwrap_or_else(|_| "(no dbstat)".to_owned())
+        })
+        .collect::<Vec<_>>()
+        .join(" / ");
     println!(
-        "| {stage} | {} | {} | {} | {} | {} | {} | {} ({} free) | {} | {} |",
+        "| {stage} | {} | {} | {} | {} | {} | {} | {} ({} free) | {} | {} | {by_table} |",
         thousands(counts[0]),
         thousands(counts[1]),
         thousands(counts[2]),
@@ -400,9 +425,10 @@ fn sqlite_storage(runs: usize, open: usize) {
     println!(
         "| stage | run_epoch | handoff_pause | run_finish | retired_root | rows total | rows / \
          live Run | bytes: file + wal, checkpointed | bytes: page_count × page_size | bytes / \
-         live Run (file + wal) |"
+         live Run (file + wal) | bytes by table (dbstat: run_epoch / handoff_pause / run_finish / \
+         retired_root) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     sqlite_stage(&file, "before retention", false, open);
     sqlite_stage(&file, "before retention, after VACUUM", true, open);
     let sizes: (f64, f64) = rusqlite::Connection::open(&file.0)
@@ -638,6 +664,7 @@ async fn pg_stage(client: &tokio_postgres::Client, stage: &str, vacuum: &str, li
         .unwrap();
     let mut counts = Vec::new();
     let mut bytes = 0_u64;
+    let mut by_table = Vec::new();
     for table in PG_TABLES {
         let row = client
             .query_one(
@@ -648,6 +675,7 @@ async fn pg_stage(client: &tokio_postgres::Client, stage: &str, vacuum: &str, li
             .unwrap();
         counts.push(row.get::<_, i64>(0) as u64);
         bytes += row.get::<_, i64>(1) as u64;
+        by_table.push(thousands(row.get::<_, i64>(1) as u64));
     }
     let retired: i64 = client
         .query_one("SELECT count(*) FROM baton_root WHERE retired", &[])
@@ -656,7 +684,7 @@ async fn pg_stage(client: &tokio_postgres::Client, stage: &str, vacuum: &str, li
         .get(0);
     let total: u64 = counts.iter().sum();
     println!(
-        "| {stage} | {vacuum} | {} | {} | {} ({} retired) | {} | {} | {} | {} | {} |",
+        "| {stage} | {vacuum} | {} | {} | {} ({} retired) | {} | {} | {} | {} | {} | {} |",
         thousands(counts[0]),
         thousands(counts[1]),
         thousands(counts[2]),
@@ -666,6 +694,7 @@ async fn pg_stage(client: &tokio_postgres::Client, stage: &str, vacuum: &str, li
         per_live(total, live),
         thousands(bytes),
         per_live(bytes, live),
+        by_table.join(" / "),
     );
 }
 
@@ -709,9 +738,10 @@ async fn pg_storage(cluster: &Cluster, runs: usize, open: usize) {
     println!();
     println!(
         "| stage | after | baton_run | baton_handoff_pause | baton_root | baton_schema | rows \
-         total | rows / live Run | bytes (pg_total_relation_size, summed) | bytes / live Run |"
+         total | rows / live Run | bytes (pg_total_relation_size, summed) | bytes / live Run | \
+         bytes by table (run / pause / root / schema) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     pg_stage(&client, "before retention", "VACUUM", open).await;
     pg_stage(&client, "before retention", "VACUUM FULL", open).await;
     let started = Instant::now();
