@@ -25,9 +25,11 @@
 //! fresh root, as a new conversation) and of its pause's append, one Run
 //! at a time, on a store holding `BATON_RETENTION_HISTORY` (default
 //! 1,000,000) retired Runs against one holding 1,000, in the same run,
-//! in `BATON_RETENTION_ROUNDS` (default 3) alternating rounds (1k then
+//! in `BATON_RETENTION_ROUNDS` (default 30) alternating rounds (1k then
 //! 1M in the first, 1M then 1k in the second, and so on, so neither
-//! store always goes first) of `BATON_RETENTION_OPS` (default 1,000) Runs each, after
+//! store always goes first) of `BATON_RETENTION_OPS` (default 100) Runs
+//! each (3,000 Runs per history; short rounds, so a change of the disk's
+//! flush speed on a shared machine falls on both stores alike), after
 //! an untimed warm-up of 50 Runs on each. Retirement leaves one
 //! tombstone per root and nothing else, so 1,000,000 retired Runs leave at
 //! most 1,000,000 tombstones (one Run per root; fewer for longer chains):
@@ -252,25 +254,26 @@ impl Latencies {
 fn print_history(store: &str, history: usize, rounds: &[(Latencies, Latencies)]) {
     let big = thousands(history as u64);
     println!();
-    println!("#### {store}: every round (medians, ms)");
+    println!("#### {store}: every round (medians, ms; 1k = 1,000 retired, 1M = {big} retired)");
     println!();
-    println!("| round | operation | 1,000 retired | {big} retired | ratio |");
-    println!("|---|---|---|---|---|");
+    println!(
+        "| round | order | claim: 1k / 1M | ratio | append: 1k / 1M | ratio | claim + append: \
+         1k / 1M | ratio |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
     let (mut small_all, mut big_all) = (Latencies::default(), Latencies::default());
     let mut round_ratios: [Vec<f64>; 3] = Default::default();
     for (round, (small, large)) in rounds.iter().enumerate() {
         small_all.extend(small);
         big_all.extend(large);
-        for (k, ((op, s), (_, b))) in small.samples().into_iter().zip(large.samples()).enumerate() {
-            round_ratios[k].push(ratio(b.median(), s.median()));
-            println!(
-                "| {} | {op} | {} | {} | {:.3} |",
-                round + 1,
-                ms(s.median()),
-                ms(b.median()),
-                ratio(b.median(), s.median())
-            );
+        let order = if round % 2 == 0 { "1k, 1M" } else { "1M, 1k" };
+        let mut cells = Vec::new();
+        for (k, ((_, s), (_, b))) in small.samples().into_iter().zip(large.samples()).enumerate() {
+            let r = ratio(b.median(), s.median());
+            round_ratios[k].push(r);
+            cells.push(format!("{} / {} | {r:.3}", ms(s.median()), ms(b.median())));
         }
+        println!("| {} | {order} | {} |", round + 1, cells.join(" | "));
     }
     println!();
     println!(
@@ -944,8 +947,8 @@ fn main() {
     let runs = setting("BATON_RETENTION_RUNS", 100_000);
     let open = setting("BATON_RETENTION_OPEN", 1000).max(1);
     let history = setting("BATON_RETENTION_HISTORY", 1_000_000).max(1000);
-    let ops = setting("BATON_RETENTION_OPS", 1000).max(1);
-    let rounds = setting("BATON_RETENTION_ROUNDS", 3).max(1);
+    let ops = setting("BATON_RETENTION_OPS", 100).max(1);
+    let rounds = setting("BATON_RETENTION_ROUNDS", 30).max(1);
     println!("## Retention: bounded storage");
     sqlite_storage(runs, open);
     let cluster = Cluster::start();
