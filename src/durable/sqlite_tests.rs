@@ -1502,3 +1502,40 @@ fn r9_a_retirement_in_the_callers_transaction_holds_if_committed_and_leaves_noth
     ));
     assert_eq!(log.facts("other-root", "run").unwrap().epoch, open);
 }
+
+/// R6 while the caller's transaction is open: the write lock it holds
+/// keeps every other connection's claim waiting until it ends, and that
+/// claim then reads what the caller decided: the epoch after the one
+/// committed, or, after a rollback, the very epoch the rolled-back claim
+/// answered (never issued).
+#[test]
+fn r6_a_claim_elsewhere_waits_for_the_callers_transaction_and_reads_its_commit_or_rollback() {
+    let db = TempDb::new();
+    let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    let mut connection = callers_connection(&db);
+    for (run, commit, expected) in [("rolled-back", false, 1), ("committed", true, 2)] {
+        let tx = immediate(&mut connection);
+        let epoch = owner_in(&tx, "root", run);
+        assert_eq!(epoch, Epoch::new(1));
+        job(&tx, run, epoch);
+        std::thread::scope(|scope| {
+            let other = scope.spawn(|| log.claim("root", run));
+            std::thread::sleep(Duration::from_millis(200));
+            assert!(
+                !other.is_finished(),
+                "another connection's claim waits for the caller's transaction"
+            );
+            if commit {
+                tx.commit().unwrap();
+            } else {
+                tx.rollback().unwrap();
+            }
+            assert_eq!(
+                other.join().unwrap().unwrap(),
+                Claim::Owner(Epoch::new(expected)),
+                "{run}"
+            );
+        });
+    }
+    assert_eq!(rows(&log), tables_and_jobs(0, 0, 2, 0, 1));
+}
