@@ -81,7 +81,7 @@ pub use postgres::{
 pub use reconcile::{Appended, Decision, Finished, ReconcileError, RunFacts, RunField, reconcile};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
-pub use sqlite::{SCHEMA_VERSION, SqliteLog};
+pub use sqlite::{SCHEMA_VERSION, SqliteLog, rusqlite};
 pub use worker::{SealError, SealStep, append_then_seal, append_then_seal_async, seal_step};
 
 #[cfg(test)]

@@ -8,7 +8,9 @@ use std::marker::PhantomData;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{
+    Connection, OptionalExtension, Transaction, TransactionBehavior, TransactionState, params,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -24,6 +26,12 @@ use super::reconcile::{Appended, Finished, ReconcileError, RunFacts};
 use super::row::{checked_row, corrupt, decoded_outcome};
 use crate::facts::{HandoffPause, Invocation};
 use crate::sync::{Arc, Mutex, lock};
+
+/// The SQLite crate baton is built with, re-exported so that a runtime
+/// opening its own [`Connection`] for the writes inside its transaction
+/// ([`SqliteLog::claim_in`] and its siblings) names the very version whose
+/// [`Transaction`] they take.
+pub use rusqlite;
 
 /// The schema version this baton writes and reads, kept in SQLite's
 /// `PRAGMA user_version` (0 means "no schema yet"). A file of version 1
@@ -293,14 +301,14 @@ impl<P> SqliteLog<P> {
     /// file in place, atomically with the version number, so a crash
     /// leaves the old version or the new one whole.
     fn migrate(connection: &mut Connection) -> Result<(), LogError> {
-        if Self::version(connection)? == SCHEMA_VERSION {
+        if version(connection)? == SCHEMA_VERSION {
             return Ok(()); // the common case, without taking the write lock
         }
         let transaction = connection
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(storage)?;
         // Again under the write lock: another process may have just made it.
-        match Self::version(&transaction)? {
+        match version(&transaction)? {
             SCHEMA_VERSION => return Ok(()),
             0 => {
                 let foreign: bool = transaction
@@ -333,12 +341,6 @@ impl<P> SqliteLog<P> {
             .pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(storage)?;
         transaction.commit().map_err(storage)
-    }
-
-    fn version(connection: &Connection) -> Result<i64, LogError> {
-        connection
-            .pragma_query_value(None, "user_version", |row| row.get(0))
-            .map_err(storage)
     }
 
     /// The Run's current epoch ([`Epoch::NONE`] if never claimed).
@@ -486,40 +488,416 @@ fn fate_of<P>(facts: &RunFacts<P>) -> Result<(Epoch, Fate<'_, P>), LogError> {
     }
 }
 
-/// The operations, on the log's connection: called on the caller's thread
-/// by the blocking forms, on the log's thread by the async ones.
+/// # Inside the caller's transaction
+///
+/// `claim_in`, `append_in`, `finish_in` and `retire_in` apply the very rule
+/// of [`claim`](HandoffLog::claim) and its siblings, with the same
+/// statements (the store's own operations run these very bodies, each in
+/// a `BEGIN IMMEDIATE` transaction of its own), but on the caller's
+/// [`rusqlite::Transaction`] (of the version baton re-exports as
+/// [`baton::durable::rusqlite`](crate::durable::rusqlite)): they run no
+/// `BEGIN`, `COMMIT` or `ROLLBACK`, set nothing, and run nothing again. So
+/// a Run's claim, its pause or its finish becomes durable exactly when,
+/// and only if, the caller's own rows of the same transaction do.
+///
+/// **The file.** The caller's connection is opened on a file that
+/// [`SqliteLog::open`] has set up (the log's tables are read in its `main`
+/// database): each method checks, inside the transaction, that the file
+/// records [`SCHEMA_VERSION`], and answers [`LogError::UnknownSchema`]
+/// (nothing written) otherwise. Its settings are the caller's: the WAL
+/// journal is the file's (set by `open`, kept by every connection), but
+/// `synchronous` and the busy timeout are each connection's own. `open`
+/// sets `synchronous = FULL` (a commit returns only once the WAL is
+/// synced, so a committed claim, pause or finish survives a crash of the
+/// machine); set it on the caller's connection too
+/// (`connection.pragma_update(None, "synchronous", "FULL")`), or the
+/// caller's commit may be lost by a power failure that the store's own
+/// would survive.
+///
+/// **The write lock from the first read.** The caller's transaction must
+/// hold SQLite's write lock on `main` before the method reads, as the
+/// store's own `BEGIN IMMEDIATE` does, so that no other connection writes
+/// between what the rule reads (the root's tombstone, the Run's epoch,
+/// pause and finish) and what it writes: begin it with
+/// [`TransactionBehavior::Immediate`] (or have written in it already).
+/// Each method checks (`sqlite3_txn_state`), before its first read, and
+/// answers [`LogError::Unavailable`] (saying so, nothing written, the
+/// transaction as it was) if it does not hold the lock: a `DEFERRED`
+/// transaction that has not written holds none, or only a read snapshot
+/// that another connection's commit may already have left behind.
+///
+/// **Commit and rollback.** The lock is held until the caller's
+/// transaction ends, so what the method answered stays true meanwhile,
+/// whoever else claims, appends, finishes or retires (they wait for the
+/// caller, up to their busy timeout). **If the caller commits**, the
+/// answer holds: the write (the epoch issued, the pause, the finish, the
+/// retirement) is durable with the caller's rows; a commit that fails
+/// leaves both absent, or (an I/O error during it) both unknown together,
+/// as [`LogError::OutcomeUnknown`] says of the store's own. **If the
+/// caller rolls back** (or drops the transaction, which rolls it back),
+/// nothing was written, as if the method had never run: an epoch it
+/// answered was never issued (the next claim issues the same epoch
+/// again), and a worker given it is fenced by no one but must not use it.
+/// Hold the transaction briefly: every other writer of the file waits for
+/// it.
+///
+/// **Errors.** A refusal ([`LogError::Fenced`], [`LogError::Retired`], …),
+/// a bad input, a wrong schema version and a transaction without the
+/// write lock write nothing and leave the caller's transaction as it was,
+/// usable: the caller may go on and commit its own rows, or roll back.
+/// [`LogError::Unavailable`] carrying a [`rusqlite::Error`] is a statement
+/// SQLite failed — `SQLITE_BUSY` past the caller's busy timeout among them
+/// (another connection's lock), or an I/O error: **running again is the
+/// caller's**. Roll back, and run the whole transaction again (its own
+/// statements too): the failed method may have written part of its write,
+/// and SQLite may have rolled the transaction back already; nothing baton
+/// wrote in it survives a rollback, so that is always safe.
+/// [`LogError::OutcomeUnknown`] is never answered: the commit is the
+/// caller's.
 impl<P> SqliteLog<P>
 where
     P: PartialEq + Clone + Serialize + DeserializeOwned,
 {
+    /// [`claim`](HandoffLog::claim) inside the caller's transaction `tx`
+    /// (see [above](#inside-the-callers-transaction)), which must hold the
+    /// write lock (begun with [`TransactionBehavior::Immediate`]). If `tx`
+    /// commits, the answer holds and a new epoch is issued with the
+    /// caller's rows; if it rolls back, nothing was issued: the next claim
+    /// answers the same epoch.
+    ///
+    /// ```
+    /// use baton::durable::rusqlite::{Connection, TransactionBehavior};
+    /// use baton::durable::{Claim, Epoch, HandoffLog, SqliteLog};
+    ///
+    /// let path = std::env::temp_dir().join(format!("baton-doc-tx-{}.sqlite", std::process::id()));
+    /// let log: SqliteLog<u32> = SqliteLog::open(&path)?; // sets the file up
+    ///
+    /// // The runtime's own connection on the same file, its own table.
+    /// let mut connection = Connection::open(&path)?;
+    /// connection.pragma_update(None, "synchronous", "FULL")?;
+    /// connection.busy_timeout(std::time::Duration::from_secs(5))?;
+    /// connection.execute_batch("CREATE TABLE IF NOT EXISTS my_jobs (run_id TEXT, epoch INTEGER)")?;
+    ///
+    /// let tx = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    /// let Claim::Owner(epoch) = SqliteLog::<u32>::claim_in(&tx, "root-run", "run")? else {
+    ///     return Ok(()); // final already: never resume it (tx rolls back on drop)
+    /// };
+    /// tx.execute(
+    ///     "INSERT INTO my_jobs (run_id, epoch) VALUES ('run', ?1)",
+    ///     [i64::try_from(epoch.get())?],
+    /// )?;
+    /// tx.commit()?; // the epoch and the job row, or neither
+    ///
+    /// assert_eq!(log.facts("root-run", "run")?.epoch, Epoch::new(1));
+    /// # drop(connection);
+    /// # log.close();
+    /// # for suffix in ["", "-wal", "-shm"] {
+    /// #     let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    /// # }
+    /// # Ok::<_, Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`HandoffLog::claim`], and [`LogError::Unavailable`] and
+    /// [`LogError::UnknownSchema`] as the
+    /// [section above](#inside-the-callers-transaction) says; never
+    /// [`LogError::OutcomeUnknown`].
+    pub fn claim_in(
+        tx: &Transaction<'_>,
+        root_run_id: &str,
+        run_id: &str,
+    ) -> Result<Claim<P>, LogError> {
+        check_run(root_run_id, run_id)?;
+        callers(tx)?;
+        Self::claim_locked(tx, root_run_id, run_id).map(|(answer, _)| answer)
+    }
+
+    /// [`append`](HandoffLog::append) inside the caller's transaction `tx`
+    /// (see [above](#inside-the-callers-transaction)), which must hold the
+    /// write lock. The pause is durable once `tx` commits, and only then;
+    /// a rollback leaves the Run open, at the same epoch.
+    ///
+    /// # Errors
+    ///
+    /// As [`HandoffLog::append`], and [`LogError::Unavailable`] and
+    /// [`LogError::UnknownSchema`] as the
+    /// [section above](#inside-the-callers-transaction) says; never
+    /// [`LogError::OutcomeUnknown`].
+    pub fn append_in(
+        tx: &Transaction<'_>,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        pause: &HandoffPause<P>,
+    ) -> Result<Receipt, LogError> {
+        check_append(root_run_id, source, pause)?;
+        let json = serde_json::to_string(pause).map_err(LogError::Encode)?;
+        callers(tx)?;
+        Self::append_locked(tx, root_run_id, source, epoch, pause, &json)
+            .map(|(receipt, _)| receipt)
+    }
+
+    /// [`finish`](HandoffLog::finish) inside the caller's transaction `tx`
+    /// (see [above](#inside-the-callers-transaction)), which must hold the
+    /// write lock. The finish is durable once `tx` commits, and only then;
+    /// a rollback leaves the Run open, at the same epoch.
+    ///
+    /// # Errors
+    ///
+    /// As [`HandoffLog::finish`], and [`LogError::Unavailable`] and
+    /// [`LogError::UnknownSchema`] as the
+    /// [section above](#inside-the-callers-transaction) says; never
+    /// [`LogError::OutcomeUnknown`].
+    pub fn finish_in(
+        tx: &Transaction<'_>,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        outcome: &P,
+    ) -> Result<Receipt, LogError> {
+        check_finish(root_run_id, source)?;
+        let json = serde_json::to_string(outcome).map_err(LogError::Encode)?;
+        callers(tx)?;
+        Self::finish_locked(tx, root_run_id, source, epoch, outcome, &json)
+            .map(|(receipt, _)| receipt)
+    }
+
+    /// [`retire`](HandoffLog::retire) inside the caller's transaction `tx`
+    /// (see [above](#inside-the-callers-transaction)), which must hold the
+    /// write lock, so no Run of the root is claimed, handed off or
+    /// finished until `tx` ends. The Runs' rows are gone and the tombstone
+    /// written once `tx` commits, and only then; a rollback leaves every
+    /// row of the root as it was.
+    ///
+    /// # Errors
+    ///
+    /// As [`HandoffLog::retire`], and [`LogError::Unavailable`] and
+    /// [`LogError::UnknownSchema`] as the
+    /// [section above](#inside-the-callers-transaction) says; never
+    /// [`LogError::OutcomeUnknown`].
+    pub fn retire_in(tx: &Transaction<'_>, root_run_id: &str) -> Result<Retirement, LogError> {
+        check_root(root_run_id)?;
+        callers(tx)?;
+        Self::retire_locked(tx, root_run_id).map(|(retirement, _)| retirement)
+    }
+}
+
+/// Whether the caller's transaction may run the log's writes: it holds
+/// the write lock on `main` (else [`LogError::Unavailable`]), and the file
+/// is a baton file of [`SCHEMA_VERSION`] (else
+/// [`LogError::UnknownSchema`]). Reads only the file's header (its
+/// version), under the lock; writes nothing.
+fn callers(tx: &Connection) -> Result<(), LogError> {
+    let state = tx
+        .transaction_state(Some(rusqlite::MAIN_DB))
+        .map_err(storage)?;
+    if state != TransactionState::Write {
+        return Err(LogError::Unavailable(
+            format!(
+                "the caller's transaction holds no write lock on the database (its state is \
+                 {state:?}): SqliteLog's writes inside it need one from their first read; begin \
+                 it with TransactionBehavior::Immediate; nothing was written"
+            )
+            .into(),
+        ));
+    }
+    let found = version(tx)?;
+    if found != SCHEMA_VERSION {
+        return Err(LogError::UnknownSchema {
+            found,
+            expected: SCHEMA_VERSION,
+        });
+    }
+    Ok(())
+}
+
+/// The file's schema version (`PRAGMA user_version`).
+fn version(connection: &Connection) -> Result<i64, LogError> {
+    connection
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(storage)
+}
+
+/// Each operation's one body (the store's own, and the caller's
+/// transaction's), on a connection that holds the write lock from before
+/// its first read: the reads, the rule, the write. Each answers, beside
+/// the rule's answer, whether it wrote (the store's own commits only
+/// then). The operations on the log's connection, called on the caller's
+/// thread by the blocking forms and on the log's thread by the async
+/// ones, wrap each in a `BEGIN IMMEDIATE` transaction of their own.
+impl<P> SqliteLog<P>
+where
+    P: PartialEq + Clone + Serialize + DeserializeOwned,
+{
+    fn claim_locked(
+        tx: &Connection,
+        root_run_id: &str,
+        run_id: &str,
+    ) -> Result<(Claim<P>, bool), LogError> {
+        let facts = Self::facts_in(tx, root_run_id, run_id)?;
+        #[cfg(test)]
+        inside::reached();
+        let step = claim_step(&facts)?;
+        let Some(epoch) = step.write else {
+            return Ok((step.answer, false));
+        };
+        let stored = i64::try_from(epoch.get()).map_err(|_| LogError::EpochsExhausted)?;
+        tx.execute(
+            "INSERT INTO run_epoch (root_run_id, run_id, epoch) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (root_run_id, run_id) DO UPDATE SET epoch = excluded.epoch",
+            params![root_run_id, run_id, stored],
+        )
+        .map_err(storage)?;
+        Ok((step.answer, true))
+    }
+
+    /// `json`: the pause, encoded.
+    fn append_locked(
+        tx: &Connection,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        pause: &HandoffPause<P>,
+        json: &str,
+    ) -> Result<(Receipt, bool), LogError> {
+        let held = Self::facts_in(tx, root_run_id, &source.run_id)?;
+        #[cfg(test)]
+        inside::reached();
+        let (current, fate) = fate_of(&held)?;
+        let step = append_step(root_run_id, current, fate, epoch, (source, pause))?;
+        if step != AppendStep::Write {
+            return Ok((step.receipt(), false));
+        }
+        let intent = &pause.intent;
+        // `append_step` wrote only under the current epoch, which was
+        // read from the table, so it fits an i64.
+        let stored = i64::try_from(epoch.get()).map_err(|_| LogError::EpochsExhausted)?;
+        tx.execute(
+            "INSERT INTO handoff_pause (root_run_id, run_id, session_id, turn_id, \
+                 invocation_id, handoff_id, successor_run_id, \
+                 successor_invocation_id, pause, epoch) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                root_run_id,
+                source.run_id,
+                source.session_id,
+                source.turn_id,
+                source.invocation_id,
+                intent.handoff_id,
+                intent.successor_run_id,
+                intent.successor_invocation_id,
+                json,
+                stored,
+            ],
+        )
+        .map_err(storage)?;
+        Ok((step.receipt(), true))
+    }
+
+    /// `json`: the outcome, encoded.
+    fn finish_locked(
+        tx: &Connection,
+        root_run_id: &str,
+        source: &Invocation,
+        epoch: Epoch,
+        outcome: &P,
+        json: &str,
+    ) -> Result<(Receipt, bool), LogError> {
+        let held = Self::facts_in(tx, root_run_id, &source.run_id)?;
+        #[cfg(test)]
+        inside::reached();
+        let (current, fate) = fate_of(&held)?;
+        let step = finish_step(root_run_id, current, fate, epoch, (source, outcome))?;
+        if step != AppendStep::Write {
+            return Ok((step.receipt(), false));
+        }
+        // `finish_step` wrote only under the current epoch, which was
+        // read from the table, so it fits an i64.
+        let stored = i64::try_from(epoch.get()).map_err(|_| LogError::EpochsExhausted)?;
+        tx.execute(
+            "INSERT INTO run_finish (root_run_id, run_id, session_id, turn_id, \
+                 invocation_id, outcome, epoch) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                root_run_id,
+                source.run_id,
+                source.session_id,
+                source.turn_id,
+                source.invocation_id,
+                json,
+                stored,
+            ],
+        )
+        .map_err(storage)?;
+        Ok((step.receipt(), true))
+    }
+
+    fn retire_locked(tx: &Connection, root_run_id: &str) -> Result<(Retirement, bool), LogError> {
+        let retired = Self::is_retired(tx, root_run_id)?;
+        let mut runs = Vec::new();
+        if !retired {
+            for run_id in Self::runs_of(tx, root_run_id)? {
+                runs.push(Self::facts_in(tx, root_run_id, &run_id)?);
+            }
+        }
+        #[cfg(test)]
+        inside::reached();
+        let fates = runs
+            .iter()
+            .map(|facts| fate_of(facts).map(|(_, fate)| (facts.run_id.as_str(), fate)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let step = retire_step(root_run_id, retired, fates)?;
+        let Retirement::Retired { .. } = step else {
+            return Ok((step, false));
+        };
+        // The tombstone first: should a later statement fail in a caller's
+        // transaction that is then committed against the rules above, the
+        // root is still retired (claims answer Retired, writes are
+        // refused), never a root whose epochs are gone without it.
+        tx.execute(
+            "INSERT INTO retired_root (root_run_id) VALUES (?1)",
+            params![root_run_id],
+        )
+        .map_err(storage)?;
+        for table in ["handoff_pause", "run_finish", "run_epoch"] {
+            tx.execute(
+                &format!("DELETE FROM {table} WHERE root_run_id = ?1"),
+                params![root_run_id],
+            )
+            .map_err(storage)?;
+        }
+        Ok((step, true))
+    }
+
+    /// Runs `body` in a `BEGIN IMMEDIATE` transaction of the log's
+    /// connection (the write lock from the first read to the commit: no
+    /// other claim or write can come between what it reads and what it
+    /// writes), committing it if it wrote. With `synchronous = FULL`,
+    /// `COMMIT` returns after the WAL is synced: only then is the write
+    /// acknowledged.
+    fn immediate<T>(
+        connection: &Mutex<Connection>,
+        body: impl FnOnce(&Connection) -> Result<(T, bool), LogError>,
+    ) -> Result<T, LogError> {
+        let mut connection = lock(connection);
+        let transaction = connection
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(storage)?;
+        let (answer, wrote) = body(&transaction)?;
+        if wrote {
+            transaction.commit().map_err(commit_failed)?;
+        }
+        Ok(answer)
+    }
+
     fn claim_on(
         connection: &Mutex<Connection>,
         root_run_id: &str,
         run_id: &str,
     ) -> Result<Claim<P>, LogError> {
         check_run(root_run_id, run_id)?;
-        let mut connection = lock(connection);
-        // The write lock from the first read to the commit: no other claim
-        // or append can come between what this one reads and what it writes.
-        let transaction = connection
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(storage)?;
-        let facts = Self::facts_in(&transaction, root_run_id, run_id)?;
-        #[cfg(test)]
-        inside::reached();
-        let step = claim_step(&facts)?;
-        if let Some(epoch) = step.write {
-            let stored = i64::try_from(epoch.get()).map_err(|_| LogError::EpochsExhausted)?;
-            transaction
-                .execute(
-                    "INSERT INTO run_epoch (root_run_id, run_id, epoch) VALUES (?1, ?2, ?3) \
-                     ON CONFLICT (root_run_id, run_id) DO UPDATE SET epoch = excluded.epoch",
-                    params![root_run_id, run_id, stored],
-                )
-                .map_err(storage)?;
-            transaction.commit().map_err(commit_failed)?;
-        }
-        Ok(step.answer)
+        Self::immediate(connection, |tx| Self::claim_locked(tx, root_run_id, run_id))
     }
 
     fn append_on(
@@ -531,45 +909,9 @@ where
     ) -> Result<Receipt, LogError> {
         check_append(root_run_id, source, pause)?;
         let json = serde_json::to_string(pause).map_err(LogError::Encode)?;
-        let mut connection = lock(connection);
-        let transaction = connection
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(storage)?;
-        let held = Self::facts_in(&transaction, root_run_id, &source.run_id)?;
-        #[cfg(test)]
-        inside::reached();
-        let (current, fate) = fate_of(&held)?;
-        let step = append_step(root_run_id, current, fate, epoch, (source, pause))?;
-        if step == AppendStep::Write {
-            let intent = &pause.intent;
-            // `append_step` wrote only under the current epoch, which was
-            // read from the table, so it fits an i64.
-            let stored = i64::try_from(epoch.get()).map_err(|_| LogError::EpochsExhausted)?;
-            transaction
-                .execute(
-                    "INSERT INTO handoff_pause (root_run_id, run_id, session_id, turn_id, \
-                         invocation_id, handoff_id, successor_run_id, \
-                         successor_invocation_id, pause, epoch) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                    params![
-                        root_run_id,
-                        source.run_id,
-                        source.session_id,
-                        source.turn_id,
-                        source.invocation_id,
-                        intent.handoff_id,
-                        intent.successor_run_id,
-                        intent.successor_invocation_id,
-                        json,
-                        stored,
-                    ],
-                )
-                .map_err(storage)?;
-            // With `synchronous = FULL`, COMMIT returns after the WAL is
-            // synced: only now is the append acknowledged.
-            transaction.commit().map_err(commit_failed)?;
-        }
-        Ok(step.receipt())
+        Self::immediate(connection, |tx| {
+            Self::append_locked(tx, root_run_id, source, epoch, pause, &json)
+        })
     }
 
     fn finish_on(
@@ -581,39 +923,9 @@ where
     ) -> Result<Receipt, LogError> {
         check_finish(root_run_id, source)?;
         let json = serde_json::to_string(outcome).map_err(LogError::Encode)?;
-        let mut connection = lock(connection);
-        // As an append: the write lock from the first read to the commit.
-        let transaction = connection
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(storage)?;
-        let held = Self::facts_in(&transaction, root_run_id, &source.run_id)?;
-        #[cfg(test)]
-        inside::reached();
-        let (current, fate) = fate_of(&held)?;
-        let step = finish_step(root_run_id, current, fate, epoch, (source, outcome))?;
-        if step == AppendStep::Write {
-            // `finish_step` wrote only under the current epoch, which was
-            // read from the table, so it fits an i64.
-            let stored = i64::try_from(epoch.get()).map_err(|_| LogError::EpochsExhausted)?;
-            transaction
-                .execute(
-                    "INSERT INTO run_finish (root_run_id, run_id, session_id, turn_id, \
-                         invocation_id, outcome, epoch) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    params![
-                        root_run_id,
-                        source.run_id,
-                        source.session_id,
-                        source.turn_id,
-                        source.invocation_id,
-                        json,
-                        stored,
-                    ],
-                )
-                .map_err(storage)?;
-            transaction.commit().map_err(commit_failed)?;
-        }
-        Ok(step.receipt())
+        Self::immediate(connection, |tx| {
+            Self::finish_locked(tx, root_run_id, source, epoch, outcome, &json)
+        })
     }
 
     fn retire_on(
@@ -621,45 +933,7 @@ where
         root_run_id: &str,
     ) -> Result<Retirement, LogError> {
         check_root(root_run_id)?;
-        let mut connection = lock(connection);
-        // The write lock from the first read to the commit: no claim or
-        // write under the root comes between the fates read and the
-        // deletion.
-        let transaction = connection
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(storage)?;
-        let retired = Self::is_retired(&transaction, root_run_id)?;
-        let mut runs = Vec::new();
-        if !retired {
-            for run_id in Self::runs_of(&transaction, root_run_id)? {
-                runs.push(Self::facts_in(&transaction, root_run_id, &run_id)?);
-            }
-        }
-        #[cfg(test)]
-        inside::reached();
-        let fates = runs
-            .iter()
-            .map(|facts| fate_of(facts).map(|(_, fate)| (facts.run_id.as_str(), fate)))
-            .collect::<Result<Vec<_>, _>>()?;
-        let step = retire_step(root_run_id, retired, fates)?;
-        if let Retirement::Retired { .. } = step {
-            for table in ["handoff_pause", "run_finish", "run_epoch"] {
-                transaction
-                    .execute(
-                        &format!("DELETE FROM {table} WHERE root_run_id = ?1"),
-                        params![root_run_id],
-                    )
-                    .map_err(storage)?;
-            }
-            transaction
-                .execute(
-                    "INSERT INTO retired_root (root_run_id) VALUES (?1)",
-                    params![root_run_id],
-                )
-                .map_err(storage)?;
-            transaction.commit().map_err(commit_failed)?;
-        }
-        Ok(step)
+        Self::immediate(connection, |tx| Self::retire_locked(tx, root_run_id))
     }
 
     fn facts_on(
