@@ -8,7 +8,7 @@ use super::log::{HandoffLog, LogError, MemoryLog, Receipt};
 use super::reconcile::RunFacts;
 use crate::facts::{HandoffPause, Invocation};
 
-/// The async form of [`HandoffLog`]: the same three operations, the same
+/// The async form of [`HandoffLog`]: the same five operations, the same
 /// rule and the same errors (see each method's blocking twin), awaited
 /// instead of waited for. A store whose operations block (`SqliteLog`: a
 /// transaction and an fsync) runs that work off the executor, so the other

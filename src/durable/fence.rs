@@ -208,7 +208,9 @@ pub fn append_step<P: PartialEq>(
         Fate::HandedOff(row) if row.source == *new.0 && row.pause == *new.1 => {
             Ok(AppendStep::Idempotent)
         }
-        other => Err(refusal(root_run_id, &new.0.run_id, other)),
+        Fate::HandedOff(_) => Err(handed_off(root_run_id, &new.0.run_id)),
+        Fate::Finished(_) => Err(finished(root_run_id, &new.0.run_id)),
+        Fate::Retired => Err(retired(root_run_id)),
     }
 }
 
@@ -234,7 +236,9 @@ pub fn finish_step<P: PartialEq>(
         Fate::Finished(row) if row.source == *new.0 && row.outcome == *new.1 => {
             Ok(AppendStep::Idempotent)
         }
-        other => Err(refusal(root_run_id, &new.0.run_id, other)),
+        Fate::Finished(_) => Err(finished(root_run_id, &new.0.run_id)),
+        Fate::HandedOff(_) => Err(handed_off(root_run_id, &new.0.run_id)),
+        Fate::Retired => Err(retired(root_run_id)),
     }
 }
 
@@ -247,9 +251,7 @@ fn fence<P>(
     epoch: Epoch,
 ) -> Result<(), LogError> {
     if let Fate::Retired = fate {
-        return Err(LogError::Retired {
-            root_run_id: root_run_id.to_owned(),
-        });
+        return Err(retired(root_run_id));
     }
     if epoch == Epoch::NONE || epoch > current {
         return Err(LogError::EpochNotIssued { epoch, current });
@@ -260,20 +262,25 @@ fn fence<P>(
     Ok(())
 }
 
-/// Why a write under the current epoch is refused by a final fate.
-fn refusal<P>(root_run_id: &str, run_id: &str, fate: Fate<'_, P>) -> LogError {
-    let root_run_id = root_run_id.to_owned();
-    let run_id = run_id.to_owned();
-    match fate {
-        Fate::Finished(_) => LogError::AlreadyFinished {
-            root_run_id,
-            run_id,
-        },
-        Fate::Retired => LogError::Retired { root_run_id },
-        Fate::HandedOff(_) | Fate::Open => LogError::AlreadyHandedOff {
-            root_run_id,
-            run_id,
-        },
+/// The refusals of a write by a final fate (`Retired` is [`fence`]'s, the
+/// others at the current epoch).
+fn handed_off(root_run_id: &str, run_id: &str) -> LogError {
+    LogError::AlreadyHandedOff {
+        root_run_id: root_run_id.to_owned(),
+        run_id: run_id.to_owned(),
+    }
+}
+
+fn finished(root_run_id: &str, run_id: &str) -> LogError {
+    LogError::AlreadyFinished {
+        root_run_id: root_run_id.to_owned(),
+        run_id: run_id.to_owned(),
+    }
+}
+
+fn retired(root_run_id: &str) -> LogError {
+    LogError::Retired {
+        root_run_id: root_run_id.to_owned(),
     }
 }
 

@@ -17,15 +17,19 @@ use crate::sync::{Mutex, lock};
 ///
 /// A **Run** here is the source Run `run_id` within the logical Run
 /// `root_run_id`. Per Run the log keeps an owner [`Epoch`] (a fencing
-/// token) and at most one pause. Implementations apply the same pure rule
-/// ([`claim_step`], [`append_step`]) inside one transaction per operation,
+/// token) and at most one final fate (a pause or a finish), and per
+/// retired root Run a tombstone. Implementations apply the same pure rule
+/// ([`claim_step`], [`append_step`], [`finish_step`], [`retire_step`])
+/// inside one transaction per operation,
 /// as [`claim`](Self::claim)'s and [`append`](Self::append)'s docs say;
 /// [`MemoryLog`], `SqliteLog` and `PostgresLog` are checked by one shared
 /// contract suite (the test kit's `log_contract`, run by baton's
 /// `tests/log_contract`):
 ///
 /// - [`claim`](Self::claim) starts or takes over a Run: if a pause is
-///   durable it answers [`Claim::HandedOff`] and changes nothing; else it
+///   durable it answers [`Claim::HandedOff`], if a finish is
+///   [`Claim::Finished`], under a retired root [`Claim::Retired`], and
+///   changes nothing; else it
 ///   advances the epoch and answers [`Claim::Owner`], and every older
 ///   epoch is fenced from then on;
 /// - [`append`](Self::append) writes only under the Run's current epoch,
@@ -35,8 +39,10 @@ use crate::sync::{Mutex, lock};
 /// - appending the identical row again under the same epoch is an
 ///   idempotent `Ok(`[`Receipt::AlreadyDurable`]`)`, so a worker may retry
 ///   an append whose reply it did not get;
-/// - [`facts`](Self::facts) reads back exactly what was appended, whole,
-///   with the Run's epoch.
+/// - [`finish`](Self::finish) is fenced exactly as an append, and
+///   [`retire`](Self::retire) removes a root Run whose Runs are all final;
+/// - [`facts`](Self::facts) reads back exactly what was appended or
+///   finished, whole, with the Run's epoch and whether its root is retired.
 ///
 /// Failure model: workers may crash, or pause and go on later (zombies);
 /// the owner may suspect a live worker; a reply may be lost. None of these
@@ -208,8 +214,10 @@ use crate::sync::{Mutex, lock};
 /// ```
 pub trait HandoffLog<P> {
     /// Starts or takes over the Run `run_id` within `root_run_id`, in one
-    /// transaction: [`Claim::HandedOff`] if a pause is durable (nothing is
-    /// written: a handed-off Run is never resumed), else the Run's epoch
+    /// transaction: [`Claim::HandedOff`] if a pause is durable,
+    /// [`Claim::Finished`] if a finish is, [`Claim::Retired`] under a
+    /// retired root Run (nothing is written: a final Run is never
+    /// resumed), else the Run's epoch
     /// advances and [`Claim::Owner`] carries the new one. Give it to the
     /// worker that runs the Run now; every older epoch's append is refused
     /// with [`LogError::Fenced`] from now on.
@@ -294,7 +302,8 @@ pub trait HandoffLog<P> {
     fn retire(&self, root_run_id: &str) -> Result<Retirement, LogError>;
 
     /// Reads what the log holds about the Run `run_id` within `root_run_id`:
-    /// its epoch and pauses, for [`reconcile`](super::reconcile()).
+    /// its epoch, pauses and finish, and whether its root Run is retired,
+    /// for [`reconcile`](super::reconcile()).
     ///
     /// # Errors
     ///
@@ -409,18 +418,18 @@ pub enum LogError {
         /// The version this baton writes and reads.
         expected: i64,
     },
-    /// A stored row does not decode, or its columns disagree with its
-    /// pause: the store was altered outside baton.
-    #[error("a stored pause of Run {run_id:?} is corrupt: {reason}")]
+    /// A stored row (a pause or an outcome) does not decode, or its columns
+    /// disagree with its pause: the store was altered outside baton.
+    #[error("a stored row of Run {run_id:?} is corrupt: {reason}")]
     Corrupt {
         /// The Run whose row is corrupt.
         run_id: String,
         /// What is wrong.
         reason: String,
     },
-    /// The pause could not be encoded as JSON (a payload whose `Serialize`
-    /// fails). Nothing was written.
-    #[error("the pause does not encode as JSON")]
+    /// The pause (or the outcome) could not be encoded as JSON (a payload
+    /// whose `Serialize` fails). Nothing was written.
+    #[error("the pause or outcome does not encode as JSON")]
     Encode(#[source] serde_json::Error),
     /// The store failed **before anything could be written**: it could not
     /// be reached (connection refused, TLS or authentication failed, no
@@ -435,7 +444,8 @@ pub enum LogError {
     /// (or a one-statement write) was in flight when the connection was
     /// lost, the operation outlived its timeout, or the thread running it
     /// ended without an answer. The write may or may not be durable: read
-    /// the facts back, or append the identical row again (idempotent); a
+    /// the facts back, or send the identical append or finish again
+    /// (idempotent), or retire again; a
     /// claim is claimed again (a new epoch fences the unknown one). The
     /// store's error is the [`source`](StdError::source).
     #[error("storage failed; the outcome is unknown")]

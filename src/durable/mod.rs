@@ -18,10 +18,11 @@
 //!   `postgres`, async only) on a PostgreSQL server, for runtimes on
 //!   several hosts.
 //! - [`AsyncHandoffLog`] is the same log for async code (`claim_async`,
-//!   `append_async`, `facts_async`), implemented by all three: `SqliteLog`
-//!   runs the blocking work (the transaction, the fsync) on a thread it
-//!   owns, so no executor thread — not even a `current_thread` runtime's
-//!   only one — waits for the disk, and needs no particular runtime
+//!   `append_async`, `finish_async`, `retire_async`, `facts_async`),
+//!   implemented by all three: `SqliteLog` runs the blocking work (the
+//!   transaction, the fsync) on a thread it owns, so no executor thread —
+//!   not even a `current_thread` runtime's only one — waits for the disk,
+//!   and needs no particular runtime
 //!   (`PostgresLog` needs tokio's). The async trait's methods say what
 //!   dropping an in-flight future means (`# Cancel safety`).
 //! - A Run's third fate is [`finish`](HandoffLog::finish): fenced as an
