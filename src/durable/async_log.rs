@@ -146,7 +146,7 @@ pub trait AsyncHandoffLog<P> {
 /// longer than its lock.
 impl<P> AsyncHandoffLog<P> for MemoryLog<P>
 where
-    P: PartialEq + Clone + Send + Sync,
+    P: PartialEq + Clone + serde::Serialize + serde::de::DeserializeOwned + Send + Sync,
 {
     async fn claim_async(&self, root_run_id: &str, run_id: &str) -> Result<Claim<P>, LogError> {
         HandoffLog::claim(self, root_run_id, run_id)

@@ -18,7 +18,9 @@
 //! [`LogError::AlreadyFinished`].
 //!
 //! `retire(root)` ([`retire_step`]) removes every row of a root Run whose
-//! Runs are all final and keeps one tombstone for the root: a claim under
+//! work has ended — every Run of it final, and every successor a durable
+//! pause of it names claimed and final too — and keeps one tombstone for
+//! the root: a claim under
 //! it answers [`Claim::Retired`] and every write is refused with
 //! [`LogError::Retired`], so no removed Run is resumed and no epoch is
 //! issued again under a removed Run id (R9).
@@ -300,14 +302,23 @@ pub enum Retirement {
 
 /// The rule of `retire`, from what the log holds under the root Run, read
 /// inside the retiring transaction: whether its root is retired already,
-/// and every Run of it with its [`Fate`]. A root is retired only once
-/// every Run of it is final (R9, R10): then the store removes their rows
-/// and writes one tombstone for the root, in the same transaction.
+/// and every Run of it with its [`Fate`]. A root is retired only once its
+/// work has ended (G5, R9, R10): the log holds at least one Run of it,
+/// every Run of it is final, and every successor a durable pause of it
+/// names is a Run of it that is itself final — so a chain of handoffs
+/// ends in a finish (or in a handoff whose successor is final), and a
+/// handoff whose successor has not yet been claimed, or is still running,
+/// keeps its root (G1). Then the store removes their rows and writes one
+/// tombstone for the root, in the same transaction.
 ///
 /// # Errors
 ///
-/// [`LogError::RunOpen`] naming the open Run whose id is least (so every
-/// store names the same one, whatever order it read the Runs in); nothing
+/// [`LogError::NothingToRetire`] if the log holds no Run of the root (a
+/// mistyped id, or a root not yet claimed: retiring it would refuse its
+/// first claim for good); [`LogError::RunOpen`] naming the Run that is not
+/// final — an open Run of the root, or a successor named by a durable
+/// pause that is open or not claimed yet — whose id is least (so every
+/// store names the same one, whatever order it read the Runs in). Nothing
 /// is written.
 pub fn retire_step<'a, P: 'a>(
     root_run_id: &str,
@@ -318,12 +329,27 @@ pub fn retire_step<'a, P: 'a>(
         return Ok(Retirement::AlreadyRetired);
     }
     let runs: Vec<(&str, Fate<'a, P>)> = runs.into_iter().collect();
+    if runs.is_empty() {
+        return Err(LogError::NothingToRetire {
+            root_run_id: root_run_id.to_owned(),
+        });
+    }
+    let is_final = |run_id: &str| {
+        runs.iter()
+            .any(|(id, fate)| *id == run_id && fate.is_final())
+    };
     let open = runs
         .iter()
         .filter(|(_, fate)| !fate.is_final())
-        .map(|(run_id, _)| *run_id)
-        .min();
-    if let Some(run_id) = open {
+        .map(|(run_id, _)| *run_id);
+    let waiting = runs
+        .iter()
+        .filter_map(|(_, fate)| match fate {
+            Fate::HandedOff(row) => Some(row.pause.intent.successor_run_id.as_str()),
+            _ => None,
+        })
+        .filter(|successor| !is_final(successor));
+    if let Some(run_id) = open.chain(waiting).min() {
         return Err(LogError::RunOpen {
             root_run_id: root_run_id.to_owned(),
             run_id: run_id.to_owned(),

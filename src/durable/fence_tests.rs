@@ -326,25 +326,22 @@ fn r9_under_a_retired_root_every_write_is_refused_and_a_claim_resumes_nothing() 
 }
 
 #[test]
-fn r9_r10_a_root_retires_only_once_every_run_of_it_is_final() {
+fn r9_r10_g5_a_root_retires_only_once_every_run_of_it_is_final() {
+    // `row` hands Run "run" off to "successor-run".
     let handed_off = row("h");
     let done = finished(7);
     let runs = [
-        ("a", Fate::HandedOff(&handed_off)),
-        ("b", Fate::Finished(&done)),
+        ("run", Fate::HandedOff(&handed_off)),
+        ("successor-run", Fate::Finished(&done)),
     ];
     assert_eq!(
         retire_step("root", false, runs).unwrap(),
         Retirement::Retired { runs: 2 }
     );
-    assert_eq!(
-        retire_step::<u32>("root", false, []).unwrap(),
-        Retirement::Retired { runs: 0 }
-    );
     let open = [
-        ("a", Fate::HandedOff(&handed_off)),
-        ("b", Fate::Open),
+        ("a", Fate::Finished(&done)),
         ("c", Fate::Open),
+        ("b", Fate::Open),
     ];
     assert!(
         matches!(
@@ -358,4 +355,52 @@ fn r9_r10_a_root_retires_only_once_every_run_of_it_is_final() {
         Retirement::AlreadyRetired
     );
     assert!(Fate::<u32>::Retired.is_final() && !Fate::<u32>::Open.is_final());
+}
+
+#[test]
+fn g5_a_root_the_log_holds_nothing_for_has_not_ended() {
+    assert!(matches!(
+        retire_step::<u32>("root", false, []),
+        Err(LogError::NothingToRetire { root_run_id }) if root_run_id == "root"
+    ));
+}
+
+#[test]
+fn g1_g5_a_handoff_keeps_its_root_until_its_successor_is_final() {
+    let handed_off = row("h");
+    let done = finished(7);
+    let refused = |runs: &[(&str, Fate<'_, u32>)]| match retire_step("root", false, runs.to_vec()) {
+        Err(LogError::RunOpen { run_id, .. }) => run_id,
+        other => panic!("G1: expected RunOpen, got {other:?}"),
+    };
+    // Not claimed yet: the log holds nothing for the successor.
+    assert_eq!(
+        refused(&[("run", Fate::HandedOff(&handed_off))]),
+        "successor-run"
+    );
+    // Claimed, still running.
+    assert_eq!(
+        refused(&[
+            ("run", Fate::HandedOff(&handed_off)),
+            ("successor-run", Fate::Open),
+        ]),
+        "successor-run"
+    );
+    // A finished Run beside it does not stand in for the successor.
+    assert_eq!(
+        refused(&[
+            ("other", Fate::Finished(&done)),
+            ("run", Fate::HandedOff(&handed_off)),
+        ]),
+        "successor-run"
+    );
+    // The least id among open Runs and waiting successors.
+    assert_eq!(
+        refused(&[("run", Fate::HandedOff(&handed_off)), ("z", Fate::Open)]),
+        "successor-run"
+    );
+    assert_eq!(
+        refused(&[("run", Fate::HandedOff(&handed_off)), ("a", Fate::Open)]),
+        "a"
+    );
 }

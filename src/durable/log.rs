@@ -3,6 +3,8 @@
 
 use std::error::Error as StdError;
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use thiserror::Error;
 
 use super::fence::{
@@ -373,13 +375,26 @@ pub enum LogError {
         root_run_id: String,
     },
     /// A retirement refused: a Run of the root Run has no final fate yet
-    /// (it is neither handed off nor finished). Nothing was written.
-    #[error("Run {run_id:?} of root Run {root_run_id:?} is still open")]
+    /// (it is neither handed off nor finished), or a durable pause of the
+    /// root names a successor that is not final yet (not claimed, or still
+    /// running): the root's work has not ended (G5). Nothing was written;
+    /// retire again once that Run is final.
+    #[error("Run {run_id:?} of root Run {root_run_id:?} is not final yet")]
     RunOpen {
         /// The root Run.
         root_run_id: String,
-        /// The open Run whose id is least.
+        /// The Run that is not final (an open Run, or a successor a
+        /// durable pause names) whose id is least.
         run_id: String,
+    },
+    /// A retirement refused: the log holds no Run of this root Run, so its
+    /// work has not ended (it may be a mistyped id, or a root whose first
+    /// claim has not happened yet: retiring it would refuse that claim for
+    /// good). Nothing was written.
+    #[error("the log holds no Run of root Run {root_run_id:?}: nothing to retire")]
+    NothingToRetire {
+        /// The root Run.
+        root_run_id: String,
     },
     /// Fenced: the Run's current epoch is newer than the append's, so a
     /// newer owner claimed it (the worker was taken for dead). Nothing was
@@ -428,8 +443,13 @@ pub enum LogError {
         reason: String,
     },
     /// The pause (or the outcome) could not be encoded as JSON (a payload
-    /// whose `Serialize` fails). Nothing was written.
-    #[error("the pause or outcome does not encode as JSON")]
+    /// whose `Serialize` fails), or its encoding does not decode back to an
+    /// equal value (an `f64` NaN or infinity becomes `null`; a map with
+    /// non-string keys; a `Serialize` and `Deserialize` that disagree), so
+    /// the store could not read back what it would acknowledge (G2; see
+    /// [`encode_checked`]). Nothing was written, on every store: sending
+    /// the same payload again fails the same way.
+    #[error("the pause or outcome does not encode as JSON that reads back equal")]
     Encode(#[source] serde_json::Error),
     /// The store failed **before anything could be written**: it could not
     /// be reached (connection refused, TLS or authentication failed, no
@@ -524,6 +544,42 @@ pub fn check_finish(root_run_id: &str, source: &Invocation) -> Result<(), LogErr
         check_id(id).map_err(|error| LogError::InvalidRun { field, error })?;
     }
     Ok(())
+}
+
+/// Encodes a pause or an outcome as JSON, as every store writes it, and
+/// checks that the encoding decodes back to an equal value (G2: what a
+/// store acknowledges reads back equal). Every store — [`MemoryLog`]
+/// included, so that all keep one behaviour — calls it before anything is
+/// written, and a store of your own should too.
+///
+/// ```
+/// use baton::durable::{LogError, encode_checked};
+///
+/// assert_eq!(encode_checked(&vec![1.5_f64])?, "[1.5]");
+/// // NaN encodes as `null`, which does not read back as a number.
+/// assert!(matches!(encode_checked(&f64::NAN), Err(LogError::Encode(_))));
+/// assert!(matches!(encode_checked(&Some(f64::INFINITY)), Err(LogError::Encode(_))));
+/// # Ok::<(), LogError>(())
+/// ```
+///
+/// # Errors
+///
+/// [`LogError::Encode`] if the value does not encode, or its encoding does
+/// not decode, or decodes to a value that is not equal to it.
+pub fn encode_checked<T>(value: &T) -> Result<String, LogError>
+where
+    T: Serialize + DeserializeOwned + PartialEq,
+{
+    let json = serde_json::to_string(value).map_err(LogError::Encode)?;
+    let read_back: T = serde_json::from_str(&json).map_err(LogError::Encode)?;
+    if read_back != *value {
+        return Err(LogError::Encode(
+            <serde_json::Error as serde::ser::Error>::custom(
+                "the encoding decodes to a value that is not equal to the one encoded",
+            ),
+        ));
+    }
+    Ok(json)
 }
 
 /// Checks the id of a root Run to retire.
@@ -667,7 +723,10 @@ impl<P> std::fmt::Debug for MemoryLog<P> {
     }
 }
 
-impl<P: PartialEq + Clone> HandoffLog<P> for MemoryLog<P> {
+impl<P> HandoffLog<P> for MemoryLog<P>
+where
+    P: PartialEq + Clone + Serialize + DeserializeOwned,
+{
     fn claim(&self, root_run_id: &str, run_id: &str) -> Result<Claim<P>, LogError> {
         check_run(root_run_id, run_id)?;
         let mut held = lock(&self.held);
@@ -695,6 +754,7 @@ impl<P: PartialEq + Clone> HandoffLog<P> for MemoryLog<P> {
         pause: &HandoffPause<P>,
     ) -> Result<Receipt, LogError> {
         check_append(root_run_id, source, pause)?;
+        encode_checked(pause)?;
         let mut held = lock(&self.held);
         let (current, fate) = held.fate_of(root_run_id, &source.run_id);
         let step = append_step(root_run_id, current, fate, epoch, (source, pause))?;
@@ -717,6 +777,7 @@ impl<P: PartialEq + Clone> HandoffLog<P> for MemoryLog<P> {
         outcome: &P,
     ) -> Result<Receipt, LogError> {
         check_finish(root_run_id, source)?;
+        encode_checked(outcome)?;
         let mut held = lock(&self.held);
         let (current, fate) = held.fate_of(root_run_id, &source.run_id);
         let step = finish_step(root_run_id, current, fate, epoch, (source, outcome))?;

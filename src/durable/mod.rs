@@ -72,7 +72,9 @@ pub use fence::{
     retire_step,
 };
 pub use finish::{FinishError, close_step, finish_then_close, finish_then_close_async};
-pub use log::{HandoffLog, LogError, MemoryLog, Receipt, check_append, check_finish};
+pub use log::{
+    HandoffLog, LogError, MemoryLog, Receipt, check_append, check_finish, encode_checked,
+};
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::{

@@ -20,6 +20,7 @@ use super::fence::{
 };
 use super::log::{
     HandoffLog, LogError, Receipt, check_append, check_finish, check_root, check_run,
+    encode_checked,
 };
 use super::offload::Offload;
 use super::reconcile::{Appended, Finished, ReconcileError, RunFacts};
@@ -632,7 +633,7 @@ where
         pause: &HandoffPause<P>,
     ) -> Result<Receipt, LogError> {
         check_append(root_run_id, source, pause)?;
-        let json = serde_json::to_string(pause).map_err(LogError::Encode)?;
+        let json = encode_checked(pause)?;
         callers(tx)?;
         Self::append_locked(tx, root_run_id, source, epoch, pause, &json)
             .map(|(receipt, _)| receipt)
@@ -657,7 +658,7 @@ where
         outcome: &P,
     ) -> Result<Receipt, LogError> {
         check_finish(root_run_id, source)?;
-        let json = serde_json::to_string(outcome).map_err(LogError::Encode)?;
+        let json = encode_checked(outcome)?;
         callers(tx)?;
         Self::finish_locked(tx, root_run_id, source, epoch, outcome, &json)
             .map(|(receipt, _)| receipt)
@@ -908,7 +909,7 @@ where
         pause: &HandoffPause<P>,
     ) -> Result<Receipt, LogError> {
         check_append(root_run_id, source, pause)?;
-        let json = serde_json::to_string(pause).map_err(LogError::Encode)?;
+        let json = encode_checked(pause)?;
         Self::immediate(connection, |tx| {
             Self::append_locked(tx, root_run_id, source, epoch, pause, &json)
         })
@@ -922,7 +923,7 @@ where
         outcome: &P,
     ) -> Result<Receipt, LogError> {
         check_finish(root_run_id, source)?;
-        let json = serde_json::to_string(outcome).map_err(LogError::Encode)?;
+        let json = encode_checked(outcome)?;
         Self::immediate(connection, |tx| {
             Self::finish_locked(tx, root_run_id, source, epoch, outcome, &json)
         })

@@ -104,6 +104,7 @@ pub fn seal_step(appended: Result<Receipt, LogError>) -> SealStep {
             | LogError::AlreadyFinished { .. }
             | LogError::Retired { .. }
             | LogError::RunOpen { .. }
+            | LogError::NothingToRetire { .. }
             | LogError::EpochNotIssued { .. }
             | LogError::EpochsExhausted
             | LogError::Contradictory(_)

@@ -11,7 +11,9 @@ use super::{
     unavailable, unexpected,
 };
 use crate::durable::fence::{Claim, Epoch, Retirement};
-use crate::durable::log::{LogError, Receipt, check_append, check_finish, check_root, check_run};
+use crate::durable::log::{
+    LogError, Receipt, check_append, check_finish, check_root, check_run, encode_checked,
+};
 use crate::facts::{HandoffPause, Invocation};
 
 /// The isolation level the caller's transaction must have.
@@ -150,7 +152,7 @@ where
         pause: &HandoffPause<P>,
     ) -> Result<Receipt, LogError> {
         check_append(root_run_id, source, pause)?;
-        let json = serde_json::to_string(pause).map_err(LogError::Encode)?;
+        let json = encode_checked(pause)?;
         let op = Op::Append {
             root_run_id,
             source,
@@ -184,7 +186,7 @@ where
         outcome: &P,
     ) -> Result<Receipt, LogError> {
         check_finish(root_run_id, source)?;
-        let json = serde_json::to_string(outcome).map_err(LogError::Encode)?;
+        let json = encode_checked(outcome)?;
         let op = Op::Finish {
             root_run_id,
             source,

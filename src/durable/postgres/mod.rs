@@ -35,7 +35,9 @@ use super::async_log::AsyncHandoffLog;
 use super::fence::{
     AppendStep, Claim, Epoch, Fate, Retirement, append_step, claim_step, finish_step, retire_step,
 };
-use super::log::{LogError, Receipt, check_append, check_finish, check_root, check_run};
+use super::log::{
+    LogError, Receipt, check_append, check_finish, check_root, check_run, encode_checked,
+};
 use super::reconcile::{Appended, Finished, RunFacts};
 use super::row::{checked_row, corrupt, decoded_outcome};
 use crate::facts::{HandoffPause, Invocation};
@@ -1871,7 +1873,7 @@ where
         pause: &HandoffPause<P>,
     ) -> Result<Receipt, LogError> {
         check_append(root_run_id, source, pause)?;
-        let json = serde_json::to_string(pause).map_err(LogError::Encode)?;
+        let json = encode_checked(pause)?;
         match self
             .execute(Op::Append {
                 root_run_id,
@@ -1899,7 +1901,7 @@ where
         outcome: &P,
     ) -> Result<Receipt, LogError> {
         check_finish(root_run_id, source)?;
-        let json = serde_json::to_string(outcome).map_err(LogError::Encode)?;
+        let json = encode_checked(outcome)?;
         match self
             .execute(Op::Finish {
                 root_run_id,

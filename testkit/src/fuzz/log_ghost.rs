@@ -60,8 +60,13 @@ pub enum Refusal {
     RunOpen {
         /// The root Run.
         root_run_id: String,
-        /// The open Run whose id is least.
+        /// The Run not final yet whose id is least.
         run_id: String,
+    },
+    /// [`LogError::NothingToRetire`].
+    NothingToRetire {
+        /// The root Run.
+        root_run_id: String,
     },
     /// [`LogError::Fenced`].
     Fenced {
@@ -135,6 +140,7 @@ impl From<LogError> for Refusal {
                 root_run_id,
                 run_id,
             },
+            LogError::NothingToRetire { root_run_id } => Refusal::NothingToRetire { root_run_id },
             LogError::Fenced { epoch, current } => Refusal::Fenced { epoch, current },
             LogError::EpochNotIssued { epoch, current } => {
                 Refusal::EpochNotIssued { epoch, current }
@@ -443,9 +449,11 @@ impl Ghost {
         })
     }
 
-    /// `retire`: an invalid root id; already retired; an open Run (one
-    /// claimed, with no fate) refuses, naming the least such id; else every
-    /// Run of the root goes and its tombstone stays.
+    /// `retire`: an invalid root id; already retired; no Run of the root
+    /// held (nothing to retire); a Run that is not final — one claimed with
+    /// no fate, or a successor a pause of the root names that is not
+    /// claimed or has no fate — refuses, naming the least such id; else
+    /// every Run of the root goes and its tombstone stays.
     pub fn retire(&mut self, root_run_id: &str) -> Answer {
         if let Some(error) = id_fault(root_run_id) {
             return Answer::Retired(Err(Refusal::InvalidRun {
@@ -462,11 +470,25 @@ impl Ghost {
                 .iter()
                 .filter(|run| run.root_run_id == root_run_id && run.epoch > 0)
         };
-        let open = of_root()
-            .filter(|run| run.row.is_none() && run.finished.is_none())
+        if of_root().next().is_none() {
+            return Answer::Retired(Err(Refusal::NothingToRetire {
+                root_run_id: root_run_id.to_owned(),
+            }));
+        }
+        let ended = |run: &Run| run.row.is_some() || run.finished.is_some();
+        let mut not_final: Vec<String> = of_root()
+            .filter(|run| !ended(run))
             .map(|run| run.run_id.clone())
-            .min();
-        if let Some(run_id) = open {
+            .collect();
+        for run in of_root() {
+            if let Some(row) = &run.row {
+                let successor = &row.pause.intent.successor_run_id;
+                if !of_root().any(|other| &other.run_id == successor && ended(other)) {
+                    not_final.push(successor.clone());
+                }
+            }
+        }
+        if let Some(run_id) = not_final.into_iter().min() {
             return Answer::Retired(Err(Refusal::RunOpen {
                 root_run_id: root_run_id.to_owned(),
                 run_id,
