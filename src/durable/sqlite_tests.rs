@@ -412,17 +412,18 @@ fn a_version_1_file_opens_and_upgrades_in_place() {
         Err(LogError::EpochNotIssued { .. })
     ));
     assert_eq!(
-        log.claim("root", "other-run").unwrap(),
+        log.claim("root", "successor-run").unwrap(),
         Claim::Owner(Epoch::new(1))
     );
-    // Retention finds the version-1 pause, which has no epoch row.
+    // Retention finds the version-1 pause, which has no epoch row, and
+    // its successor (G5).
     let _ = log
-        .finish("root", &source_of("other-run"), Epoch::new(1), &3)
+        .finish("root", &source_of("successor-run"), Epoch::new(1), &3)
         .unwrap();
     assert_eq!(
         log.retire("root").unwrap(),
         Retirement::Retired { runs: 2 },
-        "R9: the handed-off Run of version 1 and the finished one"
+        "R9: the handed-off Run of version 1 and its successor, finished"
     );
     assert_eq!(rows(&log), tables(0, 1, 0, 0), "R10");
 }
@@ -1079,7 +1080,15 @@ fn a_version_2_file_opens_and_upgrades_in_place_keeping_its_facts() {
         Receipt::Written
     );
     assert_eq!(log.claim("root", "open-run").unwrap(), Claim::Finished(5));
-    assert_eq!(log.retire("root").unwrap(), Retirement::Retired { runs: 2 });
+    assert!(
+        matches!(log.retire("root"), Err(LogError::RunOpen { run_id, .. }) if run_id == "successor-run"),
+        "G5: version 2's handoff keeps its root until its successor is final"
+    );
+    let epoch = claim_of(&log, "root", "successor-run");
+    let _ = log
+        .finish("root", &source_of("successor-run"), epoch, &6)
+        .unwrap();
+    assert_eq!(log.retire("root").unwrap(), Retirement::Retired { runs: 3 });
     assert_eq!(rows(&log), tables(0, 1, 0, 0));
 
     let newer = TempDb::new();

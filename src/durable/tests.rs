@@ -294,13 +294,45 @@ pub(super) fn the_final_fates_hold(log: &dyn HandoffLog<u32>) {
     // A Run of another root stays open through the retirement.
     assert_eq!(log.claim("other-root", "run").unwrap(), Claim::Owner(one));
 
+    // G1, G5: the handoff to "third-run" keeps the root until "third-run"
+    // is final, claimed or not; then a retirement takes the whole chain.
+    let waiting = |log: &dyn HandoffLog<u32>| {
+        matches!(
+            log.retire("root"),
+            Err(LogError::RunOpen { root_run_id, run_id }) if root_run_id == "root" && run_id == "third-run"
+        )
+    };
+    assert!(waiting(log), "G5: the successor is not claimed yet");
+    let Claim::Owner(third) = log.claim("root", "third-run").unwrap() else {
+        panic!("G1: the successor of a durable pause is claimable")
+    };
+    assert!(waiting(log), "G5: the successor is still running");
+    let mut last_hop = source();
+    last_hop.run_id = "third-run".into();
+    last_hop.invocation_id = "third-invocation".into();
+    assert_eq!(
+        log.finish("root", &last_hop, third, &11).unwrap(),
+        Receipt::Written
+    );
     assert_eq!(
         log.retire("root").unwrap(),
-        Retirement::Retired { runs: 2 },
-        "every Run of the root is final"
+        Retirement::Retired { runs: 3 },
+        "every Run of the root is final, and so is every successor"
     );
     assert_eq!(log.retire("root").unwrap(), Retirement::AlreadyRetired);
-    for run in ["run", "successor-run", "never-claimed"] {
+    assert!(
+        matches!(
+            log.retire("never-seen-root"),
+            Err(LogError::NothingToRetire { root_run_id }) if root_run_id == "never-seen-root"
+        ),
+        "G5: a root the log holds nothing for has not ended"
+    );
+    assert_eq!(
+        log.facts("never-seen-root", "run").unwrap(),
+        RunFacts::empty("never-seen-root", "run"),
+        "G3: the refused retirement wrote no tombstone"
+    );
+    for run in ["run", "successor-run", "third-run", "never-claimed"] {
         assert_eq!(
             log.claim("root", run).unwrap(),
             Claim::Retired,

@@ -32,7 +32,7 @@ mod postgres_tls_bouncer;
 
 // The contract itself lives in the test kit (`baton_testkit::log_contract`),
 // where a user's store is held to it too; these are its names here.
-pub use baton_testkit::log_contract::{Payload, Shared, Store, run};
+pub use baton_testkit::log_contract::{HoldsFloats, Payload, Shared, Store, run};
 
 #[allow(unused_imports)]
 use baton::durable::{AsyncHandoffLog, LogError, MemoryLog, RunFacts};
@@ -43,7 +43,7 @@ async fn memory() -> Option<Shared<MemoryLog<Payload>>> {
     Some(Shared::new(MemoryLog::new()))
 }
 
-baton_testkit::log_contract!(memory, memory);
+baton_testkit::log_contract!(memory, memory; g2_what_a_store_acknowledges_reads_back_equal);
 
 // --- SqliteLog: connections to one file. ---
 
@@ -74,6 +74,13 @@ mod sqlite_store {
         }
     }
 
+    impl HoldsFloats for SqliteFile {
+        type FloatLog = SqliteLog<f64>;
+        async fn float_log(&self) -> SqliteLog<f64> {
+            SqliteLog::open(&self.0).expect("open the SQLite log")
+        }
+    }
+
     pub async fn sqlite() -> Option<SqliteFile> {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let path = std::env::temp_dir().join(format!(
@@ -90,7 +97,7 @@ mod sqlite_store {
 #[cfg(feature = "sqlite")]
 use sqlite_store::sqlite;
 #[cfg(feature = "sqlite")]
-baton_testkit::log_contract!(sqlite, sqlite);
+baton_testkit::log_contract!(sqlite, sqlite; g2_what_a_store_acknowledges_reads_back_equal);
 
 /// `HoldsReads` for a PostgreSQL store of the suite (a `dbname` on the
 /// cluster `$cluster()` gives): the hold of
@@ -143,6 +150,20 @@ mod postgres_store {
     impl Store for PostgresDatabase {
         type Log = PostgresLog<Payload>;
         async fn open(&self) -> PostgresLog<Payload> {
+            let options = PostgresOptions::new().schema(PostgresSchema::named(SCHEMA).unwrap());
+            PostgresLog::connect_with(
+                self.url.parse().expect("a connection string"),
+                baton::durable::tokio_postgres::NoTls,
+                options,
+            )
+            .await
+            .expect("connect the PostgreSQL log")
+        }
+    }
+
+    impl HoldsFloats for PostgresDatabase {
+        type FloatLog = PostgresLog<f64>;
+        async fn float_log(&self) -> PostgresLog<f64> {
             let options = PostgresOptions::new().schema(PostgresSchema::named(SCHEMA).unwrap());
             PostgresLog::connect_with(
                 self.url.parse().expect("a connection string"),
@@ -308,7 +329,10 @@ mod postgres_store {
 #[cfg(all(unix, feature = "postgres"))]
 use postgres_store::postgres;
 #[cfg(all(unix, feature = "postgres"))]
-baton_testkit::log_contract!(postgres, postgres, holds_reads);
+baton_testkit::log_contract!(postgres, postgres;
+    r3_the_facts_are_one_snapshot_even_across_a_takeover_and_a_handoff,
+    g2_what_a_store_acknowledges_reads_back_equal,
+);
 
 // --- PostgresLog over TLS: rustls, trusting only the TLS cluster's CA. ---
 

@@ -1308,6 +1308,18 @@ async fn owner_of(log: &Log, run: &str) -> Epoch {
     }
 }
 
+/// Claims and finishes `successor-run`, the successor the shared pause
+/// names, so that the handoff's root may be retired (G5).
+async fn finish_the_successor(log: &Log) {
+    let epoch = owner_of(log, "successor-run").await;
+    assert_eq!(
+        finish(log, "successor-run", epoch, &common::execution())
+            .await
+            .unwrap(),
+        Receipt::Written
+    );
+}
+
 /// How many rows `table` holds for the root Run [`ROOT`].
 async fn rows_of(admin: &tokio_postgres::Client, table: &str) -> i64 {
     admin
@@ -1462,11 +1474,19 @@ fn r9_a_root_is_retired_only_once_final_and_then_nothing_under_it_is_resumed_or_
                 .unwrap(),
             Receipt::Written
         );
+        assert!(
+            matches!(
+                within("R5", log.retire_async(ROOT)).await,
+                Err(LogError::RunOpen { ref run_id, .. }) if run_id == "successor-run"
+            ),
+            "G5: the handoff's successor is not claimed yet"
+        );
+        finish_the_successor(&log).await;
         assert_eq!(
             within("R5", log.retire_async(ROOT)).await.unwrap(),
-            Retirement::Retired { runs: 2 }
+            Retirement::Retired { runs: 3 }
         );
-        for run in ["run", "other", "new"] {
+        for run in ["run", "other", "successor-run", "new"] {
             assert_eq!(
                 within("R5", log.claim_async(ROOT, run)).await.unwrap(),
                 Claim::Retired,
@@ -1499,15 +1519,26 @@ fn r9_a_root_is_retired_only_once_final_and_then_nothing_under_it_is_resumed_or_
             within("R5", log.retire_async(ROOT)).await.unwrap(),
             Retirement::AlreadyRetired
         );
-        // A root Run the log holds nothing for retires at once (no Run of
-        // it is open), as in every store, and its tombstone holds.
-        assert_eq!(
-            within("R5", log.retire_async("never")).await.unwrap(),
-            Retirement::Retired { runs: 0 }
-        );
+        // G5: a root Run the log holds nothing for has not ended: its
+        // retirement is refused, as in every store, and leaves no row (the
+        // root's lock row it made is rolled back), so its first claim is
+        // an owner's.
+        assert!(matches!(
+            within("R5", log.retire_async("never")).await,
+            Err(LogError::NothingToRetire { ref root_run_id }) if root_run_id == "never"
+        ));
+        let roots: i64 = admin
+            .query_one(
+                "SELECT count(*) FROM baton_root WHERE root_run_id = 'never'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(roots, 0, "G3: the refusal wrote nothing");
         assert_eq!(
             within("R5", log.claim_async("never", "run")).await.unwrap(),
-            Claim::Retired
+            Claim::Owner(Epoch::new(1))
         );
     });
 }
@@ -1527,7 +1558,8 @@ fn r10_after_retirement_only_the_tombstone_remains() {
         let admin = cluster.connect(&dbname).await;
         let epoch = owner(&log).await;
         assert_eq!(append(&log, epoch).await.unwrap(), Receipt::Written);
-        for run in ["a", "b"] {
+        // The handoff's successor, and another Run (G5: both end).
+        for run in ["a", "successor-run"] {
             let epoch = owner_of(&log, run).await;
             let _ = owner_of(&log, run).await; // a takeover first
             assert!(matches!(
@@ -1655,9 +1687,10 @@ fn a_version_2_database_is_upgraded_to_version_3_in_place_and_keeps_its_facts() 
                 .unwrap(),
             Receipt::Written
         );
+        finish_the_successor(&log).await;
         assert_eq!(
             within("R5", log.retire_async(ROOT)).await.unwrap(),
-            Retirement::Retired { runs: 2 }
+            Retirement::Retired { runs: 3 }
         );
         assert_eq!(rows(&admin).await, (0, 0, 1));
         assert_eq!(
@@ -1687,11 +1720,12 @@ fn r9_a_claim_racing_a_retirement_waits_for_it_and_never_leaves_a_run_under_the_
         let admin = cluster.connect(&dbname).await;
         let epoch = owner(&log).await;
         assert_eq!(append(&log, epoch).await.unwrap(), Receipt::Written);
+        finish_the_successor(&log).await;
 
         let retiring = operator.transaction().await.unwrap();
         assert_eq!(
             within("R5", log.retire_in(&retiring, ROOT)).await.unwrap(),
-            Retirement::Retired { runs: 1 }
+            Retirement::Retired { runs: 2 }
         );
         let spawn_claim = |run: &'static str| {
             let log = Arc::clone(&log);
@@ -1846,12 +1880,13 @@ fn writes_in_the_callers_transaction_rolled_back_leave_nothing_and_the_next_clai
             .get(0);
         assert_eq!(jobs, 0);
         assert_eq!(append(&log, Epoch::new(2)).await.unwrap(), Receipt::Written);
+        finish_the_successor(&log).await;
 
         // A retirement rolled back: the Runs' rows are all still there.
         let tx = client.transaction().await.unwrap();
         assert_eq!(
             within("R5", log.retire_in(&tx, ROOT)).await.unwrap(),
-            Retirement::Retired { runs: 1 }
+            Retirement::Retired { runs: 2 }
         );
         tx.rollback().await.unwrap();
         assert_eq!(
@@ -1859,7 +1894,7 @@ fn writes_in_the_callers_transaction_rolled_back_leave_nothing_and_the_next_clai
             Claim::HandedOff(pause()),
             "no tombstone: the Run is as it was"
         );
-        assert_eq!(rows(&client).await, (1, 1, 1));
+        assert_eq!(rows(&client).await, (2, 1, 1));
     });
 }
 

@@ -53,6 +53,15 @@
 //!   [`Epoch::LAST`](baton::durable::Epoch::LAST) is ever accepted.
 //! - R7: a fenced epoch's append writes nothing, and its worker never
 //!   seals (through `append_then_seal_async` and a real gate).
+//! - R8–R10: a finished Run is never resumed and takes no other fate;
+//!   retirement removes only final Runs and fences every zombie.
+//! - G1, G5: a durable handoff keeps its root from retention until its
+//!   successor is final, claimed or not, and the successor's claim is
+//!   never refused meanwhile; a root the log holds nothing for is not
+//!   retired.
+//! - G2: a pause or outcome whose JSON does not read back equal is refused
+//!   (`Encode`), writing nothing (for a store that can also be opened with
+//!   `f64` payloads: [`HoldsFloats`]).
 //! - Bad input is a typed error and writes nothing; an identical
 //!   re-append is `AlreadyDurable`; a dropped append is resolved by the
 //!   facts and an identical retry.
@@ -72,7 +81,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use baton::durable::{
-    AsyncHandoffLog, Claim, Epoch, HandoffLog, LogError, Receipt, Retirement, RunFacts,
+    AsyncHandoffLog, Claim, Epoch, HandoffLog, LogError, MemoryLog, Receipt, Retirement, RunFacts,
 };
 use baton::facts::{CompactionBudget, Digest, HandoffTools, REPLAY_VERSION, ReplayEvidence};
 use baton::{
@@ -127,6 +136,28 @@ pub trait HoldsReads: Store {
         source: &Invocation,
         pause: &HandoffPause<Payload>,
     ) -> impl Future<Output = Result<RunFacts<Payload>, LogError>> + Send;
+}
+
+/// A store that can also be opened with `f64` payloads: what
+/// [`g2_what_a_store_acknowledges_reads_back_equal`] needs, since the
+/// contract's [`Payload`] always reads back equal and a float need not (an
+/// `f64` NaN or infinity encodes as `null`). Give it to
+/// [`log_contract!`](macro@crate::log_contract) by naming that test:
+/// `log_contract!(name, make; g2_what_a_store_acknowledges_reads_back_equal)`.
+pub trait HoldsFloats: Store {
+    /// A log of the store's kind whose payloads are `f64`.
+    type FloatLog: AsyncHandoffLog<f64> + Send + Sync + 'static;
+    /// An empty log of the store's kind whose payloads are `f64` (called
+    /// once per test).
+    fn float_log(&self) -> impl Future<Output = Self::FloatLog> + Send;
+}
+
+/// `MemoryLog`'s: a log of its own.
+impl HoldsFloats for Shared<MemoryLog<Payload>> {
+    type FloatLog = MemoryLog<f64>;
+    async fn float_log(&self) -> MemoryLog<f64> {
+        MemoryLog::new()
+    }
 }
 
 /// A store that implements the blocking [`HandoffLog`], as a [`Store`]:
@@ -280,6 +311,7 @@ macro_rules! log_contract {
             r9_r10_retirement_removes_only_final_runs_and_fences_every_zombie,
             r8_racing_finish_append_and_takeover_decide_one_way,
             r9_racing_retirement_and_a_claim_of_a_new_run_decide_one_way,
+            g1_g5_a_handoff_keeps_its_root_until_its_successor_is_final,
         );
     };
     (@tests $store:ident, $make:expr; $($test:ident),* $(,)?) => {

@@ -13,7 +13,9 @@ use baton::facts::{Field, IdError, MAX_ID_BYTES};
 use baton::{CancelSignal, HandoffIntent, HandoffPause, IntentError, Invocation, WaitError};
 use tokio::sync::Barrier;
 
-use super::{HoldsReads, Payload, SEALED, Store, commit_at_boundary, execution, gate, intent};
+use super::{
+    HoldsFloats, HoldsReads, Payload, SEALED, Store, commit_at_boundary, execution, gate, intent,
+};
 use crate::within::{poll_once, within};
 
 /// The logical Run of the suite's Runs.
@@ -874,16 +876,26 @@ pub async fn r9_r10_retirement_removes_only_final_runs_and_fences_every_zombie<S
     )
     .await;
     assert_eq!(elsewhere.unwrap(), Claim::Owner(Epoch::new(1)));
+    assert!(
+        matches!(retire(&other, ROOT).await, Err(LogError::RunOpen { run_id, .. }) if run_id == "handed-next"),
+        "G5: the handoff's successor is not claimed yet"
+    );
+    let next = source("handed-next");
+    let next_epoch = owner(&log, "handed-next").await;
+    assert_eq!(
+        finish(&log, &next, next_epoch, &outcome(2)).await.unwrap(),
+        Receipt::Written
+    );
     assert_eq!(
         retire(&other, ROOT).await.unwrap(),
-        Retirement::Retired { runs: 2 }
+        Retirement::Retired { runs: 3 }
     );
     assert_eq!(
         retire(&log, ROOT).await.unwrap(),
         Retirement::AlreadyRetired
     );
     for connection in [&log, &other] {
-        for run in ["done", "handed", "never-claimed"] {
+        for run in ["done", "handed", "handed-next", "never-claimed"] {
             assert_eq!(
                 claim(connection, run).await.unwrap(),
                 Claim::Retired,
@@ -1069,4 +1081,176 @@ pub async fn r9_racing_retirement_and_a_claim_of_a_new_run_decide_one_way<S: Sto
             other => panic!("R9: a Run under a tombstone, or two ways at once: {other:?}"),
         }
     }
+}
+
+/// G1, G5: a durable handoff keeps its root from retention until the
+/// successor it names is final — not claimed yet, then claimed and
+/// running, then handed off again to a successor of its own — and the
+/// successor's claim is never refused meanwhile; each refused retirement
+/// writes nothing (G3). A root the log holds nothing for is not retired
+/// (`NothingToRetire`), and no tombstone is left for it.
+pub async fn g1_g5_a_handoff_keeps_its_root_until_its_successor_is_final<S: Store>(store: Arc<S>) {
+    let log = store.open().await;
+    let operator = store.open().await;
+    let waiting_on = async |run: &str| match retire(&operator, ROOT).await {
+        Err(LogError::RunOpen {
+            root_run_id,
+            run_id,
+        }) if root_run_id == ROOT => {
+            assert_eq!(
+                run_id, run,
+                "G5: the retirement names the Run not final yet"
+            );
+        }
+        other => panic!("G5: the root's work has not ended, yet retire answered {other:?}"),
+    };
+    let first = source("a");
+    let epoch = owner(&log, "a").await;
+    assert_eq!(
+        append(&log, &first, epoch, &pause("a", "h1"))
+            .await
+            .unwrap(),
+        Receipt::Written
+    );
+    waiting_on("a-next").await;
+    assert_eq!(
+        facts(&log, "a-next").await,
+        RunFacts::empty(ROOT, "a-next"),
+        "G3: the refused retirement wrote nothing"
+    );
+    // The successor's claim: G1, it is never refused.
+    let second = source("a-next");
+    let epoch = owner(&log, "a-next").await;
+    waiting_on("a-next").await;
+    assert_eq!(
+        append(&log, &second, epoch, &pause("a-next", "h2"))
+            .await
+            .unwrap(),
+        Receipt::Written
+    );
+    waiting_on("a-next-next").await;
+    let third = source("a-next-next");
+    let epoch = owner(&operator, "a-next-next").await;
+    assert_eq!(
+        finish(&log, &third, epoch, &outcome(3)).await.unwrap(),
+        Receipt::Written
+    );
+    assert_eq!(
+        retire(&operator, ROOT).await.unwrap(),
+        Retirement::Retired { runs: 3 },
+        "G5: the chain ended in a finish"
+    );
+    for run in ["a", "a-next", "a-next-next"] {
+        assert_eq!(claim(&log, run).await.unwrap(), Claim::Retired, "R9");
+    }
+
+    assert!(
+        matches!(
+            retire(&operator, "never-seen-root").await,
+            Err(LogError::NothingToRetire { root_run_id }) if root_run_id == "never-seen-root"
+        ),
+        "G5: a root the log holds nothing for has not ended"
+    );
+    let read = within(
+        "R5: a read of the facts resolves",
+        log.facts_async("never-seen-root", "run"),
+    )
+    .await
+    .expect("the facts read back");
+    assert_eq!(
+        read,
+        RunFacts::empty("never-seen-root", "run"),
+        "G3: no tombstone was written"
+    );
+    let first_claim = within(
+        "R5: a claim resolves",
+        log.claim_async("never-seen-root", "run"),
+    )
+    .await;
+    assert_eq!(
+        first_claim.unwrap(),
+        Claim::Owner(Epoch::new(1)),
+        "G1: the root's first claim is not refused"
+    );
+}
+
+/// G2: what a store acknowledges reads back equal. A pause or an outcome
+/// whose JSON does not decode to an equal value (an `f64` NaN or infinity
+/// encodes as `null`) is refused with `Encode` before anything is written
+/// (G3: the Run is as it was, and the same epoch still appends); a pause
+/// or an outcome that does read back is acknowledged and reads back equal,
+/// through the facts and through every later claim.
+pub async fn g2_what_a_store_acknowledges_reads_back_equal<S: HoldsFloats>(store: Arc<S>) {
+    let log = store.float_log().await;
+    let float_pause = |run: &str, value: f64| HandoffPause::new(pause(run, "h").intent, value);
+    let claim_of =
+        async |run: &str| match within("R5: a claim resolves", log.claim_async(ROOT, run)).await {
+            Ok(Claim::Owner(epoch)) => epoch,
+            other => panic!("a claim of the open Run {run:?} answered {other:?}"),
+        };
+    let read = async |run: &str| {
+        within("R5: a read resolves", log.facts_async(ROOT, run))
+            .await
+            .expect("the facts read back")
+    };
+
+    let handed = source("handed");
+    let epoch = claim_of("handed").await;
+    for lossy in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        let appended = within(
+            "R4: an append resolves",
+            log.append_async(ROOT, &handed, epoch, &float_pause("handed", lossy)),
+        )
+        .await;
+        assert!(
+            matches!(appended, Err(LogError::Encode(_))),
+            "G2: a pause of {lossy} does not read back, yet the append answered {appended:?}"
+        );
+        let finished = within(
+            "R4: a finish resolves",
+            log.finish_async(ROOT, &handed, epoch, &lossy),
+        )
+        .await;
+        assert!(
+            matches!(finished, Err(LogError::Encode(_))),
+            "G2: an outcome of {lossy} does not read back, yet the finish answered {finished:?}"
+        );
+        let facts = read("handed").await;
+        assert_eq!(
+            (facts.epoch, facts.pauses.len(), facts.finished.is_none()),
+            (epoch, 0, true),
+            "G3: the refusal wrote nothing"
+        );
+    }
+    let kept = float_pause("handed", 0.1);
+    assert_eq!(
+        within(
+            "R4: an append resolves",
+            log.append_async(ROOT, &handed, epoch, &kept)
+        )
+        .await
+        .unwrap(),
+        Receipt::Written,
+        "the same epoch still appends"
+    );
+    assert_eq!(read("handed").await.pauses[0].pause, kept, "G2");
+    let again = within("R5: a claim resolves", log.claim_async(ROOT, "handed")).await;
+    assert_eq!(again.unwrap(), Claim::HandedOff(kept), "G2");
+
+    let finished = source("finished");
+    let epoch = claim_of("finished").await;
+    let outcome = -2.5;
+    assert_eq!(
+        within(
+            "R4: a finish resolves",
+            log.finish_async(ROOT, &finished, epoch, &outcome)
+        )
+        .await
+        .unwrap(),
+        Receipt::Written
+    );
+    let facts = read("finished").await;
+    assert_eq!(facts.finished.map(|row| row.outcome), Some(outcome), "G2");
+    let again = within("R5: a claim resolves", log.claim_async(ROOT, "finished")).await;
+    assert_eq!(again.unwrap(), Claim::Finished(outcome), "G2");
 }
