@@ -17,9 +17,11 @@
 //!
 //! Finally a new owner, after a restart, claims each Run: `HandedOff`,
 //! `HandedOff`, `Finished`, never resumed. A retention pass then retires
-//! each root Run whose Runs are all final: their rows go, one tombstone per
-//! root stays, and a claim of any of them answers `Retired`; a Run still
-//! open keeps its root from being retired.
+//! each root Run whose work has ended: its rows go, one tombstone per root
+//! stays, and a claim of any of its Runs answers `Retired`. A Run still
+//! open keeps its root, and so does a handoff whose successor is not final
+//! yet (its claim must still reach it, G1); a root the log holds nothing
+//! for is not retired either.
 //!
 //! Everything runs on one `current_thread` runtime, and every log
 //! operation is awaited through `AsyncHandoffLog`: `SqliteLog` does its
@@ -204,14 +206,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
 
-    // Retention: retire every root Run whose Runs are all final. An open
-    // Run keeps its root; a retired root keeps one tombstone, and every
-    // claim under it answers Retired (its zombies are refused too).
-    for root in ["run-a", "run-b", "run-c", "run-d"] {
+    // Retention: retire every root Run whose work has ended (G5). An open
+    // Run keeps its root, and so does a handoff's successor that is not
+    // final yet (nobody has claimed run-a's and run-b's here); a retired
+    // root keeps one tombstone, and every claim under it answers Retired
+    // (its zombies are refused too).
+    for root in ["run-a", "run-b", "run-c", "run-d", "run-never-seen"] {
         match log.retire_async(root).await {
             Ok(retired) => println!("retention  {root}: {retired:?}"),
             Err(LogError::RunOpen { run_id, .. }) => {
-                println!("retention  {root}: kept, Run {run_id} is still open")
+                println!("retention  {root}: kept, Run {run_id} is not final yet")
+            }
+            Err(LogError::NothingToRetire { .. }) => {
+                println!("retention  {root}: kept, the log holds no Run of it")
             }
             Err(error) => return Err(error.into()),
         }

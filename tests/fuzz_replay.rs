@@ -268,6 +268,7 @@ fn log_label(op: &log_table::Op, answer: &Answer) -> Option<&'static str> {
         Answer::Retired(Ok(Retirement::Retired { .. })) => "retire: Retired",
         Answer::Retired(Ok(Retirement::AlreadyRetired)) => "retire: AlreadyRetired",
         Answer::Retired(Err(Refusal::RunOpen { .. })) => "retire: RunOpen",
+        Answer::Retired(Err(Refusal::NothingToRetire { .. })) => "retire: NothingToRetire",
         Answer::Claimed(Err(Refusal::InvalidRun { .. })) => "claim: InvalidRun",
         Answer::Appended(Ok(Receipt::AlreadyDurable)) if *op == log_table::Op::Retry => {
             "append: a retry after a lost reply is AlreadyDurable"
@@ -294,7 +295,7 @@ fn log_label(op: &log_table::Op, answer: &Answer) -> Option<&'static str> {
 /// here.
 #[test]
 fn the_log_table_corpus_reaches_every_answer_of_the_log() {
-    const ALL: [&str; 28] = [
+    const ALL: [&str; 29] = [
         "claim: Owner",
         "claim: HandedOff",
         "claim: Finished",
@@ -310,6 +311,7 @@ fn the_log_table_corpus_reaches_every_answer_of_the_log() {
         "retire: Retired",
         "retire: AlreadyRetired",
         "retire: RunOpen",
+        "retire: NothingToRetire",
         "claim: InvalidRun",
         "append: a retry after a lost reply is AlreadyDurable",
         "append: Written",

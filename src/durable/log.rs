@@ -42,7 +42,8 @@ use crate::sync::{Mutex, lock};
 ///   idempotent `Ok(`[`Receipt::AlreadyDurable`]`)`, so a worker may retry
 ///   an append whose reply it did not get;
 /// - [`finish`](Self::finish) is fenced exactly as an append, and
-///   [`retire`](Self::retire) removes a root Run whose Runs are all final;
+///   [`retire`](Self::retire) removes a root Run whose work has ended
+///   (every Run of it final, and every successor its pauses name too);
 /// - [`facts`](Self::facts) reads back exactly what was appended or
 ///   finished, whole, with the Run's epoch and whether its root is retired.
 ///
@@ -286,8 +287,10 @@ pub trait HandoffLog<P> {
         outcome: &P,
     ) -> Result<Receipt, LogError>;
 
-    /// Retires the root Run `root_run_id` once every Run of it is final
-    /// ([`retire_step`]): removes their rows and keeps one tombstone for
+    /// Retires the root Run `root_run_id` once its work has ended
+    /// ([`retire_step`]: the log holds a Run of it, every Run of it is
+    /// final, and so is every successor a durable pause of it names, so no
+    /// handoff is lost to retention: G1, G5): removes their rows and keeps one tombstone for
     /// the root, in one transaction. From then on a claim of any Run under
     /// it answers [`Claim::Retired`] and every write is refused with
     /// [`LogError::Retired`]: no removed Run is resumed, and no epoch is
@@ -297,7 +300,9 @@ pub trait HandoffLog<P> {
     /// # Errors
     ///
     /// Nothing is written for: [`LogError::InvalidRun`] (an invalid id),
-    /// [`LogError::RunOpen`] (a Run of the root is still open) and
+    /// [`LogError::RunOpen`] (a Run of the root, or a successor one of its
+    /// pauses names, is not final yet), [`LogError::NothingToRetire`] (the
+    /// log holds no Run of the root) and
     /// [`LogError::Corrupt`]. [`LogError::Unavailable`]: nothing written,
     /// retire again. [`LogError::OutcomeUnknown`]: retire again (it is
     /// idempotent: [`Retirement::AlreadyRetired`]).

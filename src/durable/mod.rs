@@ -29,9 +29,11 @@
 //!   append, and from then on a claim answers [`Claim::Finished`] (R8).
 //!   [`finish_then_close`] is the worker's step for a Run that ends
 //!   without a handoff, decided by the pure [`close_step`].
-//!   [`retire`](HandoffLog::retire) is retention: a root Run whose Runs
-//!   are all final loses their rows and keeps one tombstone, and every
-//!   claim under it answers [`Claim::Retired`] (R9, R10).
+//!   [`retire`](HandoffLog::retire) is retention: a root Run whose work
+//!   has ended (every Run of it final, and every successor its durable
+//!   pauses name final too: G1, G5) loses their rows and keeps one
+//!   tombstone, and every claim under it answers [`Claim::Retired`] (R9,
+//!   R10).
 //! - [`reconcile`] is the pure decision a claim makes inside its
 //!   transaction, from what the log holds about one Run ([`RunFacts`]):
 //!   [`Decision::HandedOff`] or [`Decision::Resumable`], or a

@@ -537,8 +537,10 @@ fn fate_of<P>(facts: &RunFacts<P>) -> Result<(Epoch, Fate<'_, P>), LogError> {
 /// as [`LogError::OutcomeUnknown`] says of the store's own. **If the
 /// caller rolls back** (or drops the transaction, which rolls it back),
 /// nothing was written, as if the method had never run: an epoch it
-/// answered was never issued (the next claim issues the same epoch
-/// again), and a worker given it is fenced by no one but must not use it.
+/// answered was never issued, and **the next claim answers the same epoch
+/// number again** — so a claim's epoch is the Run's only once the caller's
+/// commit succeeded, and is handed to a worker only then (SPEC G4 holds
+/// for committed claims only; §6.1 says why).
 /// Hold the transaction briefly: every other writer of the file waits for
 /// it.
 ///
@@ -564,7 +566,8 @@ where
     /// write lock (begun with [`TransactionBehavior::Immediate`]). If `tx`
     /// commits, the answer holds and a new epoch is issued with the
     /// caller's rows; if it rolls back, nothing was issued: the next claim
-    /// answers the same epoch.
+    /// answers the same epoch number, so give the epoch to a worker only
+    /// after the commit succeeded (G4).
     ///
     /// ```
     /// use baton::durable::rusqlite::{Connection, TransactionBehavior};

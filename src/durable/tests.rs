@@ -677,3 +677,55 @@ fn a_reads_failure_is_never_an_unknown_outcome() {
     ));
     assert!(!LogError::EpochsExhausted.outcome_unknown());
 }
+
+/// G2, G3: a pause or an outcome whose JSON does not decode back equal is
+/// refused with `Encode` and writes nothing, on `MemoryLog` as on the SQL
+/// stores (which would otherwise acknowledge a row that never decodes);
+/// one that does is acknowledged and reads back equal.
+#[test]
+fn g2_every_store_refuses_a_payload_that_does_not_read_back_equal() {
+    fn check(log: &dyn HandoffLog<f64>) {
+        let Claim::Owner(epoch) = log.claim("root", "run").unwrap() else {
+            panic!("the Run is open")
+        };
+        let with = |value: f64| HandoffPause::new(pause("h").intent, value);
+        for lossy in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            assert!(matches!(
+                log.append("root", &source(), epoch, &with(lossy)),
+                Err(LogError::Encode(_))
+            ));
+            assert!(matches!(
+                log.finish("root", &source(), epoch, &lossy),
+                Err(LogError::Encode(_))
+            ));
+            let facts = log.facts("root", "run").unwrap();
+            assert_eq!(
+                (facts.epoch, facts.pauses.len(), facts.finished.is_none()),
+                (epoch, 0, true),
+                "G3: nothing written"
+            );
+        }
+        assert_eq!(
+            log.append("root", &source(), epoch, &with(0.5)).unwrap(),
+            Receipt::Written
+        );
+        assert_eq!(
+            log.claim("root", "run").unwrap(),
+            Claim::HandedOff(with(0.5))
+        );
+    }
+    check(&MemoryLog::new());
+    #[cfg(feature = "sqlite")]
+    {
+        let path = std::env::temp_dir().join(format!("baton-g2-{}.sqlite", std::process::id()));
+        let log = crate::durable::SqliteLog::<f64>::open(&path).unwrap();
+        check(&log);
+        log.close();
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+    }
+    assert_eq!(encode_checked(&0.5_f64).unwrap(), "0.5");
+    let error = encode_checked(&f64::NAN).unwrap_err();
+    assert!(error.to_string().contains("reads back equal"), "{error}");
+}

@@ -34,7 +34,7 @@ const READ_COMMITTED: &str = "read committed";
 /// its pause or its finish becomes durable exactly when, and only if, the
 /// caller's own rows of the same transaction do.
 ///
-/// **The fence holds whatever the caller does next.** Each method takes
+/// **Locks, and what holds after a commit or a rollback.** Each method takes
 /// the locks a write needs in the caller's transaction — the Run's row
 /// `FOR UPDATE`; a new Run's root Run row `FOR SHARE`; a retirement's root
 /// Run row and every Run of it, exclusively — and reads the facts after
@@ -46,10 +46,13 @@ const READ_COMMITTED: &str = "read committed";
 /// that fails, or whose reply is lost, leaves both unknown together, as
 /// [`LogError::OutcomeUnknown`] does. **If the caller rolls back** (or its
 /// transaction fails), nothing was written, as if the method had never
-/// run: an epoch it answered was never issued (the next claim issues the
-/// same epoch again), and a worker given it is fenced by no one but must
-/// not use it. Hold the transaction briefly: every other operation on the
-/// Run (and, for a new Run or a retirement, on its root Run) waits for it.
+/// run: an epoch it answered was never issued, and **the next claim
+/// answers the same epoch number again** — so a claim's epoch is the
+/// Run's only once the caller's commit succeeded, and is handed to a
+/// worker only then (SPEC G4 holds for committed claims only; §6.1 says
+/// why no rollback-proof number is kept). Hold the transaction briefly:
+/// every other operation on the Run (and, for a new Run or a retirement,
+/// on its root Run) waits for it.
 ///
 /// **Isolation.** The caller's transaction must be `READ COMMITTED`
 /// (PostgreSQL's default): the rule reads the facts after taking the
@@ -84,7 +87,8 @@ where
     /// the Run's row is locked (a new Run's root Run row held `FOR SHARE`)
     /// until `tx` ends. If `tx` commits, the answer holds and a new epoch
     /// is issued with the caller's rows; if it rolls back, nothing was
-    /// issued: the next claim answers the same epoch.
+    /// issued: the next claim answers the same epoch number, so give the
+    /// epoch to a worker only after the commit succeeded (G4).
     ///
     /// ```no_run
     /// use baton::durable::{Claim, PostgresLog, tokio_postgres};

@@ -219,7 +219,14 @@ pub(super) fn make_pause(
         handoff_id: format!("h{}", pick.handoff % 3),
         host_epoch: "host".into(),
         root_run_id: root.to_owned(),
-        successor_run_id: "successor-run".into(),
+        // The other Run of the set, so that a successor can be claimed,
+        // finished and its root retired (G1, G5).
+        successor_run_id: if source.run_id == "run-0" {
+            "run-1"
+        } else {
+            "run-0"
+        }
+        .into(),
         successor_invocation_id: "successor-invocation".into(),
         claim_id: "claim".into(),
     };
