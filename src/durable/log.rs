@@ -438,8 +438,36 @@ pub enum LogError {
         /// The version this baton writes and reads.
         expected: i64,
     },
-    /// A stored row (a pause or an outcome) does not decode, or its columns
-    /// disagree with its pause: the store was altered outside baton.
+    /// What was opened is not a log and cannot become one: a directory, a
+    /// file that is not a database, or a database that cannot be durable
+    /// (an in-memory one, whose journal is in memory). A permanent error:
+    /// opening it again fails the same way, so fix the path or the
+    /// configuration (the cause is the [`source`](StdError::source)).
+    /// Nothing was written.
+    #[error("not a durable log: {reason}")]
+    NotALog {
+        /// What was found instead.
+        reason: String,
+        /// The store's own error, if it gave one.
+        #[source]
+        source: Option<Box<dyn StdError + Send + Sync>>,
+    },
+    /// What the store holds for the Run cannot be what baton wrote, so
+    /// nothing is decided on it and nothing is written; an operator must
+    /// look (`reason` says what was found). Baton itself writes only rows
+    /// that read back (G2: a payload that would not is refused with
+    /// [`Encode`](Self::Encode)), so each way to this error is outside the
+    /// log's own writes:
+    ///
+    /// - a row altered outside baton: a pause or an outcome whose JSON does
+    ///   not decode, a pause whose key columns disagree with its JSON, an
+    ///   outcome not stored whole, an epoch that is not positive;
+    /// - the payload type changed under the rows: a runtime reading with
+    ///   a `P` whose `Deserialize` refuses what an earlier `P` (another
+    ///   version of the runtime, or another log on the same store) wrote;
+    /// - on PostgreSQL, a row that changed under the row lock the log
+    ///   holds, or a write that touched more rows than its key names (a
+    ///   trigger or rule of the operator's on baton's tables).
     #[error("a stored row of Run {run_id:?} is corrupt: {reason}")]
     Corrupt {
         /// The Run whose row is corrupt.

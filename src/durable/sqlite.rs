@@ -217,6 +217,18 @@ fn storage(error: rusqlite::Error) -> LogError {
     LogError::Unavailable(Box::new(error))
 }
 
+/// An error opening the file: [`LogError::NotALog`] if SQLite says it is
+/// not a database (permanent), else [`storage`].
+fn not_a_log_or_storage(error: rusqlite::Error) -> LogError {
+    if error.sqlite_error_code() == Some(rusqlite::ErrorCode::NotADatabase) {
+        return LogError::NotALog {
+            reason: "the file is not an SQLite database".into(),
+            source: Some(Box::new(error)),
+        };
+    }
+    storage(error)
+}
+
 /// A failed commit of a transaction that wrote: SQLite's journal makes
 /// the transaction whole or absent, but which one is not known here.
 fn commit_failed(error: rusqlite::Error) -> LogError {
@@ -234,11 +246,21 @@ impl<P> SqliteLog<P> {
     ///
     /// [`LogError::UnknownSchema`] if the file records another schema
     /// version (or has a `handoff_pause` table but no version);
-    /// [`LogError::Unavailable`] if it cannot be opened, is not a database,
-    /// cannot use the WAL journal (an in-memory database), or the log's
-    /// thread cannot be started.
+    /// [`LogError::NotALog`] (permanent: opening again fails the same way)
+    /// if `path` is a directory, a file that is not a database, or a
+    /// database that cannot use the WAL journal (an in-memory database);
+    /// [`LogError::Unavailable`] if it cannot be opened otherwise (the
+    /// permissions, no space, the file locked past the busy timeout) or
+    /// the log's thread cannot be started.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, LogError> {
-        let mut connection = Connection::open(path).map_err(storage)?;
+        let path = path.as_ref();
+        if path.is_dir() {
+            return Err(LogError::NotALog {
+                reason: format!("{} is a directory", path.display()),
+                source: None,
+            });
+        }
+        let mut connection = Connection::open(path).map_err(not_a_log_or_storage)?;
         connection.busy_timeout(BUSY_TIMEOUT).map_err(storage)?;
         // SQLite does not call the busy handler for every lock that setting
         // up a file takes: while another connection sets the WAL journal
@@ -285,11 +307,14 @@ impl<P> SqliteLog<P> {
     fn set_up(connection: &mut Connection) -> Result<(), LogError> {
         let mode: String = connection
             .pragma_update_and_check(None, "journal_mode", "wal", |row| row.get(0))
-            .map_err(storage)?;
+            .map_err(not_a_log_or_storage)?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(LogError::Unavailable(
-                format!("the journal mode is {mode:?}, not WAL (an in-memory database?)").into(),
-            ));
+            return Err(LogError::NotALog {
+                reason: format!(
+                    "the journal mode is {mode:?}, not WAL: an in-memory database cannot be durable"
+                ),
+                source: None,
+            });
         }
         connection
             .pragma_update(None, "synchronous", "FULL")

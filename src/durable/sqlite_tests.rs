@@ -179,15 +179,40 @@ fn the_log_is_wal_with_full_sync_and_records_its_schema_version() {
 
 /// The durability the store promises is checked when it opens (issue
 /// 37): a database that cannot run in the WAL journal (an in-memory one
-/// keeps its journal in memory) is refused with `Unavailable` naming the
-/// mode, not opened without it.
+/// keeps its journal in memory) is refused, naming the mode, not opened
+/// without it. It is a permanent error (`NotALog`), as a directory and a
+/// file that is not a database are: `Unavailable` would tell the caller
+/// to retry. Nothing is written to the file that is not a database.
 #[test]
-fn a_database_that_cannot_run_in_wal_is_refused_at_open() {
+fn what_is_not_a_log_is_refused_at_open_with_a_permanent_error() {
     let refused = SqliteLog::<u32>::open(":memory:");
     assert!(
-        matches!(&refused, Err(LogError::Unavailable(error)) if error.to_string().contains("not WAL")),
+        matches!(&refused, Err(LogError::NotALog { reason, .. }) if reason.contains("not WAL")),
         "{refused:?}"
     );
+    let dir = std::env::temp_dir();
+    let refused = SqliteLog::<u32>::open(&dir);
+    assert!(
+        matches!(&refused, Err(LogError::NotALog { reason, source: None }) if reason.contains("directory")),
+        "{refused:?}"
+    );
+    let db = TempDb::new();
+    let text = b"this is a text file, not a database, and it is long enough to have a header";
+    std::fs::write(&db.0, text).unwrap();
+    let refused = SqliteLog::<u32>::open(&db.0);
+    assert!(
+        matches!(
+            &refused,
+            Err(LogError::NotALog {
+                source: Some(_),
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(std::fs::read(&db.0).unwrap(), text, "nothing written");
+    let message = refused.unwrap_err().to_string();
+    assert!(message.contains("not an SQLite database"), "{message}");
 }
 
 #[test]
@@ -245,20 +270,6 @@ fn an_append_locked_out_past_the_busy_timeout_is_unavailable_and_writes_nothing(
         Receipt::Written,
         "sent again, it is written"
     );
-}
-
-#[test]
-fn a_file_that_is_not_a_database_is_unavailable_not_a_panic() {
-    let db = TempDb::new();
-    std::fs::write(
-        &db.0,
-        b"this is not a SQLite database, just some bytes......",
-    )
-    .unwrap();
-    assert!(matches!(
-        SqliteLog::<u32>::open(&db.0),
-        Err(LogError::Unavailable(_))
-    ));
 }
 
 #[test]

@@ -109,6 +109,7 @@ pub fn seal_step(appended: Result<Receipt, LogError>) -> SealStep {
             | LogError::EpochsExhausted
             | LogError::Contradictory(_)
             | LogError::UnknownSchema { .. }
+            | LogError::NotALog { .. }
             | LogError::Corrupt { .. }
             | LogError::Encode(_)
             | LogError::Unavailable(_)
