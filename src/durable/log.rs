@@ -2,6 +2,7 @@
 //! pure rule every implementation applies to an append, and [`MemoryLog`].
 
 use std::error::Error as StdError;
+use std::time::SystemTime;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -11,6 +12,7 @@ use super::fence::{
     AppendStep, Claim, Epoch, Fate, Retirement, append_step, claim_step, finish_step, retire_step,
 };
 use super::reconcile::{Appended, Finished, ReconcileError, RunFacts, RunField};
+use super::sweep::{Sweep, SweepCursor, SweepStep, candidates, sweep_step};
 use crate::facts::{HandoffPause, IdError, IntentError, Invocation, check_id};
 use crate::sync::{Mutex, lock};
 
@@ -656,6 +658,8 @@ struct Record<P> {
     epoch: Epoch,
     pause: Option<Appended<P>>,
     finished: Option<Finished<P>>,
+    /// When its fate became final (its pause or its finish was written).
+    ended_at: Option<SystemTime>,
 }
 
 impl<P> Record<P> {
@@ -677,6 +681,23 @@ impl<P> Held<P> {
 
     fn is_retired(&self, root_run_id: &str) -> bool {
         self.retired.iter().any(|root| root == root_run_id)
+    }
+
+    /// Every Run of the root with its fate, as `retire_step` reads them.
+    fn fates_of<'a>(
+        &'a self,
+        root_run_id: &'a str,
+    ) -> impl Iterator<Item = (&'a str, Fate<'a, P>)> {
+        self.runs
+            .iter()
+            .filter(move |run| run.root_run_id == root_run_id)
+            .map(|run| (run.run_id.as_str(), run.fate()))
+    }
+
+    /// Retires the root: its Runs go, its tombstone stays.
+    fn remove(&mut self, root_run_id: &str) {
+        self.runs.retain(|run| run.root_run_id != root_run_id);
+        self.retired.push(root_run_id.to_owned());
     }
 
     /// The Run's epoch and fate, as the write rules read them.
@@ -739,6 +760,80 @@ impl<P> MemoryLog<P> {
     }
 }
 
+impl<P> MemoryLog<P> {
+    /// One batch of retention by age (SPEC §6.1, G5): looks at up to
+    /// `limit` root Runs that have a Run finished before `before`, oldest
+    /// end first, after `from` (the previous batch's
+    /// [`next`](Sweep::next); `None` to start), and retires each whose
+    /// work ended before `before` ([`sweep_step`]), as
+    /// [`retire`](HandoffLog::retire) would; the others are kept. Call it
+    /// again with the answer's `next` until that is `None`. Under the log's
+    /// one lock, so nothing races it.
+    ///
+    /// ```
+    /// use std::time::SystemTime;
+    ///
+    /// use baton::durable::{Claim, HandoffLog, MemoryLog};
+    /// use baton::Invocation;
+    ///
+    /// let log = MemoryLog::<u32>::new();
+    /// let source = Invocation {
+    ///     session_id: "s".into(), turn_id: "t".into(), run_id: "run".into(), invocation_id: "i".into(),
+    /// };
+    /// let Claim::Owner(epoch) = log.claim("root", "run")? else { unreachable!() };
+    /// let _ = log.finish("root", &source, epoch, &7)?;
+    /// let _ = log.claim("live-root", "run")?;
+    /// let sweep = log.retire_ended(SystemTime::now(), None, 100);
+    /// assert_eq!((sweep.retired, sweep.runs, sweep.kept, sweep.next), (1, 1, 0, None));
+    /// assert_eq!(log.claim("root", "run")?, Claim::Retired);
+    /// # Ok::<(), baton::durable::LogError>(())
+    /// ```
+    pub fn retire_ended(
+        &self,
+        before: SystemTime,
+        from: Option<&SweepCursor>,
+        limit: usize,
+    ) -> Sweep {
+        let mut held = lock(&self.held);
+        let mut pairs: Vec<(SystemTime, String)> = held
+            .runs
+            .iter()
+            .filter(|run| run.finished.is_some())
+            .filter_map(|run| Some((run.ended_at?, run.root_run_id.clone())))
+            .filter(|(ended_at, root)| {
+                *ended_at < before
+                    && from
+                        .is_none_or(|from| (*ended_at, root) > (from.ended_at, &from.root_run_id))
+            })
+            .collect();
+        pairs.sort();
+        pairs.truncate(limit);
+        let (roots, next) = candidates(pairs, limit);
+        let mut sweep = Sweep {
+            next,
+            ..Sweep::default()
+        };
+        for root in roots {
+            let latest = held
+                .runs
+                .iter()
+                .filter(|run| run.root_run_id == root)
+                .filter_map(|run| run.ended_at)
+                .max();
+            let retired = held.is_retired(&root);
+            // Every fate `MemoryLog` holds is whole: the rule refuses
+            // nothing but work that has not ended, which it keeps.
+            let step = sweep_step(&root, retired, held.fates_of(&root), latest, before)
+                .unwrap_or(SweepStep::Keep);
+            if let SweepStep::Retire { .. } = step {
+                held.remove(&root);
+            }
+            sweep.count(step);
+        }
+        sweep
+    }
+}
+
 impl<P> Default for MemoryLog<P> {
     fn default() -> Self {
         Self::new()
@@ -773,6 +868,7 @@ where
                     epoch,
                     pause: None,
                     finished: None,
+                    ended_at: None,
                 }),
             }
         }
@@ -798,6 +894,7 @@ where
                 source: source.clone(),
                 pause: pause.clone(),
             });
+            held.runs[at].ended_at = Some(SystemTime::now());
         }
         Ok(step.receipt())
     }
@@ -819,6 +916,7 @@ where
                 source: source.clone(),
                 outcome: outcome.clone(),
             });
+            held.runs[at].ended_at = Some(SystemTime::now());
         }
         Ok(step.receipt())
     }
@@ -827,15 +925,9 @@ where
         check_root(root_run_id)?;
         let mut held = lock(&self.held);
         let retired = held.is_retired(root_run_id);
-        let runs = held
-            .runs
-            .iter()
-            .filter(|run| run.root_run_id == root_run_id)
-            .map(|run| (run.run_id.as_str(), run.fate()));
-        let step = retire_step(root_run_id, retired, runs)?;
+        let step = retire_step(root_run_id, retired, held.fates_of(root_run_id))?;
         if let Retirement::Retired { .. } = step {
-            held.runs.retain(|run| run.root_run_id != root_run_id);
-            held.retired.push(root_run_id.to_owned());
+            held.remove(root_run_id);
         }
         Ok(step)
     }

@@ -66,6 +66,7 @@ mod reconcile;
 mod row;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+mod sweep;
 mod worker;
 
 pub use async_log::AsyncHandoffLog;
@@ -87,6 +88,7 @@ pub use reconcile::{Appended, Decision, Finished, ReconcileError, RunFacts, RunF
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::{SCHEMA_VERSION, SqliteLog, rusqlite};
+pub use sweep::{Sweep, SweepCursor, SweepStep, sweep_step};
 pub use worker::{SealError, SealStep, append_then_seal, append_then_seal_async, seal_step};
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::marker::PhantomData;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use rusqlite::{
     Connection, OptionalExtension, Transaction, TransactionBehavior, TransactionState, params,
@@ -36,9 +36,9 @@ pub use rusqlite;
 
 /// The schema version this baton writes and reads, kept in SQLite's
 /// `PRAGMA user_version` (0 means "no schema yet"). A file of version 1
-/// (before owner epochs) or 2 (before finishing and retention) is upgraded
-/// in place when opened.
-pub const SCHEMA_VERSION: i64 = 3;
+/// (before owner epochs), 2 (before finishing and retention) or 3 (before
+/// retention by age) is upgraded in place when opened.
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Schema version 1. One row per handed-off Run: the primary key is the Run
 /// (`root_run_id`, `run_id`), so a second pause for a Run cannot be stored.
@@ -96,6 +96,20 @@ CREATE TABLE retired_root (
 ) STRICT, WITHOUT ROWID;
 ";
 
+/// Version 3 → 4: retention by age (SPEC §6.1, G5). Each pause and each
+/// finish records when it was written (`ended_at`, microseconds since the
+/// UNIX epoch, by the writing process's clock); rows written before take
+/// the time of the upgrade (`{now}`). The finishes are indexed by that
+/// time, so a sweep ([`SqliteLog::retire_ended`]) reads only the finishes
+/// it looks at, oldest first.
+const MIGRATE_V4: &str = "
+ALTER TABLE handoff_pause ADD COLUMN ended_at INTEGER;
+ALTER TABLE run_finish ADD COLUMN ended_at INTEGER;
+UPDATE handoff_pause SET ended_at = {now};
+UPDATE run_finish SET ended_at = {now};
+CREATE INDEX run_finish_by_end ON run_finish (ended_at, root_run_id);
+";
+
 /// Whether a root Run is retired: its tombstone, found by primary key
 /// (so a claim's or a write's cost does not grow with the number of
 /// retired roots).
@@ -135,13 +149,15 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// [`Claim::Retired`] and a zombie's write is refused
 /// ([`LogError::Retired`]).
 ///
-/// Schema version 3 keeps, beside the pause rows, a table of each claimed
+/// Schema version 4 keeps, beside the pause rows, a table of each claimed
 /// Run's epoch (version 2), a table of finished Runs' outcomes and one of
-/// retired roots' tombstones (version 3). A file of version 1 or 2 is
-/// upgraded in place, in one transaction, when opened: its Runs keep
+/// retired roots' tombstones (version 3), and when each pause and finish
+/// was written, the finishes indexed by it (version 4, for
+/// [`retire_ended`](SqliteLog::retire_ended)). A file of version 1, 2 or
+/// 3 is upgraded in place, in one transaction, when opened: its Runs keep
 /// their facts (a Run of version 1 has epoch 0: a handed-off one stays
-/// handed off, an open one is claimed from epoch 1), and none is finished
-/// or retired.
+/// handed off, an open one is claimed from epoch 1), none is finished or
+/// retired, and their pauses and finishes take the time of the upgrade.
 ///
 /// **Errors say what to do.** A failure before a transaction's commit (the
 /// file locked by another connection past the busy timeout of 5 s, an I/O
@@ -354,7 +370,7 @@ impl<P> SqliteLog<P> {
                 transaction.execute_batch(MIGRATE_V2).map_err(storage)?;
             }
             1 => transaction.execute_batch(MIGRATE_V2).map_err(storage)?,
-            2 => {}
+            2 | 3 => {}
             found => {
                 return Err(LogError::UnknownSchema {
                     found,
@@ -362,7 +378,13 @@ impl<P> SqliteLog<P> {
                 });
             }
         }
-        transaction.execute_batch(MIGRATE_V3).map_err(storage)?;
+        if version(&transaction)? < 3 {
+            transaction.execute_batch(MIGRATE_V3).map_err(storage)?;
+        }
+        let now = sweep::micros(SystemTime::now());
+        transaction
+            .execute_batch(&MIGRATE_V4.replace("{now}", &now.to_string()))
+            .map_err(storage)?;
         transaction
             .pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(storage)?;
@@ -512,6 +534,13 @@ fn fate_of<P>(facts: &RunFacts<P>) -> Result<(Epoch, Fate<'_, P>), LogError> {
         (None, Some(finished)) => Ok((facts.epoch, Fate::Finished(finished))),
         (None, None) => Ok((facts.epoch, Fate::Open)),
     }
+}
+
+/// Every Run's fate, as `retire_step` reads them.
+fn fates_of<P>(runs: &[RunFacts<P>]) -> Result<Vec<(&str, Fate<'_, P>)>, LogError> {
+    runs.iter()
+        .map(|facts| fate_of(facts).map(|(_, fate)| (facts.run_id.as_str(), fate)))
+        .collect()
 }
 
 /// # Inside the caller's transaction
@@ -805,8 +834,8 @@ where
         tx.execute(
             "INSERT INTO handoff_pause (root_run_id, run_id, session_id, turn_id, \
                  invocation_id, handoff_id, successor_run_id, \
-                 successor_invocation_id, pause, epoch) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                 successor_invocation_id, pause, epoch, ended_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 root_run_id,
                 source.run_id,
@@ -818,6 +847,7 @@ where
                 intent.successor_invocation_id,
                 json,
                 stored,
+                sweep::micros(SystemTime::now()),
             ],
         )
         .map_err(storage)?;
@@ -846,8 +876,8 @@ where
         let stored = i64::try_from(epoch.get()).map_err(|_| LogError::EpochsExhausted)?;
         tx.execute(
             "INSERT INTO run_finish (root_run_id, run_id, session_id, turn_id, \
-                 invocation_id, outcome, epoch) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                 invocation_id, outcome, epoch, ended_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
                 root_run_id,
                 source.run_id,
@@ -856,6 +886,7 @@ where
                 source.invocation_id,
                 json,
                 stored,
+                sweep::micros(SystemTime::now()),
             ],
         )
         .map_err(storage)?;
@@ -863,6 +894,23 @@ where
     }
 
     fn retire_locked(tx: &Connection, root_run_id: &str) -> Result<(Retirement, bool), LogError> {
+        let (retired, runs) = Self::root_facts(tx, root_run_id)?;
+        #[cfg(test)]
+        inside::reached();
+        let step = retire_step(root_run_id, retired, fates_of(&runs)?)?;
+        let Retirement::Retired { .. } = step else {
+            return Ok((step, false));
+        };
+        Self::remove_root(tx, root_run_id)?;
+        Ok((step, true))
+    }
+
+    /// What a retirement reads under the write lock: whether the root is
+    /// retired, and the facts of every Run of it.
+    fn root_facts(
+        tx: &Connection,
+        root_run_id: &str,
+    ) -> Result<(bool, Vec<RunFacts<P>>), LogError> {
         let retired = Self::is_retired(tx, root_run_id)?;
         let mut runs = Vec::new();
         if !retired {
@@ -870,16 +918,12 @@ where
                 runs.push(Self::facts_in(tx, root_run_id, &run_id)?);
             }
         }
-        #[cfg(test)]
-        inside::reached();
-        let fates = runs
-            .iter()
-            .map(|facts| fate_of(facts).map(|(_, fate)| (facts.run_id.as_str(), fate)))
-            .collect::<Result<Vec<_>, _>>()?;
-        let step = retire_step(root_run_id, retired, fates)?;
-        let Retirement::Retired { .. } = step else {
-            return Ok((step, false));
-        };
+        Ok((retired, runs))
+    }
+
+    /// A retirement's writes: the root's tombstone, then the removal of
+    /// every row of it.
+    fn remove_root(tx: &Connection, root_run_id: &str) -> Result<(), LogError> {
         // The tombstone first: should a later statement fail in a caller's
         // transaction that is then committed against the rules above, the
         // root is still retired (claims answer Retired, writes are
@@ -896,7 +940,7 @@ where
             )
             .map_err(storage)?;
         }
-        Ok((step, true))
+        Ok(())
     }
 
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction of the log's
@@ -1140,6 +1184,9 @@ pub(super) mod inside {
         });
     }
 }
+
+#[path = "sqlite_sweep.rs"]
+mod sweep;
 
 #[cfg(test)]
 #[path = "sqlite_tests.rs"]

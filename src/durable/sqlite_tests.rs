@@ -1009,8 +1009,8 @@ fn r9_a_claim_cannot_come_between_a_retirements_read_and_write() {
 
 /// A file of schema version 2 (owner epochs, before finishing and
 /// retention), written here with version 2's own statements (as baton
-/// made them at that version), opens, upgrades in place to version 3 and
-/// keeps its facts: its handed-off Run stays handed off, its open Run
+/// made them at that version), opens, upgrades in place to the current
+/// version and keeps its facts: its handed-off Run stays handed off, its open Run
 /// keeps its epoch and can be claimed, finished and retired. A file of a
 /// version newer than this baton's is refused.
 #[test]
@@ -1190,7 +1190,7 @@ fn a_finish_row_altered_outside_baton_is_refused_and_never_retired() {
     lock(&log.connection)
         .execute(
             "INSERT INTO handoff_pause VALUES ('root', 'run', 'session', 'turn', 'invocation', \
-             'h', 'successor-run', 'successor-invocation', ?1, ?2)",
+             'h', 'successor-run', 'successor-invocation', ?1, ?2, 0)",
             rusqlite::params![json, i64::try_from(epoch.get()).unwrap()],
         )
         .unwrap();
@@ -1558,4 +1558,50 @@ fn r6_a_claim_elsewhere_waits_for_the_callers_transaction_and_reads_its_commit_o
         });
     }
     assert_eq!(rows(&log), tables_and_jobs(0, 0, 2, 0, 1));
+}
+
+/// G5 by age without scanning every row: a sweep's read of its candidates
+/// goes through the index on the finishes' end time (SQLite's own plan
+/// says so), and a root it retires leaves its tombstone only (R10).
+#[test]
+fn g5_a_sweep_reads_its_candidates_through_the_end_time_index() {
+    let db = TempDb::new();
+    let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    let plan: Vec<String> = {
+        let connection = lock(&log.connection);
+        let mut statement = connection
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", super::sweep::CANDIDATES))
+            .unwrap();
+        statement
+            .query_map(params![0, 0, "", 10], |row| row.get(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert!(
+        plan.iter()
+            .any(|step| step.contains("INDEX run_finish_by_end")),
+        "{plan:?}"
+    );
+    assert!(
+        !plan.iter().any(|step| step.starts_with("SCAN run_finish")),
+        "{plan:?}"
+    );
+    assert!(
+        !plan.iter().any(|step| step.contains("TEMP B-TREE")),
+        "ordered by the index: {plan:?}"
+    );
+
+    let epoch = claim_of(&log, "root", "run");
+    let _ = log.finish("root", &source(), epoch, &1).unwrap();
+    let _ = claim_of(&log, "live", "run");
+    let sweep = log
+        .retire_ended(std::time::SystemTime::now(), None, 10)
+        .unwrap();
+    assert_eq!(
+        (sweep.retired, sweep.runs, sweep.kept, sweep.next),
+        (1, 1, 0, None)
+    );
+    assert_eq!(rows_of(&log, "root"), tables(0, 1, 0, 0), "R10");
+    assert_eq!(log.claim("root", "run").unwrap(), Claim::Retired);
 }

@@ -32,10 +32,14 @@ mod postgres_tls_bouncer;
 
 // The contract itself lives in the test kit (`baton_testkit::log_contract`),
 // where a user's store is held to it too; these are its names here.
-pub use baton_testkit::log_contract::{HoldsFloats, Payload, Shared, Store, run};
+pub use baton_testkit::log_contract::{HoldsFloats, Payload, Shared, Store, SweepsEnded, run};
 
 #[allow(unused_imports)]
-use baton::durable::{AsyncHandoffLog, LogError, MemoryLog, RunFacts};
+use baton::durable::{AsyncHandoffLog, LogError, MemoryLog, RunFacts, Sweep, SweepCursor};
+#[allow(unused_imports)]
+use std::future::Future;
+#[allow(unused_imports)]
+use std::time::SystemTime;
 
 // --- MemoryLog: handles on one shared log. ---
 
@@ -43,7 +47,10 @@ async fn memory() -> Option<Shared<MemoryLog<Payload>>> {
     Some(Shared::new(MemoryLog::new()))
 }
 
-baton_testkit::log_contract!(memory, memory; g2_what_a_store_acknowledges_reads_back_equal);
+baton_testkit::log_contract!(memory, memory;
+    g2_what_a_store_acknowledges_reads_back_equal,
+    g5_retention_by_age_retires_only_ended_roots_in_bounded_batches,
+);
 
 // --- SqliteLog: connections to one file. ---
 
@@ -74,6 +81,18 @@ mod sqlite_store {
         }
     }
 
+    impl SweepsEnded for SqliteFile {
+        fn retire_ended(
+            &self,
+            log: &SqliteLog<Payload>,
+            before: SystemTime,
+            from: Option<&SweepCursor>,
+            limit: usize,
+        ) -> impl Future<Output = Result<Sweep, LogError>> + Send {
+            log.retire_ended_async(before, from, limit)
+        }
+    }
+
     impl HoldsFloats for SqliteFile {
         type FloatLog = SqliteLog<f64>;
         async fn float_log(&self) -> SqliteLog<f64> {
@@ -97,7 +116,10 @@ mod sqlite_store {
 #[cfg(feature = "sqlite")]
 use sqlite_store::sqlite;
 #[cfg(feature = "sqlite")]
-baton_testkit::log_contract!(sqlite, sqlite; g2_what_a_store_acknowledges_reads_back_equal);
+baton_testkit::log_contract!(sqlite, sqlite;
+    g2_what_a_store_acknowledges_reads_back_equal,
+    g5_retention_by_age_retires_only_ended_roots_in_bounded_batches,
+);
 
 /// `HoldsReads` for a PostgreSQL store of the suite (a `dbname` on the
 /// cluster `$cluster()` gives): the hold of
@@ -158,6 +180,18 @@ mod postgres_store {
             )
             .await
             .expect("connect the PostgreSQL log")
+        }
+    }
+
+    impl SweepsEnded for PostgresDatabase {
+        async fn retire_ended(
+            &self,
+            log: &PostgresLog<Payload>,
+            before: SystemTime,
+            from: Option<&SweepCursor>,
+            limit: usize,
+        ) -> Result<Sweep, LogError> {
+            log.retire_ended_async(before, from, limit).await
         }
     }
 
@@ -332,6 +366,7 @@ use postgres_store::postgres;
 baton_testkit::log_contract!(postgres, postgres;
     r3_the_facts_are_one_snapshot_even_across_a_takeover_and_a_handoff,
     g2_what_a_store_acknowledges_reads_back_equal,
+    g5_retention_by_age_retires_only_ended_roots_in_bounded_batches,
 );
 
 // --- PostgresLog over TLS: rustls, trusting only the TLS cluster's CA. ---

@@ -1623,7 +1623,8 @@ fn r10_after_retirement_only_the_tombstone_remains() {
     });
 }
 
-/// Schema version 3 (the finish on the Run's row, the root Runs' table)
+/// Schema versions 3 (the finish on the Run's row, the root Runs' table)
+/// and 4 (the end times, for retention by age)
 /// upgrades a database of version 2 in place: written as versions 1 and
 /// 2's SQL made it, with an open Run at epoch 2 and a handed-off Run, it
 /// is refused until migrated, then migrated when a log opens with
@@ -1632,7 +1633,7 @@ fn r10_after_retirement_only_the_tombstone_remains() {
 /// work on the old rows: the open Run finishes (R8), and the root Run —
 /// which has no row of its own yet — retires (R9, R10).
 #[test]
-fn a_version_2_database_is_upgraded_to_version_3_in_place_and_keeps_its_facts() {
+fn a_version_2_database_is_upgraded_to_the_current_version_in_place_and_keeps_its_facts() {
     let Some(cluster) = Cluster::shared() else {
         return;
     };
@@ -1662,14 +1663,26 @@ fn a_version_2_database_is_upgraded_to_version_3_in_place_and_keeps_its_facts() 
             open(&url, PostgresOptions::new()).await,
             Err(LogError::UnknownSchema { found: 2, .. })
         ));
-        let log = connect(&url).await.expect("migrated to version 3");
+        let log = connect(&url).await.expect("migrated to version 4");
         let version: i64 = admin
             .query_one("SELECT version FROM baton_schema", &[])
             .await
             .unwrap()
             .get(0);
-        assert_eq!(version, 3);
-        assert_eq!(POSTGRES_SCHEMA_VERSION, 3);
+        assert_eq!(version, 4);
+        assert_eq!(POSTGRES_SCHEMA_VERSION, 4);
+        let untimed: i64 = admin
+            .query_one(
+                "SELECT count(*) FROM baton_handoff_pause WHERE ended_at IS NULL",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(
+            untimed, 0,
+            "a pause of version 2 takes the migration's time"
+        );
         assert_eq!(
             within("R5", log.claim_async(ROOT, "run")).await.unwrap(),
             Claim::HandedOff(pause()),

@@ -222,7 +222,11 @@ where
         root_run_id: &str,
     ) -> Result<Retirement, LogError> {
         check_root(root_run_id)?;
-        match self.in_transaction(tx, Op::Retire { root_run_id }).await? {
+        let retire = Op::Retire {
+            root_run_id,
+            before: None,
+        };
+        match self.in_transaction(tx, retire).await? {
             Answer::Retire(retirement) => Ok(retirement),
             _ => unexpected(),
         }
@@ -291,13 +295,13 @@ where
             Err(error) => Err(error.into()),
         }
     };
-    if let Op::Retire { root_run_id } = *op {
+    if let Op::Retire { root_run_id, .. } = *op {
         let read = RootRead::prepare(conn).await?;
         let (found, rows) = super::flight2(isolation, read.read(client, root_run_id)).await;
         level(found)?;
         *checked = true;
-        let step = retirement::<P>(root_run_id, rows?)?;
-        if let Retirement::Retired { .. } = step {
+        let step = retirement::<P>(root_run_id, rows?, None)?;
+        if step.removes() {
             let retire = conn.statement(Which::RetireRoot).await?;
             let params: [super::Param<'_>; 1] = [&root_run_id];
             if retire.execute(client, &params).await? != 1 {
@@ -308,7 +312,7 @@ where
                 .into());
             }
         }
-        return Ok(Answer::Retire(step));
+        return Ok(step.answer());
     }
     let (root_run_id, run_id) = op.run();
     let read = RunRead::prepare(conn, false).await?;

@@ -14,6 +14,7 @@ macro_rules! store_event {
 
 mod in_tx;
 mod schema;
+mod sweep;
 
 use std::future::Future;
 use std::marker::PhantomData;
@@ -21,7 +22,7 @@ use std::panic::AssertUnwindSafe;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use deadpool_postgres::{ClientWrapper, Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 use serde::Serialize;
@@ -40,6 +41,7 @@ use super::log::{
 };
 use super::reconcile::{Appended, Finished, RunFacts};
 use super::row::{checked_row, corrupt, decoded_outcome};
+use super::sweep::{SweepStep, sweep_step};
 use crate::facts::{HandoffPause, Invocation};
 
 pub use schema::{InvalidSchemaName, POSTGRES_SCHEMA_VERSION, PostgresSchema};
@@ -441,8 +443,11 @@ enum Op<'a, P> {
         outcome: &'a P,
         json: String,
     },
+    /// `retire(root)`, or (`before`: a sweep's cut-off) a sweep's look at
+    /// the root.
     Retire {
         root_run_id: &'a str,
+        before: Option<SystemTime>,
     },
     Facts {
         root_run_id: &'a str,
@@ -484,7 +489,7 @@ impl<P> Op<'_, P> {
                 source,
                 ..
             } => (root_run_id, source.run_id.as_str()),
-            Op::Retire { root_run_id } => (root_run_id, ""),
+            Op::Retire { root_run_id, .. } => (root_run_id, ""),
         }
     }
 }
@@ -495,6 +500,8 @@ enum Answer<P> {
     /// An append's or a finish's.
     Receipt(Receipt),
     Retire(Retirement),
+    /// A sweep's look at one root.
+    Swept(SweepStep),
     Facts(RunFacts<P>),
 }
 
@@ -638,7 +645,8 @@ impl Sql {
                 format!("SELECT retired FROM {s}baton_root WHERE root_run_id = $1"),
                 format!(
                     "UPDATE {s}baton_run SET finish_session_id = $3, finish_turn_id = $4, \
-                            finish_invocation_id = $5, outcome = CAST($6::text AS json) \
+                            finish_invocation_id = $5, outcome = CAST($6::text AS json), \
+                            ended_at = now() \
                      {key} AND epoch = $7 AND outcome IS NULL"
                 ),
                 // A retirement's lock: the root Run's row, made if missing,
@@ -651,11 +659,11 @@ impl Sql {
                      RETURNING retired"
                 ),
                 format!(
-                    "SELECT run_id, {run_columns} FROM {s}baton_run WHERE root_run_id = $1 \
-                     ORDER BY run_id FOR UPDATE"
+                    "SELECT run_id, {run_columns}, ended_at FROM {s}baton_run \
+                     WHERE root_run_id = $1 ORDER BY run_id FOR UPDATE"
                 ),
                 format!(
-                    "SELECT run_id, {pause_read} FROM {s}baton_handoff_pause \
+                    "SELECT run_id, {pause_read}, ended_at FROM {s}baton_handoff_pause \
                      WHERE root_run_id = $1"
                 ),
                 format!(
@@ -1243,19 +1251,23 @@ where
         Op::Facts { .. } => &conn.sql.begin_read,
         _ => &conn.sql.begin_write,
     };
-    if let Op::Retire { root_run_id } = *op {
+    if let Op::Retire {
+        root_run_id,
+        before,
+    } = *op
+    {
         let read = RootRead::prepare(conn).await?;
         let (begun, rows) =
             flight2(client.batch_execute(begin), read.read(client, root_run_id)).await;
         let decided = begun
             .map_err(Failure::from)
             .and(rows)
-            .and_then(|rows| retirement::<P>(root_run_id, rows));
+            .and_then(|rows| retirement::<P>(root_run_id, rows, before));
         let step = match decided {
             Ok(step) => step,
             Err(failure) => return Err(abort(client, failure).await),
         };
-        if let Retirement::Retired { .. } = step {
+        if step.removes() {
             let retire = match conn.statement(Which::RetireRoot).await {
                 Ok(retire) => retire,
                 Err(failure) => return Err(abort(client, failure).await),
@@ -1269,7 +1281,7 @@ where
         } else {
             commit(client, None::<std::future::Ready<_>>).await?;
         }
-        return Ok(Answer::Retire(step));
+        return Ok(step.answer());
     }
     let (root_run_id, run_id) = op.run();
     let read = RunRead::prepare(conn, matches!(op, Op::Facts { .. })).await?;
@@ -1407,12 +1419,52 @@ impl<'a> RootRead<'a> {
     }
 }
 
-/// The rule of `retire` ([`retire_step`]) on what a retirement read: each
-/// Run's fate from its pause (first, as every store reads it) or its finish.
-fn retirement<P>(root_run_id: &str, rows: RootRows) -> Result<Retirement, Failure>
+/// What a retirement decided for its root: by name ([`retire_step`]), or
+/// in a sweep ([`sweep_step`]).
+enum RootStep {
+    Named(Retirement),
+    Swept(SweepStep),
+}
+
+impl RootStep {
+    /// Whether the root's rows go (and its tombstone is written).
+    fn removes(&self) -> bool {
+        matches!(
+            self,
+            RootStep::Named(Retirement::Retired { .. }) | RootStep::Swept(SweepStep::Retire { .. })
+        )
+    }
+
+    fn answer<P>(self) -> Answer<P> {
+        match self {
+            RootStep::Named(retirement) => Answer::Retire(retirement),
+            RootStep::Swept(step) => Answer::Swept(step),
+        }
+    }
+}
+
+/// The rule of `retire` ([`retire_step`]), or with `before` a sweep's
+/// ([`sweep_step`], the latest end of the root's Runs read with them), on
+/// what a retirement read: each Run's fate from its pause (first, as every
+/// store reads it) or its finish.
+fn retirement<P>(
+    root_run_id: &str,
+    rows: RootRows,
+    before: Option<SystemTime>,
+) -> Result<RootStep, Failure>
 where
     P: PartialEq + DeserializeOwned,
 {
+    let mut latest: Option<SystemTime> = None;
+    for (row, at) in rows
+        .runs
+        .iter()
+        .map(|row| (row, 6))
+        .chain(rows.pauses.iter().map(|row| (row, 8)))
+    {
+        let ended: Option<SystemTime> = column(row, at, root_run_id)?;
+        latest = latest.max(ended);
+    }
     let mut pauses: Vec<(String, Appended<P>)> = Vec::with_capacity(rows.pauses.len());
     for row in &rows.pauses {
         let run_id: String = column(row, 0, root_run_id)?;
@@ -1436,7 +1488,16 @@ where
         };
         (run_id.as_str(), fate)
     });
-    Ok(retire_step(root_run_id, rows.retired, fates)?)
+    Ok(match before {
+        None => RootStep::Named(retire_step(root_run_id, rows.retired, fates)?),
+        Some(before) => RootStep::Swept(sweep_step(
+            root_run_id,
+            rows.retired,
+            fates,
+            latest,
+            before,
+        )?),
+    })
 }
 
 /// The Run's fate as the write rules read it: retired, handed off (the
@@ -1924,7 +1985,13 @@ where
     /// retired (its tombstone), and `COMMIT`. Needs `DELETE` on the tables.
     async fn retire_async(&self, root_run_id: &str) -> Result<Retirement, LogError> {
         check_root(root_run_id)?;
-        match self.execute(Op::Retire { root_run_id }).await? {
+        match self
+            .execute(Op::Retire {
+                root_run_id,
+                before: None,
+            })
+            .await?
+        {
             Answer::Retire(retirement) => Ok(retirement),
             _ => unexpected(),
         }

@@ -12,7 +12,7 @@ use super::super::log::LogError;
 /// the table `baton_schema` (a database without that table has no schema:
 /// version 0). [`PostgresSchema::migrate`] brings an older database to it
 /// in place; a log refuses to open on any other version.
-pub const POSTGRES_SCHEMA_VERSION: i64 = 3;
+pub const POSTGRES_SCHEMA_VERSION: i64 = 4;
 
 /// Version 1. `baton_run` holds each claimed Run's current epoch (a Run
 /// never claimed has no row: epoch 0); `baton_handoff_pause` at most one
@@ -94,9 +94,26 @@ CREATE TABLE {s}baton_root (
 UPDATE {s}baton_schema SET version = 3;
 ";
 
+/// Version 3 → 4: retention by age (SPEC §6.1, G5). Each pause and each
+/// finish records when it was written (`ended_at`, the server's `now()`,
+/// the start of the writing transaction); rows written before take the
+/// time of the migration. The finishes are indexed by that time (a partial
+/// index: only finished Runs' rows), so a sweep
+/// ([`PostgresLog::retire_ended_async`](super::PostgresLog::retire_ended_async))
+/// reads only the finishes it looks at, oldest first. A pause takes its
+/// time from the column's default, so the append's statements are
+/// unchanged.
+const V4: &str = "
+ALTER TABLE {s}baton_handoff_pause ADD COLUMN ended_at timestamptz NOT NULL DEFAULT now();
+ALTER TABLE {s}baton_run ADD COLUMN ended_at timestamptz;
+UPDATE {s}baton_run SET ended_at = now() WHERE outcome IS NOT NULL;
+CREATE INDEX baton_run_by_end ON {s}baton_run (ended_at, root_run_id) WHERE outcome IS NOT NULL;
+UPDATE {s}baton_schema SET version = 4;
+";
+
 /// The script that brings version `i` to `i + 1`, at index `i`. A later
 /// version appends one; none is ever edited once released.
-const SCRIPTS: [&str; POSTGRES_SCHEMA_VERSION as usize] = [V1, V2, V3];
+const SCRIPTS: [&str; POSTGRES_SCHEMA_VERSION as usize] = [V1, V2, V3, V4];
 
 /// The key of the transaction-scoped advisory lock that orders migrations
 /// among processes migrating at once (`baton` in ASCII).

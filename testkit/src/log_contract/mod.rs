@@ -62,6 +62,9 @@
 //! - G2: a pause or outcome whose JSON does not read back equal is refused
 //!   (`Encode`), writing nothing (for a store that can also be opened with
 //!   `f64` payloads: [`HoldsFloats`]).
+//! - G5 by age: a sweep retires, in bounded batches, only roots whose work
+//!   ended before its cut-off, keeps the others, and always ends (for a
+//!   store with retention by age: [`SweepsEnded`]).
 //! - Bad input is a typed error and writes nothing; an identical
 //!   re-append is `AlreadyDurable`; a dropped append is resolved by the
 //!   facts and an identical retry.
@@ -79,9 +82,11 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use baton::durable::{
     AsyncHandoffLog, Claim, Epoch, HandoffLog, LogError, MemoryLog, Receipt, Retirement, RunFacts,
+    Sweep, SweepCursor,
 };
 use baton::facts::{CompactionBudget, Digest, HandoffTools, REPLAY_VERSION, ReplayEvidence};
 use baton::{
@@ -157,6 +162,37 @@ impl HoldsFloats for Shared<MemoryLog<Payload>> {
     type FloatLog = MemoryLog<f64>;
     async fn float_log(&self) -> MemoryLog<f64> {
         MemoryLog::new()
+    }
+}
+
+/// A store with retention by age: one batch of a sweep on a connection
+/// (`MemoryLog::retire_ended`, `SqliteLog::retire_ended_async`,
+/// `PostgresLog::retire_ended_async`), for
+/// [`g5_retention_by_age_retires_only_ended_roots_in_bounded_batches`].
+/// Give it to [`log_contract!`](macro@crate::log_contract) by naming that
+/// test.
+pub trait SweepsEnded: Store {
+    /// One batch: up to `limit` roots with a Run finished before `before`,
+    /// after `from`; each retired if its work ended before `before`.
+    fn retire_ended(
+        &self,
+        log: &Self::Log,
+        before: SystemTime,
+        from: Option<&SweepCursor>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Sweep, LogError>> + Send;
+}
+
+/// `MemoryLog`'s: under its one lock.
+impl SweepsEnded for Shared<MemoryLog<Payload>> {
+    fn retire_ended(
+        &self,
+        log: &Self::Log,
+        before: SystemTime,
+        from: Option<&SweepCursor>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Sweep, LogError>> + Send {
+        std::future::ready(Ok(log.log().retire_ended(before, from, limit)))
     }
 }
 

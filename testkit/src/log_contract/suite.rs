@@ -7,14 +7,15 @@ use std::sync::Arc;
 
 use baton::durable::{
     Appended, AsyncHandoffLog, Claim, Decision, Epoch, Finished, LogError, Receipt, Retirement,
-    RunFacts, RunField, SealError, append_then_seal_async, reconcile,
+    RunFacts, RunField, SealError, Sweep, append_then_seal_async, reconcile,
 };
 use baton::facts::{Field, IdError, MAX_ID_BYTES};
 use baton::{CancelSignal, HandoffIntent, HandoffPause, IntentError, Invocation, WaitError};
 use tokio::sync::Barrier;
 
 use super::{
-    HoldsFloats, HoldsReads, Payload, SEALED, Store, commit_at_boundary, execution, gate, intent,
+    HoldsFloats, HoldsReads, Payload, SEALED, Store, SweepsEnded, commit_at_boundary, execution,
+    gate, intent,
 };
 use crate::within::{poll_once, within};
 
@@ -1253,4 +1254,149 @@ pub async fn g2_what_a_store_acknowledges_reads_back_equal<S: HoldsFloats>(store
     assert_eq!(facts.finished.map(|row| row.outcome), Some(outcome), "G2");
     let again = within("R5: a claim resolves", log.claim_async(ROOT, "finished")).await;
     assert_eq!(again.unwrap(), Claim::Finished(outcome), "G2");
+}
+
+/// Ends Run `run` of `root` with a finish (claiming it first).
+async fn finish_run<L: AsyncHandoffLog<Payload>>(log: &L, root: &str, run: &str) {
+    let epoch = match within("R5: a claim resolves", log.claim_async(root, run)).await {
+        Ok(Claim::Owner(epoch)) => epoch,
+        other => panic!("a claim of the open Run {run:?} answered {other:?}"),
+    };
+    let finished = within(
+        "R4: a finish resolves",
+        log.finish_async(root, &source(run), epoch, &outcome(1)),
+    )
+    .await;
+    assert_eq!(finished.unwrap(), Receipt::Written);
+}
+
+/// Runs a sweep to its end, batch by batch of `limit`: the batches' sum,
+/// and how many batches it took.
+async fn sweep_all<S: SweepsEnded>(
+    store: &S,
+    log: &S::Log,
+    before: std::time::SystemTime,
+    limit: usize,
+) -> (Sweep, usize) {
+    let mut total = Sweep::default();
+    let mut batches = 0;
+    loop {
+        batches += 1;
+        assert!(batches < 100, "G5: a sweep ends");
+        let batch = within(
+            "R5: a sweep's batch resolves",
+            store.retire_ended(log, before, total.next.as_ref(), limit),
+        )
+        .await
+        .expect("a sweep's batch");
+        total.retired += batch.retired;
+        total.runs += batch.runs;
+        total.kept += batch.kept;
+        total.next = batch.next;
+        if total.next.is_none() {
+            return (total, batches);
+        }
+    }
+}
+
+/// G5 by age: a sweep retires, in batches of a bounded size, every root
+/// whose work ended before its cut-off — and only those. A root with a Run
+/// still open, or a handoff whose successor is not final (G1: its claim
+/// still answers `Owner`), is kept, and so is a root that ended after the
+/// cut-off; a root the log holds nothing for is never touched. The sweep
+/// always ends, even when every candidate is kept, and a later sweep
+/// retires what has ended since.
+pub async fn g5_retention_by_age_retires_only_ended_roots_in_bounded_batches<S: SweepsEnded>(
+    store: Arc<S>,
+) {
+    let log = store.open().await;
+    finish_run(&log, "done", "a").await;
+    // A handoff from "a" to "a-next", and a finished Run beside it.
+    let epoch = owner_in(&log, "handed", "a").await;
+    let appended = within(
+        "R4: an append resolves",
+        log.append_async("handed", &source("a"), epoch, &pause_in("handed", "a")),
+    )
+    .await;
+    assert_eq!(appended.unwrap(), Receipt::Written);
+    finish_run(&log, "handed", "b").await;
+    // A finished Run beside an open one.
+    finish_run(&log, "open", "a").await;
+    let _ = owner_in(&log, "open", "b").await;
+
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let cut_off = std::time::SystemTime::now();
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    finish_run(&log, "late", "a").await;
+
+    let (sweep, batches) = sweep_all(&*store, &log, cut_off, 1).await;
+    assert_eq!(
+        (sweep.retired, sweep.runs, sweep.kept),
+        (1, 1, 2),
+        "G5: only the root that ended before the cut-off"
+    );
+    assert_eq!(batches, 4, "one candidate a batch, then the end");
+    assert_eq!(claim_in(&log, "done", "a").await, Claim::Retired);
+    let successor = owner_in(&log, "handed", "a-next").await;
+    assert!(successor > Epoch::NONE, "G1: the successor is claimable");
+    assert!(matches!(
+        claim_in(&log, "late", "a").await,
+        Claim::Finished(_)
+    ));
+    assert!(matches!(
+        claim_in(&log, "open", "a").await,
+        Claim::Finished(_)
+    ));
+
+    // The handoff's successor and the open Run end; a later sweep takes
+    // them, and the root that ended late, in one batch.
+    let finished = within(
+        "R4: a finish resolves",
+        log.finish_async("handed", &source("a-next"), successor, &outcome(2)),
+    )
+    .await;
+    assert_eq!(finished.unwrap(), Receipt::Written);
+    let epoch = owner_in(&log, "open", "b").await;
+    let finished = within(
+        "R4: a finish resolves",
+        log.finish_async("open", &source("b"), epoch, &outcome(2)),
+    )
+    .await;
+    assert_eq!(finished.unwrap(), Receipt::Written);
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let (sweep, batches) = sweep_all(&*store, &log, std::time::SystemTime::now(), 10).await;
+    assert_eq!(
+        (sweep.retired, sweep.runs, sweep.kept, batches),
+        (3, 6, 0, 1)
+    );
+    for (root, run) in [
+        ("handed", "a"),
+        ("handed", "a-next"),
+        ("open", "b"),
+        ("late", "a"),
+    ] {
+        assert_eq!(claim_in(&log, root, run).await, Claim::Retired, "R9");
+    }
+    let (sweep, _) = sweep_all(&*store, &log, std::time::SystemTime::now(), 10).await;
+    assert_eq!((sweep.retired, sweep.kept), (0, 0), "nothing left");
+}
+
+async fn claim_in<L: AsyncHandoffLog<Payload>>(log: &L, root: &str, run: &str) -> Claim<Payload> {
+    within("R5: a claim resolves", log.claim_async(root, run))
+        .await
+        .expect("a claim")
+}
+
+async fn owner_in<L: AsyncHandoffLog<Payload>>(log: &L, root: &str, run: &str) -> Epoch {
+    match claim_in(log, root, run).await {
+        Claim::Owner(epoch) => epoch,
+        other => panic!("a claim of the open Run {run:?} answered {other:?}"),
+    }
+}
+
+/// A pause handing Run `run` of `root` off to `{run}-next`.
+fn pause_in(root: &str, run: &str) -> Pause {
+    let mut pause = pause(run, "h");
+    std::sync::Arc::make_mut(&mut pause.intent).root_run_id = root.into();
+    pause
 }
