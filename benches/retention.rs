@@ -57,20 +57,22 @@
 #[path = "../tests/common/postgres.rs"]
 #[allow(dead_code)]
 mod postgres_fixture;
+mod durable_common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use baton::durable::{
     AsyncHandoffLog, Claim, HandoffLog, PostgresLog, PostgresOptions, Retirement, SqliteLog,
 };
-use baton::facts::{CompactionBudget, Digest, HandoffTools, REPLAY_VERSION, ReplayEvidence};
-use baton::{HandoffExecution, HandoffIntent, HandoffPause, Invocation};
+use baton::HandoffExecution;
+use durable_common::{
+    Sample, TempFile, bounded, execution, hashed, ms, pause, ratio, setting, source, thousands,
+};
 use postgres_fixture::Cluster;
 use tokio_postgres::NoTls;
 
-type Pause = HandoffPause<HandoffExecution>;
 type PgLog = PostgresLog<HandoffExecution>;
 
 /// Runs per root in the storage workload: three handoffs, then a finish.
@@ -84,142 +86,13 @@ const WARM_UP: usize = 50;
 const PG_POOL: usize = 16;
 const PG_TASKS: usize = 32;
 
-fn source(run: &str) -> Invocation {
-    Invocation {
-        session_id: "session".into(),
-        turn_id: "turn".into(),
-        run_id: run.into(),
-        invocation_id: format!("{run}-invocation"),
-    }
-}
-
-fn execution() -> HandoffExecution {
-    let digest = |c: char| Digest::parse(format!("sha256:{}", c.to_string().repeat(64))).unwrap();
-    HandoffExecution {
-        replay: ReplayEvidence {
-            version: REPLAY_VERSION,
-            digest: digest('a'),
-            route_identity: digest('b'),
-        },
-        tools: HandoffTools {
-            catalog_digest: digest('c'),
-            loaded: vec!["shell".into()],
-        },
-        compaction: CompactionBudget::Available,
-        main_output_limit: None,
-        supports_vision: false,
-        replay_base: None,
-    }
-}
-
-/// The pause that hands `run` of `root` off to `next`.
-fn pause(root: &str, run: &str, next: &str) -> Pause {
-    HandoffPause::new(
-        HandoffIntent {
-            handoff_id: format!("{run}-handoff"),
-            host_epoch: "host".into(),
-            root_run_id: root.into(),
-            successor_run_id: next.into(),
-            successor_invocation_id: format!("{next}-invocation"),
-            claim_id: "claim".into(),
-        },
-        execution(),
-    )
-}
-
 /// The `k`-th Run of a chain under `root`.
 fn hop(root: &str, k: usize) -> String {
     format!("{root}-h{k}")
 }
 
-/// 32 hex digits of a hash of `(tag, i)`: an id spread over the key space.
-fn hashed(tag: u64, i: u64) -> String {
-    let mix = |mut z: u64| {
-        z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
-    let a = mix(tag.wrapping_mul(0x1_0000_0001) ^ i);
-    format!("{a:016x}{:016x}", mix(a))
-}
-
-fn setting(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 fn per_live(n: u64, live: usize) -> String {
     format!("{:.1}", n as f64 / live as f64)
-}
-
-struct TempFile(PathBuf);
-
-impl TempFile {
-    fn new(dir: &Path, name: &str) -> Self {
-        let file = TempFile(dir.join(format!(
-            "baton-retention-{}-{name}.sqlite",
-            std::process::id()
-        )));
-        file.remove();
-        file
-    }
-    fn with(&self, suffix: &str) -> PathBuf {
-        PathBuf::from(format!("{}{suffix}", self.0.display()))
-    }
-    fn size(&self, suffix: &str) -> u64 {
-        std::fs::metadata(self.with(suffix)).map_or(0, |m| m.len())
-    }
-    fn remove(&self) {
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(self.with(suffix));
-        }
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        self.remove();
-    }
-}
-
-/// Latencies of one measurement, sorted.
-struct Sample(Vec<Duration>);
-
-impl Sample {
-    fn new(mut latencies: Vec<Duration>) -> Self {
-        latencies.sort();
-        Sample(latencies)
-    }
-    fn quantile(&self, q: f64) -> Duration {
-        let i = ((self.0.len() as f64 - 1.0) * q).round() as usize;
-        self.0.get(i).copied().unwrap_or_default()
-    }
-    fn median(&self) -> Duration {
-        self.quantile(0.5)
-    }
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.3}", d.as_secs_f64() * 1e3)
-}
-
-fn ratio(big: Duration, small: Duration) -> f64 {
-    big.as_secs_f64() / small.as_secs_f64()
 }
 
 /// One round of one history: each Run's claim, append and both.
@@ -602,13 +475,6 @@ fn sqlite_growth(history: usize, ops: usize, rounds: usize) {
 }
 
 // --- PostgreSQL ---
-
-/// `what`, or a panic if it outlives `limit`.
-async fn bounded<T>(what: &str, limit: Duration, work: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(limit, work)
-        .await
-        .unwrap_or_else(|_| panic!("{what} did not finish within {limit:?}"))
-}
 
 const PG_TABLES: [&str; 4] = [
     "baton_run",

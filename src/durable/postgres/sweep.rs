@@ -3,6 +3,9 @@
 //! retirement in a transaction of its own, under the same locks as
 //! `retire`.
 
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
+use std::task::Poll;
 use std::time::SystemTime;
 
 use serde::Serialize;
@@ -22,7 +25,9 @@ where
     /// end first, after `from` (the previous batch's
     /// [`next`](Sweep::next); `None` to start), and retires each whose
     /// work ended before `before` ([`sweep_step`](crate::durable::sweep_step)),
-    /// each in a transaction of its own under exactly the locks of
+    /// each in a transaction of its own (up to half the pool's connections
+    /// at once, so the other half stays for the live Runs) under exactly
+    /// the locks of
     /// [`retire_async`](crate::durable::AsyncHandoffLog::retire_async), so
     /// a claim, an append or a finish racing it is ordered with it as with
     /// `retire`; the others are kept. Call it again with the answer's
@@ -52,14 +57,21 @@ where
             next,
             ..Sweep::default()
         };
-        for root_run_id in &roots {
-            let look = Op::Retire {
-                root_run_id,
-                before: Some(before),
-            };
-            match self.execute(look).await? {
-                Answer::Swept(step) => sweep.count(step),
-                _ => return unexpected(),
+        // Up to half the pool's connections at once (the other half stays
+        // for the live Runs' operations), each root its own transaction.
+        let parallel = (self.pool.status().max_size / 2).max(1);
+        for chunk in roots.chunks(parallel) {
+            let looks = chunk.iter().map(|root_run_id| {
+                self.execute(Op::Retire {
+                    root_run_id,
+                    before: Some(before),
+                })
+            });
+            for answer in join_all(looks.collect()).await {
+                match answer? {
+                    Answer::Swept(step) => sweep.count(step),
+                    _ => return unexpected(),
+                }
             }
         }
         Ok(sweep)
@@ -126,4 +138,29 @@ where
                 )))
             })
     }
+}
+
+/// Runs `futures` concurrently on the calling task, and answers their
+/// outputs in their order once all are ready.
+async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
+    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    poll_fn(|cx| {
+        let mut pending = false;
+        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if output.is_none() {
+                match future.as_mut().poll(cx) {
+                    Poll::Ready(ready) => *output = Some(ready),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    outputs.into_iter().flatten().collect()
 }
