@@ -37,14 +37,25 @@
  * finish_step, retire_step): a worker may end the Run and record its
  * outcome under its epoch (fenced like an append, with the same lost reply
  * and lost request), and an operator's retention job retires the root at
- * any time (RunOpen while the Run is open; otherwise the Run's rows go and
- * the tombstone stays: epoch 0, no pause, no finish). Its broken variants:
+ * any time, following retire_step as of issue 43: NothingToRetire while the
+ * log holds no Run of the root; RunOpen while a Run of it is open or the
+ * successor a durable pause names is not claimed or not final; otherwise
+ * every Run's rows go and the tombstone stays (epoch 0, no pause, no
+ * finish, the successor's rows gone too). With it, the successor a durable
+ * pause names is a second Run of the root: once a pause is durable its own
+ * owner claims it (claim_step on its own facts) and its worker finishes it
+ * (finish_step, under the epoch its claim answered); it may only finish.
+ * Its broken variants:
  *   BROKEN_NO_TOMBSTONE        retention deletes the rows and keeps no tombstone:
  *                              the next claim issues epoch 1 again
  *   BROKEN_FINISH_NO_FENCE     a finish ignores the epoch (written as if current)
  *   BROKEN_RETIRE_OPEN         retention removes a Run still open (RunOpen ignored)
+ *   BROKEN_RETIRE_SUCCESSOR    retention counts a handed-off Run as ended while its
+ *                              successor is not claimed (the rule before issue 43)
  * (-DNO_R10 leaves out R10's "the tombstone is kept" assertion, to see
- * BROKEN_NO_TOMBSTONE's reissued epoch, R9, which comes one step later.)
+ * BROKEN_NO_TOMBSTONE's reissued epoch, R9, which comes one step later;
+ * -DNO_G5 leaves out G5's assertion at the removal, to see
+ * BROKEN_RETIRE_SUCCESSOR's refused successor claim, G1, one step later.)
  *
  * -DCHECK_R5 adds R5 as LTL (compile pan without -DSAFETY, run pan -a;
  * with -DFATES, pan -a -f: retention's refusals are self-loops).
@@ -81,6 +92,17 @@ byte pause_epoch = 0;  /* the epoch that pause was appended under */
 byte finish = 0;       /* 0: no outcome; i+1: worker i's outcome is durable */
 bool retired = false;  /* the root Run's tombstone */
 
+/* The successor a durable pause names (FATES): a second Run of the root. */
+#define S_UNNAMED  0  /* no durable pause names it yet */
+#define S_DUE      1  /* a durable pause names it: its owner may claim it */
+#define S_WORKING  2  /* its claim answered Owner: its worker runs it */
+#define S_FINISHED 3  /* its outcome was acknowledged: final */
+#define S_REFUSED  4  /* its claim or finish was refused: G1 broken */
+byte succ = S_UNNAMED;
+byte succ_epoch = 0;      /* the log: the successor's epoch; 0: not claimed */
+bool succ_finish = false; /* the log: the successor's outcome is durable */
+byte succ_held = 0;       /* the epoch the successor's worker holds */
+
 /* The owner. */
 byte decided = 0;         /* what a claim answered: 0 nothing final yet,
                              1 HandedOff, 2 Finished, 3 Retired */
@@ -113,7 +135,7 @@ hidden byte c;            /* scratch: the current epoch the rule sees */
 #define LATER_IDLE(j) (j < pause || phase[j] == IDLE)
 #define R1_OK (pause == 0 || (LATER_IDLE(1) && LATER_IDLE(2) && LATER_IDLE(3)))
 /* The log holds the tombstone only: retention removed the Run's rows. */
-#define TOMB (retired && epoch == 0 && pause == 0 && finish == 0)
+#define TOMB (retired && epoch == 0 && pause == 0 && finish == 0 && succ_epoch == 0 && !succ_finish)
 /* R4: a sealed worker's pause is durable, under its epoch (or was, until
  * retention removed it with the Run's rows: the tombstone only). */
 #define SEALED_OK(i) (phase[i] != SEALED || (pause == i + 1 && pause_epoch == held[i]) || TOMB)
@@ -162,7 +184,12 @@ inline log_append(w) {
             PROP(held[w] == epoch, "R6 only the current epoch appends");
             PROP(held[w] == epoch, "R7 a fenced worker never appends");
             PROP(!retired, "R9 no write under the tombstone");
-            pause = w + 1; pause_epoch = e; ans = Written
+            pause = w + 1; pause_epoch = e; ans = Written;
+#ifdef FATES
+            /* the durable pause names the successor: it must stay claimable (G1) */
+            if :: succ == S_UNNAMED -> succ = S_DUE :: else -> skip fi
+#endif
+            skip
         :: pause == w + 1 && pause_epoch == e -> ans = AlreadyDurable  /* identical row */
         :: pause == 0 && finish > 0 -> ans = AlreadyFinished  /* the Run finished: refused */
         :: else -> ans = AlreadyHandedOff   /* another pause is durable: refused */
@@ -259,7 +286,7 @@ end:
             epoch = epoch + 1;          /* every older epoch is fenced */
             held[started] = epoch;
 #endif
-            PROP(NEW_EPOCH(held[started]), "R9 an epoch is never issued twice");
+            PROP(NEW_EPOCH(held[started]), "R9/G4 an epoch is never issued twice");
             printf("owner claims (wrong suspicion: %d): Owner(epoch %d), starts worker %d\n",
                    susp, held[started], started);
             phase[started] = WORKING;
@@ -343,24 +370,42 @@ end:
 
 #ifdef FATES
 /* The retention job: retire_step on what the log holds for the root, at
- * any time, until the tombstone is there. The log holds a record of the
- * Run once a claim issued an epoch; an open one is refused (RunOpen,
- * nothing written: a self-loop). Otherwise the Run's rows go (a root
- * never claimed has none) and the tombstone stays. */
+ * any time, until the tombstone is there. The log holds a Run of the root
+ * once a claim issued it an epoch (the root's, the successor's). Refused,
+ * nothing is written (a self-loop): NothingToRetire while it holds none;
+ * RunOpen while a Run of it is open, or the successor a durable pause
+ * names is not claimed or not final. Otherwise every Run's rows go and the
+ * tombstone stays. */
+#define HOLDS_A_RUN (epoch > 0 || succ_epoch > 0)
+#define OPEN_RUN ((epoch > 0 && pause == 0 && finish == 0) || (succ_epoch > 0 && !succ_finish))
+#define WAITING (pause > 0 && !(succ_epoch > 0 && succ_finish))
+#if defined(BROKEN_RETIRE_OPEN)
+#define REFUSED_OPEN false
+#elif defined(BROKEN_RETIRE_SUCCESSOR)
+#define REFUSED_OPEN OPEN_RUN
+#else
+#define REFUSED_OPEN (OPEN_RUN || WAITING)
+#endif
 active proctype operator() {
 end:
     do
     :: d_step {
         !retired ->
         if
-#ifndef BROKEN_RETIRE_OPEN
-        :: epoch > 0 && pause == 0 && finish == 0 ->
-            printf("retention: RunOpen (the Run is open), nothing written\n")
-#endif
+        :: !HOLDS_A_RUN ->
+            printf("retention: NothingToRetire (no Run of the root), nothing written\n")
+        :: HOLDS_A_RUN && REFUSED_OPEN ->
+            printf("retention: RunOpen (a Run open, or the successor not final), nothing written\n")
         :: else ->
             PROP(epoch == 0 || pause > 0 || finish > 0, "R10 retention removes only final Runs");
-            printf("retention retires the root: the Run's rows are removed\n");
+#ifndef NO_G5
+            PROP(epoch > 0 && (pause > 0 || finish > 0) && (succ_epoch == 0 || succ_finish)
+                 && succ != S_DUE && succ != S_WORKING,
+                 "G5 retention removes only ended work: every Run final, the successor claimed and final");
+#endif
+            printf("retention retires the root: every Run's rows are removed\n");
             epoch = 0; pause = 0; pause_epoch = 0; finish = 0;
+            succ_epoch = 0; succ_finish = false;
 #ifdef BROKEN_NO_TOMBSTONE
             printf("  and no tombstone is kept\n");
 #ifndef NO_R10
@@ -370,6 +415,57 @@ end:
             retired = true
 #endif
         fi;
+        invariants()
+       }
+    od
+}
+
+/* The successor's owner and worker: once a durable pause names it, its
+ * claim (the claim column on its own facts: Retired under the tombstone,
+ * else epoch c+1 and Owner), then its finish (the finish column, under the
+ * epoch its claim answered). G1: neither is ever refused. */
+active proctype successor() {
+end:
+    do
+    :: d_step {
+        succ == S_DUE ->
+        if
+        :: retired ->
+            printf("the successor's claim: Retired (its handoff's rows are gone)\n");
+            succ = S_REFUSED;
+            PROP(false, "G1 a durable handoff reaches its successor: its claim is never refused")
+        :: !retired && succ_finish ->
+            printf("the successor's claim: Finished\n");
+            succ = S_REFUSED;
+            PROP(false, "G1 a durable handoff reaches its successor: its claim is never refused")
+        :: else ->
+            succ_epoch = succ_epoch + 1; succ_held = succ_epoch; succ = S_WORKING;
+            printf("the successor's claim: Owner(epoch %d)\n", succ_held)
+        fi;
+        invariants()
+       }
+    :: d_step {
+        succ == S_WORKING ->
+        if
+        :: retired -> ans = Retired
+        :: !retired && (succ_held == 0 || succ_held > succ_epoch) -> ans = EpochNotIssued
+        :: !retired && succ_held != 0 && succ_held < succ_epoch -> ans = Fenced
+        :: else ->
+            if
+            :: !succ_finish ->
+                PROP(!retired, "R9 no write under the tombstone");
+                succ_finish = true; ans = Written
+            :: else -> ans = AlreadyDurable
+            fi
+        fi;
+        printf("the successor finishes under epoch %d: %e\n", succ_held, ans);
+        if
+        :: ans == Written || ans == AlreadyDurable -> succ = S_FINISHED
+        :: else ->
+            succ = S_REFUSED;
+            PROP(false, "G1 a durable handoff reaches its successor: its finish is never refused")
+        fi;
+        ans = 0;
         invariants()
        }
     od
