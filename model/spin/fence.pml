@@ -31,6 +31,8 @@
  *                              writes no epoch, and appends ignore the epoch
  *   BROKEN_FENCE_OFF_BY_ONE    append fences the current epoch too (e <= c): no
  *                              write, no seal, so only R5 (liveness) catches it
+ *   BROKEN_CLAIM_WRITES_FINAL  a claim that answers HandedOff or Finished still
+ *                              advances the epoch (a write no answer asked for: G3)
  *
  *
  * -DFATES adds the third fate and retention (src/durable/fence.rs:
@@ -117,6 +119,7 @@ hidden byte owns;         /* scratch: the claim answers Owner */
 hidden byte susp;         /* scratch: a worker holding the current epoch lives */
 hidden byte e;            /* scratch: the epoch the append carries */
 hidden byte c;            /* scratch: the current epoch the rule sees */
+hidden int logsnap;          /* scratch: the log before the step (G3) */
 
 #define LIVE(i)  (phase[i] == WORKING || phase[i] == COMMITTED || phase[i] == ACKED || phase[i] == FINISHING)
 #define FAULTS   (started < N)   /* another claim may still follow */
@@ -128,6 +131,13 @@ hidden byte c;            /* scratch: the current epoch the rule sees */
     :: !(ok) -> printf("PROPERTY VIOLATED: "); printf(name); printf("\n"); assert(ok) \
     :: else -> skip \
     fi
+
+/* What the log holds, as one number (every field is below its factor). */
+#define LOG_SNAP (epoch + 8 * pause + 64 * pause_epoch + 512 * finish + 4096 * retired \
+                  + 8192 * succ_epoch + 32768 * succ_finish)
+/* G3: a step that did not write (a refusal, an answer that writes
+ * nothing) leaves the log as it was before it (logsnap). */
+#define G3(wrote) PROP((wrote) || LOG_SNAP == logsnap, "G3 a refusal writes nothing"); logsnap = 0
 
 /* R1: once worker w's pause is durable, no worker started after it
  * exists (no epoch issued after the pause, no older pause after a newer
@@ -161,6 +171,7 @@ inline invariants() {
 
 /* The table's append column, for worker w holding epoch held[w]. */
 inline log_append(w) {
+    logsnap = LOG_SNAP;
 #ifdef BROKEN_NO_FENCE
     c = (epoch > 0 -> epoch : 1);   /* asked as if it held the current epoch */
     e = c;
@@ -194,12 +205,14 @@ inline log_append(w) {
         :: pause == 0 && finish > 0 -> ans = AlreadyFinished  /* the Run finished: refused */
         :: else -> ans = AlreadyHandedOff   /* another pause is durable: refused */
         fi
-    fi
+    fi;
+    G3(ans == Written)
 }
 
 /* The table's finish column (finish_step), for worker w holding epoch
  * held[w]: fenced exactly as an append; its outcome is its index. */
 inline log_finish(w) {
+    logsnap = LOG_SNAP;
 #ifdef BROKEN_FINISH_NO_FENCE
     c = (epoch > 0 -> epoch : 1);   /* asked as if it held the current epoch */
     e = c;
@@ -222,7 +235,8 @@ inline log_finish(w) {
         :: pause > 0 -> ans = AlreadyHandedOff
         :: else -> ans = AlreadyFinished             /* another outcome */
         fi
-    fi
+    fi;
+    G3(ans == Written)
 }
 
 /* seal_step: seal on an acknowledged append; Fenced: close and stop;
@@ -259,6 +273,7 @@ end:
     do
     :: d_step {
         decided == 0 && started < N ->
+        logsnap = LOG_SNAP;
         susp = (started > 0 && LIVE(started - 1) && held[started - 1] == epoch);
         /* The table's claim column (a wrong suspicion is a claim while
          * LIVE(worker holding epoch): nothing here forbids it). */
@@ -286,7 +301,8 @@ end:
             epoch = epoch + 1;          /* every older epoch is fenced */
             held[started] = epoch;
 #endif
-            PROP(NEW_EPOCH(held[started]), "R9/G4 an epoch is never issued twice");
+            PROP(NEW_EPOCH(held[started]), "R9 an epoch is never issued twice");
+            PROP(NEW_EPOCH(held[started]), "G4 an epoch a claim answered is never answered to another claim of that Run");
             printf("owner claims (wrong suspicion: %d): Owner(epoch %d), starts worker %d\n",
                    susp, held[started], started);
             phase[started] = WORKING;
@@ -296,14 +312,25 @@ end:
             decided = 3
         :: !owns && !retired && pause > 0 ->
             printf("owner claims: HandedOff (worker %d's pause is durable), writes nothing\n", pause - 1);
-            decided = 1                /* writes nothing */
+            decided = 1;               /* writes nothing */
+#ifdef BROKEN_CLAIM_WRITES_FINAL
+            printf("  and advances the epoch\n");
+            epoch = epoch + 1;
+#endif
+            skip
         :: !owns && !retired && pause == 0 && finish > 0 ->
             printf("owner claims: Finished (worker %d's outcome is durable), writes nothing\n", finish - 1);
-            decided = 2
+            decided = 2;
+#ifdef BROKEN_CLAIM_WRITES_FINAL
+            printf("  and advances the epoch\n");
+            epoch = epoch + 1;
+#endif
+            skip
         :: !owns && !retired && pause == 0 && finish == 0 ->
             PROP(false, "R3 a claim answers HandedOff exactly when a pause is durable")
         fi
         fi;
+        G3(owns);
         owns = 0; susp = 0;
         invariants()
        }
@@ -391,11 +418,14 @@ end:
     do
     :: d_step {
         !retired ->
+        logsnap = LOG_SNAP;
         if
         :: !HOLDS_A_RUN ->
-            printf("retention: NothingToRetire (no Run of the root), nothing written\n")
+            printf("retention: NothingToRetire (no Run of the root), nothing written\n");
+            G3(false)
         :: HOLDS_A_RUN && REFUSED_OPEN ->
-            printf("retention: RunOpen (a Run open, or the successor not final), nothing written\n")
+            printf("retention: RunOpen (a Run open, or the successor not final), nothing written\n");
+            G3(false)
         :: else ->
             PROP(epoch == 0 || pause > 0 || finish > 0, "R10 retention removes only final Runs");
 #ifndef NO_G5
@@ -415,6 +445,7 @@ end:
             retired = true
 #endif
         fi;
+        logsnap = 0;
         invariants()
        }
     od
@@ -429,6 +460,7 @@ end:
     do
     :: d_step {
         succ == S_DUE ->
+        logsnap = LOG_SNAP;
         if
         :: retired ->
             printf("the successor's claim: Retired (its handoff's rows are gone)\n");
@@ -442,10 +474,12 @@ end:
             succ_epoch = succ_epoch + 1; succ_held = succ_epoch; succ = S_WORKING;
             printf("the successor's claim: Owner(epoch %d)\n", succ_held)
         fi;
+        G3(succ == S_WORKING);
         invariants()
        }
     :: d_step {
         succ == S_WORKING ->
+        logsnap = LOG_SNAP;
         if
         :: retired -> ans = Retired
         :: !retired && (succ_held == 0 || succ_held > succ_epoch) -> ans = EpochNotIssued
@@ -458,6 +492,7 @@ end:
             :: else -> ans = AlreadyDurable
             fi
         fi;
+        G3(ans == Written);
         printf("the successor finishes under epoch %d: %e\n", succ_held, ans);
         if
         :: ans == Written || ans == AlreadyDurable -> succ = S_FINISHED
