@@ -31,20 +31,33 @@
  *                              writes no epoch, and appends ignore the epoch
  *   BROKEN_FENCE_OFF_BY_ONE    append fences the current epoch too (e <= c): no
  *                              write, no seal, so only R5 (liveness) catches it
+ *   BROKEN_CLAIM_WRITES_FINAL  a claim that answers HandedOff or Finished still
+ *                              advances the epoch (a write no answer asked for: G3)
  *
  *
  * -DFATES adds the third fate and retention (src/durable/fence.rs:
  * finish_step, retire_step): a worker may end the Run and record its
  * outcome under its epoch (fenced like an append, with the same lost reply
  * and lost request), and an operator's retention job retires the root at
- * any time (RunOpen while the Run is open; otherwise the Run's rows go and
- * the tombstone stays: epoch 0, no pause, no finish). Its broken variants:
+ * any time, following retire_step as of issue 43: NothingToRetire while the
+ * log holds no Run of the root; RunOpen while a Run of it is open or the
+ * successor a durable pause names is not claimed or not final; otherwise
+ * every Run's rows go and the tombstone stays (epoch 0, no pause, no
+ * finish, the successor's rows gone too). With it, the successor a durable
+ * pause names is a second Run of the root: once a pause is durable its own
+ * owner claims it (claim_step on its own facts) and its worker finishes it
+ * (finish_step, under the epoch its claim answered); it may only finish.
+ * Its broken variants:
  *   BROKEN_NO_TOMBSTONE        retention deletes the rows and keeps no tombstone:
  *                              the next claim issues epoch 1 again
  *   BROKEN_FINISH_NO_FENCE     a finish ignores the epoch (written as if current)
  *   BROKEN_RETIRE_OPEN         retention removes a Run still open (RunOpen ignored)
+ *   BROKEN_RETIRE_SUCCESSOR    retention counts a handed-off Run as ended while its
+ *                              successor is not claimed (the rule before issue 43)
  * (-DNO_R10 leaves out R10's "the tombstone is kept" assertion, to see
- * BROKEN_NO_TOMBSTONE's reissued epoch, R9, which comes one step later.)
+ * BROKEN_NO_TOMBSTONE's reissued epoch, R9, which comes one step later;
+ * -DNO_G5 leaves out G5's assertion at the removal, to see
+ * BROKEN_RETIRE_SUCCESSOR's refused successor claim, G1, one step later.)
  *
  * -DCHECK_R5 adds R5 as LTL (compile pan without -DSAFETY, run pan -a;
  * with -DFATES, pan -a -f: retention's refusals are self-loops).
@@ -81,6 +94,17 @@ byte pause_epoch = 0;  /* the epoch that pause was appended under */
 byte finish = 0;       /* 0: no outcome; i+1: worker i's outcome is durable */
 bool retired = false;  /* the root Run's tombstone */
 
+/* The successor a durable pause names (FATES): a second Run of the root. */
+#define S_UNNAMED  0  /* no durable pause names it yet */
+#define S_DUE      1  /* a durable pause names it: its owner may claim it */
+#define S_WORKING  2  /* its claim answered Owner: its worker runs it */
+#define S_FINISHED 3  /* its outcome was acknowledged: final */
+#define S_REFUSED  4  /* its claim or finish was refused: G1 broken */
+byte succ = S_UNNAMED;
+byte succ_epoch = 0;      /* the log: the successor's epoch; 0: not claimed */
+bool succ_finish = false; /* the log: the successor's outcome is durable */
+byte succ_held = 0;       /* the epoch the successor's worker holds */
+
 /* The owner. */
 byte decided = 0;         /* what a claim answered: 0 nothing final yet,
                              1 HandedOff, 2 Finished, 3 Retired */
@@ -95,6 +119,7 @@ hidden byte owns;         /* scratch: the claim answers Owner */
 hidden byte susp;         /* scratch: a worker holding the current epoch lives */
 hidden byte e;            /* scratch: the epoch the append carries */
 hidden byte c;            /* scratch: the current epoch the rule sees */
+hidden int logsnap;          /* scratch: the log before the step (G3) */
 
 #define LIVE(i)  (phase[i] == WORKING || phase[i] == COMMITTED || phase[i] == ACKED || phase[i] == FINISHING)
 #define FAULTS   (started < N)   /* another claim may still follow */
@@ -107,13 +132,20 @@ hidden byte c;            /* scratch: the current epoch the rule sees */
     :: else -> skip \
     fi
 
+/* What the log holds, as one number (every field is below its factor). */
+#define LOG_SNAP (epoch + 8 * pause + 64 * pause_epoch + 512 * finish + 4096 * retired \
+                  + 8192 * succ_epoch + 32768 * succ_finish)
+/* G3: a step that did not write (a refusal, an answer that writes
+ * nothing) leaves the log as it was before it (logsnap). */
+#define G3(wrote) PROP((wrote) || LOG_SNAP == logsnap, "G3 a refusal writes nothing"); logsnap = 0
+
 /* R1: once worker w's pause is durable, no worker started after it
  * exists (no epoch issued after the pause, no older pause after a newer
  * epoch). Worker j is started after w iff j >= pause (= w + 1). */
 #define LATER_IDLE(j) (j < pause || phase[j] == IDLE)
 #define R1_OK (pause == 0 || (LATER_IDLE(1) && LATER_IDLE(2) && LATER_IDLE(3)))
 /* The log holds the tombstone only: retention removed the Run's rows. */
-#define TOMB (retired && epoch == 0 && pause == 0 && finish == 0)
+#define TOMB (retired && epoch == 0 && pause == 0 && finish == 0 && succ_epoch == 0 && !succ_finish)
 /* R4: a sealed worker's pause is durable, under its epoch (or was, until
  * retention removed it with the Run's rows: the tombstone only). */
 #define SEALED_OK(i) (phase[i] != SEALED || (pause == i + 1 && pause_epoch == held[i]) || TOMB)
@@ -139,6 +171,7 @@ inline invariants() {
 
 /* The table's append column, for worker w holding epoch held[w]. */
 inline log_append(w) {
+    logsnap = LOG_SNAP;
 #ifdef BROKEN_NO_FENCE
     c = (epoch > 0 -> epoch : 1);   /* asked as if it held the current epoch */
     e = c;
@@ -162,17 +195,24 @@ inline log_append(w) {
             PROP(held[w] == epoch, "R6 only the current epoch appends");
             PROP(held[w] == epoch, "R7 a fenced worker never appends");
             PROP(!retired, "R9 no write under the tombstone");
-            pause = w + 1; pause_epoch = e; ans = Written
+            pause = w + 1; pause_epoch = e; ans = Written;
+#ifdef FATES
+            /* the durable pause names the successor: it must stay claimable (G1) */
+            if :: succ == S_UNNAMED -> succ = S_DUE :: else -> skip fi
+#endif
+            skip
         :: pause == w + 1 && pause_epoch == e -> ans = AlreadyDurable  /* identical row */
         :: pause == 0 && finish > 0 -> ans = AlreadyFinished  /* the Run finished: refused */
         :: else -> ans = AlreadyHandedOff   /* another pause is durable: refused */
         fi
-    fi
+    fi;
+    G3(ans == Written)
 }
 
 /* The table's finish column (finish_step), for worker w holding epoch
  * held[w]: fenced exactly as an append; its outcome is its index. */
 inline log_finish(w) {
+    logsnap = LOG_SNAP;
 #ifdef BROKEN_FINISH_NO_FENCE
     c = (epoch > 0 -> epoch : 1);   /* asked as if it held the current epoch */
     e = c;
@@ -195,7 +235,8 @@ inline log_finish(w) {
         :: pause > 0 -> ans = AlreadyHandedOff
         :: else -> ans = AlreadyFinished             /* another outcome */
         fi
-    fi
+    fi;
+    G3(ans == Written)
 }
 
 /* seal_step: seal on an acknowledged append; Fenced: close and stop;
@@ -232,6 +273,7 @@ end:
     do
     :: d_step {
         decided == 0 && started < N ->
+        logsnap = LOG_SNAP;
         susp = (started > 0 && LIVE(started - 1) && held[started - 1] == epoch);
         /* The table's claim column (a wrong suspicion is a claim while
          * LIVE(worker holding epoch): nothing here forbids it). */
@@ -260,6 +302,7 @@ end:
             held[started] = epoch;
 #endif
             PROP(NEW_EPOCH(held[started]), "R9 an epoch is never issued twice");
+            PROP(NEW_EPOCH(held[started]), "G4 an epoch a claim answered is never answered to another claim of that Run");
             printf("owner claims (wrong suspicion: %d): Owner(epoch %d), starts worker %d\n",
                    susp, held[started], started);
             phase[started] = WORKING;
@@ -269,14 +312,25 @@ end:
             decided = 3
         :: !owns && !retired && pause > 0 ->
             printf("owner claims: HandedOff (worker %d's pause is durable), writes nothing\n", pause - 1);
-            decided = 1                /* writes nothing */
+            decided = 1;               /* writes nothing */
+#ifdef BROKEN_CLAIM_WRITES_FINAL
+            printf("  and advances the epoch\n");
+            epoch = epoch + 1;
+#endif
+            skip
         :: !owns && !retired && pause == 0 && finish > 0 ->
             printf("owner claims: Finished (worker %d's outcome is durable), writes nothing\n", finish - 1);
-            decided = 2
+            decided = 2;
+#ifdef BROKEN_CLAIM_WRITES_FINAL
+            printf("  and advances the epoch\n");
+            epoch = epoch + 1;
+#endif
+            skip
         :: !owns && !retired && pause == 0 && finish == 0 ->
             PROP(false, "R3 a claim answers HandedOff exactly when a pause is durable")
         fi
         fi;
+        G3(owns);
         owns = 0; susp = 0;
         invariants()
        }
@@ -343,24 +397,45 @@ end:
 
 #ifdef FATES
 /* The retention job: retire_step on what the log holds for the root, at
- * any time, until the tombstone is there. The log holds a record of the
- * Run once a claim issued an epoch; an open one is refused (RunOpen,
- * nothing written: a self-loop). Otherwise the Run's rows go (a root
- * never claimed has none) and the tombstone stays. */
+ * any time, until the tombstone is there. The log holds a Run of the root
+ * once a claim issued it an epoch (the root's, the successor's). Refused,
+ * nothing is written (a self-loop): NothingToRetire while it holds none;
+ * RunOpen while a Run of it is open, or the successor a durable pause
+ * names is not claimed or not final. Otherwise every Run's rows go and the
+ * tombstone stays. */
+#define HOLDS_A_RUN (epoch > 0 || succ_epoch > 0)
+#define OPEN_RUN ((epoch > 0 && pause == 0 && finish == 0) || (succ_epoch > 0 && !succ_finish))
+#define WAITING (pause > 0 && !(succ_epoch > 0 && succ_finish))
+#if defined(BROKEN_RETIRE_OPEN)
+#define REFUSED_OPEN false
+#elif defined(BROKEN_RETIRE_SUCCESSOR)
+#define REFUSED_OPEN OPEN_RUN
+#else
+#define REFUSED_OPEN (OPEN_RUN || WAITING)
+#endif
 active proctype operator() {
 end:
     do
     :: d_step {
         !retired ->
+        logsnap = LOG_SNAP;
         if
-#ifndef BROKEN_RETIRE_OPEN
-        :: epoch > 0 && pause == 0 && finish == 0 ->
-            printf("retention: RunOpen (the Run is open), nothing written\n")
-#endif
+        :: !HOLDS_A_RUN ->
+            printf("retention: NothingToRetire (no Run of the root), nothing written\n");
+            G3(false)
+        :: HOLDS_A_RUN && REFUSED_OPEN ->
+            printf("retention: RunOpen (a Run open, or the successor not final), nothing written\n");
+            G3(false)
         :: else ->
             PROP(epoch == 0 || pause > 0 || finish > 0, "R10 retention removes only final Runs");
-            printf("retention retires the root: the Run's rows are removed\n");
+#ifndef NO_G5
+            PROP(epoch > 0 && (pause > 0 || finish > 0) && (succ_epoch == 0 || succ_finish)
+                 && succ != S_DUE && succ != S_WORKING,
+                 "G5 retention removes only ended work: every Run final, the successor claimed and final");
+#endif
+            printf("retention retires the root: every Run's rows are removed\n");
             epoch = 0; pause = 0; pause_epoch = 0; finish = 0;
+            succ_epoch = 0; succ_finish = false;
 #ifdef BROKEN_NO_TOMBSTONE
             printf("  and no tombstone is kept\n");
 #ifndef NO_R10
@@ -370,6 +445,62 @@ end:
             retired = true
 #endif
         fi;
+        logsnap = 0;
+        invariants()
+       }
+    od
+}
+
+/* The successor's owner and worker: once a durable pause names it, its
+ * claim (the claim column on its own facts: Retired under the tombstone,
+ * else epoch c+1 and Owner), then its finish (the finish column, under the
+ * epoch its claim answered). G1: neither is ever refused. */
+active proctype successor() {
+end:
+    do
+    :: d_step {
+        succ == S_DUE ->
+        logsnap = LOG_SNAP;
+        if
+        :: retired ->
+            printf("the successor's claim: Retired (its handoff's rows are gone)\n");
+            succ = S_REFUSED;
+            PROP(false, "G1 a durable handoff reaches its successor: its claim is never refused")
+        :: !retired && succ_finish ->
+            printf("the successor's claim: Finished\n");
+            succ = S_REFUSED;
+            PROP(false, "G1 a durable handoff reaches its successor: its claim is never refused")
+        :: else ->
+            succ_epoch = succ_epoch + 1; succ_held = succ_epoch; succ = S_WORKING;
+            printf("the successor's claim: Owner(epoch %d)\n", succ_held)
+        fi;
+        G3(succ == S_WORKING);
+        invariants()
+       }
+    :: d_step {
+        succ == S_WORKING ->
+        logsnap = LOG_SNAP;
+        if
+        :: retired -> ans = Retired
+        :: !retired && (succ_held == 0 || succ_held > succ_epoch) -> ans = EpochNotIssued
+        :: !retired && succ_held != 0 && succ_held < succ_epoch -> ans = Fenced
+        :: else ->
+            if
+            :: !succ_finish ->
+                PROP(!retired, "R9 no write under the tombstone");
+                succ_finish = true; ans = Written
+            :: else -> ans = AlreadyDurable
+            fi
+        fi;
+        G3(ans == Written);
+        printf("the successor finishes under epoch %d: %e\n", succ_held, ans);
+        if
+        :: ans == Written || ans == AlreadyDurable -> succ = S_FINISHED
+        :: else ->
+            succ = S_REFUSED;
+            PROP(false, "G1 a durable handoff reaches its successor: its finish is never refused")
+        fi;
+        ans = 0;
         invariants()
        }
     od

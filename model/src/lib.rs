@@ -11,9 +11,10 @@
 //! builds the delegation ledger system of SPEC §2 around
 //! `baton::ledger::core::step` and checks D1–D6; [`fence`] builds the
 //! fenced handoff of SPEC §6 (an owner, its workers — zombies, wrong
-//! suspicions, lost replies, crashes, the finish and retention — and the
-//! log) around the real `baton::durable::claim_step`, `append_step`,
-//! `finish_step` and `retire_step` and checks R1–R10.
+//! suspicions, lost replies, crashes, the finish, the successor a durable
+//! pause names and retention — and the log) around the real
+//! `baton::durable::claim_step`, `append_step`, `finish_step` and
+//! `retire_step` and checks R1–R10 and G1, G3–G5.
 //! [`trace`] prints counterexamples and writes and
 //! replays them as JSON; [`report`] is what `cargo run -p baton-model`
 //! prints, and [`diagram`] the Mermaid state diagram of what was explored.

@@ -2,7 +2,8 @@
 //! handoff gate's configurations, the durable handoff's (the gate with the
 //! log, crashes and the restart: R1–R5), the delegation ledger's, the
 //! fenced handoff's (SPEC §6: zombies, wrong suspicions, lost replies,
-//! the finish and retention: R1–R10), and the self-tests on broken variants of each.
+//! the finish, the successor and retention: R1–R10, G1, G3–G5), and the
+//! self-tests on broken variants of each.
 //!
 //! Flags: `--diagram` prints the Mermaid state diagram of the CI
 //! configuration; `--symmetry` reduces symmetry; `--requesters N --tries T`

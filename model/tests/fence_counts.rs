@@ -1,17 +1,21 @@
 //! Pinned sizes of the fenced handoff's state space (SPEC §6: an owner,
 //! its workers — zombies, wrong suspicions, lost replies, crashes — and
-//! the log's real claim and append rules; then with the third fate and
-//! retention, the real finish and retire rules too), every property
-//! passing on them, and the broken rules caught with their shortest
-//! counterexamples. A change in a count is a behaviour change of the rule
-//! or of the model: explain it in the commit that changes the number.
+//! the log's real claim and append rules; then with the third fate,
+//! retention and the successor a durable pause names, the real finish and
+//! retire rules too), every property passing on them, and the broken
+//! rules caught with their shortest counterexamples. A change in a count
+//! is a behaviour change of the rule or of the model: explain it in the
+//! commit that changes the number.
 
 use baton_model::explore::{Exploration, Verdict};
-use baton_model::fence::props::{R1, R2, R3, R4, R5, R6, R7, R8, R9, R10};
+use baton_model::fence::props::{G1, G3, G4, G5, R1, R2, R3, R4, R5, R6, R7, R8, R9, R10};
 use baton_model::fence::report::{explore_all, self_test};
 use baton_model::fence::{FAct, FSys, FenceModel, Setup};
 
-const EVERY_RULE: [&str; 10] = [R1, R2, R3, R4, R5, R6, R7, R8, R9, R10];
+/// R1–R10 and the promises every configuration checks (G3, G4).
+const EVERY_RULE: [&str; 12] = [R1, R2, R3, R4, R5, R6, R7, R8, R9, R10, G3, G4];
+/// ... and those of the successor and retention (G1, G5).
+const WITH_THE_SUCCESSOR: [&str; 2] = [G1, G5];
 
 fn check(workers: u8) -> Exploration<FSys, FAct> {
     explore_all(&FenceModel::new(Setup::handoff(workers)))
@@ -27,6 +31,13 @@ fn assert_every_property_passes(e: &Exploration<FSys, FAct>) {
     }
     for r in EVERY_RULE {
         assert_eq!(e.verdict(r), Some(&Verdict::Holds), "{r}");
+    }
+}
+
+fn assert_every_property_passes_with_the_successor(e: &Exploration<FSys, FAct>) {
+    assert_every_property_passes(e);
+    for g in WITH_THE_SUCCESSOR {
+        assert_eq!(e.verdict(g), Some(&Verdict::Holds), "{g}");
     }
 }
 
@@ -60,44 +71,45 @@ fn four_workers_three_takeovers_have_exactly_873_states_and_r1_to_r10_hold() {
     assert_every_property_passes(&e);
 }
 
-/// One worker that may finish, and retention: no fault (no claim can
-/// follow), so the worker hands off or finishes, and retention retires the
-/// root before the claim, while the Run is open (refused), or once it is
-/// final.
+/// One worker that may finish, the successor, and retention: no fault (no
+/// claim can follow), so the worker hands off or finishes; retention is
+/// refused before the claim (`NothingToRetire`), while the Run is open,
+/// and after the handoff until the successor is claimed and finished
+/// (`RunOpen`), and retires the root once its work ended.
 #[test]
-fn one_worker_finish_and_retention_have_exactly_12_states() {
+fn one_worker_finish_and_retention_have_exactly_14_states() {
     let e = check_fates(1);
-    assert_eq!((e.states, e.transitions, e.max_depth), (12, 15, 5));
-    for r in EVERY_RULE {
+    assert_eq!((e.states, e.transitions, e.max_depth), (14, 24, 7));
+    for r in EVERY_RULE.into_iter().chain(WITH_THE_SUCCESSOR) {
         assert_eq!(e.verdict(r), Some(&Verdict::Holds), "{r}");
     }
 }
 
 #[test]
-fn two_workers_finish_and_retention_have_exactly_90_states_and_r1_to_r10_hold() {
+fn two_workers_finish_and_retention_have_exactly_130_states_and_r1_to_r10_g1_to_g5_hold() {
     let e = check_fates(2);
-    assert_eq!((e.states, e.transitions, e.max_depth), (90, 165, 8));
-    assert_every_property_passes(&e);
+    assert_eq!((e.states, e.transitions, e.max_depth), (130, 289, 10));
+    assert_every_property_passes_with_the_successor(&e);
 }
 
 #[test]
-fn three_workers_finish_and_retention_have_exactly_558_states_and_r1_to_r10_hold() {
+fn three_workers_finish_and_retention_have_exactly_826_states_and_r1_to_r10_g1_to_g5_hold() {
     let e = check_fates(3);
-    assert_eq!((e.states, e.transitions, e.max_depth), (558, 1_608, 11));
-    assert_every_property_passes(&e);
+    assert_eq!((e.states, e.transitions, e.max_depth), (826, 2_700, 13));
+    assert_every_property_passes_with_the_successor(&e);
 }
 
 #[test]
-fn four_workers_finish_and_retention_have_exactly_3366_states_and_r1_to_r10_hold() {
+fn four_workers_finish_and_retention_have_exactly_5002_states_and_r1_to_r10_g1_to_g5_hold() {
     let e = check_fates(4);
-    assert_eq!((e.states, e.transitions, e.max_depth), (3_366, 13_524, 14));
-    assert_every_property_passes(&e);
+    assert_eq!((e.states, e.transitions, e.max_depth), (5_002, 22_092, 16));
+    assert_every_property_passes_with_the_successor(&e);
 }
 
-/// The design before fencing and six broken rules (three of the handoff,
-/// on 3 workers; three of the finish and retention, on 3 workers with
-/// them), each caught by its property with a shortest counterexample of
-/// pinned length.
+/// The design before fencing and eight broken rules (four of the
+/// handoff, on 3 workers; four of the finish and retention, on 3 workers
+/// with them and the successor), each caught by its property with a
+/// shortest counterexample of pinned length.
 #[test]
 fn every_broken_rule_is_caught_with_its_shortest_counterexample() {
     let caught: Vec<_> = self_test()
@@ -107,31 +119,48 @@ fn every_broken_rule_is_caught_with_its_shortest_counterexample() {
             (c.variant.name, c.variant.caught_by, steps, c.violated)
         })
         .collect();
-    // R9 (no epoch issued twice) also sees k and m: both issue an epoch a
-    // worker already holds.
+    // R9 and G4 (no epoch issued twice) also see k and m: both issue an
+    // epoch a worker already holds.
     let expected = [
         (
             "k_owner_decides_by_reading",
             R1,
             4,
-            vec![R1, R5, R6, R7, R9],
+            vec![R1, R5, R6, R7, R9, G4],
         ),
         ("l_append_ignores_the_epoch", R7, 4, vec![R1, R6, R7]),
-        ("m_claim_does_not_advance_the_epoch", R1, 4, vec![R1, R9]),
+        (
+            "m_claim_does_not_advance_the_epoch",
+            R1,
+            4,
+            vec![R1, R9, G4],
+        ),
         ("n_claim_resumes_a_handed_off_run", R3, 4, vec![R1, R3, R7]),
-        // claim (epoch 1), commit, append, retire without a tombstone,
+        // claim, commit, append, a wrong suspicion's claim answers
+        // HandedOff and writes epoch 2 (R7 once the worker seals).
+        (
+            "t_claim_of_a_final_run_writes_an_epoch",
+            G3,
+            4,
+            vec![R7, G3],
+        ),
+        // claim (epoch 1), end, finish, retire without a tombstone,
         // claim: epoch 1 again (R10 sees the missing tombstone at step 4).
         (
             "p_retention_deletes_and_reissues_epoch_1",
             R9,
             5,
-            vec![R1, R2, R4, R5, R7, R8, R9, R10],
+            vec![R1, R2, R4, R5, R7, R8, R9, R10, G4],
         ),
         // claim, a wrong suspicion's claim (epoch 2), the zombie ends its
         // Run, its finish under epoch 1 is written.
         ("q_finish_ignores_the_epoch", R8, 4, vec![R6, R7, R8]),
-        // claim, retire: the open Run's rows go.
-        ("r_retention_drops_an_open_run", R10, 2, vec![R10]),
+        // claim, retire: the open Run's rows go (G5 too; G1 once a
+        // successor's claim answers Retired after its handoff's rows went).
+        ("r_retention_drops_an_open_run", R10, 2, vec![R10, G1, G5]),
+        // claim, commit, append (the successor named), retire (G5 broken
+        // here, at step 4), the successor's claim answers Retired.
+        ("s_retention_counts_a_handoff_as_ended", G1, 5, vec![G1, G5]),
     ];
     assert_eq!(caught.len(), expected.len());
     for ((name, by, steps, violated), (want, want_by, want_steps, want_violated)) in

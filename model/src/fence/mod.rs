@@ -25,8 +25,19 @@
 //! concurrently with everything else; when it answers `Retired` the log
 //! removes the Run's rows and keeps the tombstone, exactly as `MemoryLog`
 //! does: the Run's epoch is back to none, no pause, no finish, the
-//! tombstone set. A root never claimed holds no Run, so the rule retires it
-//! at once (the claim then answers `Retired`), as every store does.
+//! tombstone set. A root never claimed holds no Run: the rule refuses it
+//! (`NothingToRetire`), as every store does.
+//!
+//! **The successor** (with [`Setup::retire`], issue 43). A durable pause
+//! names its successor, a second Run of the same root, which must stay
+//! claimable until it is final (G1). Once a pause is durable (its reply
+//! received or lost), the successor's own owner may claim it with the real
+//! `claim_step` on what the log holds for it, and its worker finishes it
+//! with the real `finish_step` under the epoch that claim answered (the
+//! successor only finishes: no takeover, no fault, no handoff of its own).
+//! Retention passes `retire_step` every Run of the root the log holds:
+//! the root once claimed, the successor once claimed, each with its fate,
+//! and the removal takes both Runs' rows.
 //!
 //! **Bounds.** The owner starts at most [`Setup::workers`] workers (one per
 //! claim that answers `Owner`: takeovers up to `workers - 1`). Faults
@@ -46,19 +57,22 @@
 //! one stops it, any other answer (a lost reply too) closes it, and the
 //! owner's next claim learns the fate from the log.
 //!
-//! [`props`] holds R1–R10, R5 as liveness, and the coverage; [`VARIANTS`]
+//! [`props`] holds R1–R10, R5 as liveness, the promises G1 and G3–G5 of
+//! SPEC §6.1, and the coverage; [`VARIANTS`]
 //! the broken rules the checker must catch, the first of them the design
 //! before fencing (the owner decides by reading the log).
 
 pub mod props;
 pub mod report;
+pub mod variants;
+
+pub use variants::{VARIANTS, Variant, by_name};
 
 use std::sync::Arc;
 
 use baton::durable::{
-    AppendStep, Appended, Claim, ClaimStep, Decision, Epoch, Fate, Finished, LogError, Receipt,
-    Retirement, RunFacts, SealError, SealStep, append_step, claim_step, finish_step, reconcile,
-    retire_step, seal_step,
+    AppendStep, Appended, Claim, ClaimStep, Epoch, Fate, Finished, LogError, Receipt, Retirement,
+    RunFacts, SealError, SealStep, append_step, claim_step, finish_step, retire_step, seal_step,
 };
 use baton::{HandoffIntent, HandoffPause, Invocation};
 
@@ -69,6 +83,13 @@ pub const MAX_WORKERS: usize = 4;
 
 /// The root Run and the Run of the model.
 const ROOT: &str = "root";
+
+/// The successor every worker's pause names: a second Run of the root.
+const SUCCESSOR: &str = "successor";
+
+/// The successor's outcome (the root's workers' payloads are their
+/// indices, below [`MAX_WORKERS`]).
+const SUCCESSOR_OUTCOME: u8 = MAX_WORKERS as u8;
 
 /// Where a worker is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -121,6 +142,33 @@ impl Phase {
     }
 }
 
+/// Where the successor a durable pause names is ([`Setup::retire`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Succ {
+    /// No durable pause names it yet.
+    #[default]
+    Unnamed,
+    /// A durable pause names it: its owner may claim it.
+    Due,
+    /// Its claim answered `Owner`: its worker runs it.
+    Working,
+    /// Its outcome was acknowledged: it is final (done).
+    Finished,
+    /// Its claim or its finish was refused: the handoff never reached it
+    /// (G1 broken; done).
+    Refused,
+}
+
+impl Succ {
+    const ALL: [Succ; 5] = [
+        Succ::Unnamed,
+        Succ::Due,
+        Succ::Working,
+        Succ::Finished,
+        Succ::Refused,
+    ];
+}
+
 /// What the owner knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Owner {
@@ -162,6 +210,15 @@ pub struct FSys {
     pub phase: [Phase; MAX_WORKERS],
     /// The epoch each worker holds (from the claim that started it).
     pub held: [u8; MAX_WORKERS],
+    /// The log: the successor's epoch (0: not claimed, or its rows
+    /// removed).
+    pub succ_epoch: u8,
+    /// The log: whether the successor's outcome is durable.
+    pub succ_finish: bool,
+    /// Where the successor is.
+    pub succ: Succ,
+    /// The epoch the successor's worker holds (from its claim).
+    pub succ_held: u8,
 }
 
 impl FSys {
@@ -182,9 +239,25 @@ impl FSys {
     }
 
     /// Whether the log holds the tombstone only: no epoch, no pause, no
-    /// finish (R10).
+    /// finish, of the root or of its successor (R10).
     pub fn tombstone_only(&self) -> bool {
-        self.retired && self.epoch == 0 && !self.has_fate()
+        self.retired
+            && self.epoch == 0
+            && !self.has_fate()
+            && self.succ_epoch == 0
+            && !self.succ_finish
+    }
+
+    /// What the log holds (G3 compares it before and after a refusal).
+    pub fn log(&self) -> (u8, u8, u8, bool, u8, bool) {
+        (
+            self.epoch,
+            self.pause,
+            self.finish,
+            self.retired,
+            self.succ_epoch,
+            self.succ_finish,
+        )
     }
 }
 
@@ -235,6 +308,23 @@ pub enum FAct {
     },
     /// The retention job retired the root Run; what the log answered.
     Retire(Retired),
+    /// The successor's owner claimed it; what the claim answered.
+    SuccClaim(SuccClaimed),
+    /// The successor's worker recorded its outcome; what the log answered.
+    SuccFinish(Answer),
+}
+
+/// What a claim of the successor answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SuccClaimed {
+    /// `Owner`: its worker starts with the epoch.
+    Owner,
+    /// `Retired`: the root's rows are gone, the successor with them.
+    Retired,
+    /// A final fate (`HandedOff`, `Finished`): not this model's successor.
+    Final,
+    /// An error (contradictory facts, epochs exhausted).
+    Refused,
 }
 
 /// What the log answered an append or a finish.
@@ -261,15 +351,20 @@ pub enum Answer {
 pub enum Retired {
     /// The rows were removed (`runs` of them), the tombstone kept.
     Removed {
-        /// How many Runs' rows were removed (0 or 1).
+        /// How many Runs' rows were removed (1 or 2: the root, and its
+        /// successor once claimed).
         runs: u8,
         /// Whether the store kept the tombstone.
         tombstone: bool,
     },
     /// The root was already retired: nothing written.
     Already,
-    /// The Run is still open: `RunOpen`, nothing written.
+    /// A Run is not final yet (an open Run, or a successor a durable pause
+    /// names that is not claimed or not final): `RunOpen`, nothing written.
     RunOpen,
+    /// The log holds no Run of the root (never claimed): `NothingToRetire`,
+    /// nothing written.
+    NothingToRetire,
     /// Any other refusal.
     Refused,
 }
@@ -288,11 +383,12 @@ pub type AppendFn = fn(
 pub type FinishFn =
     fn(&str, Epoch, Fate<'_, u8>, Epoch, (&Invocation, &u8)) -> Result<AppendStep, LogError>;
 /// The log's retire: the rule's answer for the root (whether it is retired
-/// already, and its Run with its fate if the log holds one), and whether
-/// the store keeps the tombstone when it removes the rows. The real one is
-/// [`retire_step`] with the tombstone, as every store writes it.
+/// already, and every Run of it the log holds, each with its fate), and
+/// whether the store keeps the tombstone when it removes the rows. The
+/// real one is [`retire_step`] with the tombstone, as every store writes
+/// it.
 pub type RetireFn =
-    for<'a> fn(&str, bool, Option<(&'a str, Fate<'a, u8>)>) -> Result<(Retirement, bool), LogError>;
+    for<'a> fn(&str, bool, &[(&'a str, Fate<'a, u8>)]) -> Result<(Retirement, bool), LogError>;
 
 /// The rules a model runs: the real ones, or a variant's.
 #[derive(Clone, Copy, Debug)]
@@ -309,12 +405,12 @@ pub struct Rules {
 
 /// The real rule of `retire`, and the tombstone every store keeps with the
 /// removal (`MemoryLog::retire`).
-fn retire_with_tombstone(
+pub(crate) fn retire_with_tombstone(
     root_run_id: &str,
     retired: bool,
-    run: Option<(&str, Fate<'_, u8>)>,
+    runs: &[(&str, Fate<'_, u8>)],
 ) -> Result<(Retirement, bool), LogError> {
-    let step = retire_step(root_run_id, retired, run)?;
+    let step = retire_step(root_run_id, retired, runs.iter().copied())?;
     Ok((step, matches!(step, Retirement::Retired { .. })))
 }
 
@@ -336,7 +432,9 @@ pub struct Setup {
     /// Whether a worker may finish the Run (the third fate) instead of
     /// handing it off.
     pub finish: bool,
-    /// Whether the retention job runs (it retires the root Run).
+    /// Whether the retention job runs (it retires the root Run); with it,
+    /// the successor a durable pause names is a second Run of the root,
+    /// claimed and finished by its own owner and worker.
     pub retire: bool,
 }
 
@@ -351,7 +449,8 @@ impl Setup {
     }
 
     /// Every fate and retention: `workers` workers that may hand off or
-    /// finish, and the retention job.
+    /// finish, the successor a durable pause names, and the retention
+    /// job.
     pub const fn fates(workers: u8) -> Self {
         Self {
             workers,
@@ -371,8 +470,8 @@ pub struct Named {
 }
 
 /// The report's configurations: one to four workers (up to three
-/// takeovers, epochs 1–4), handing off; then the same with the third fate
-/// and retention.
+/// takeovers, epochs 1–4), handing off; then the same with the third fate,
+/// the successor a durable pause names, and retention.
 pub const REPORT: [Named; 6] = [
     Named {
         name: "2 workers (1 takeover)",
@@ -387,15 +486,15 @@ pub const REPORT: [Named; 6] = [
         setup: Setup::handoff(4),
     },
     Named {
-        name: "2 workers, finish and retention",
+        name: "2 workers, finish, the successor and retention",
         setup: Setup::fates(2),
     },
     Named {
-        name: "3 workers, finish and retention",
+        name: "3 workers, finish, the successor and retention",
         setup: Setup::fates(3),
     },
     Named {
-        name: "4 workers, finish and retention",
+        name: "4 workers, finish, the successor and retention",
         setup: Setup::fates(4),
     },
 ];
@@ -413,6 +512,8 @@ pub struct FenceModel {
     pub setup: Setup,
     rules: Rules,
     source: Invocation,
+    /// The successor's invocation (its Run is [`SUCCESSOR`]).
+    successor: Invocation,
     /// Worker `i`'s pause.
     pauses: Vec<HandoffPause<u8>>,
 }
@@ -430,7 +531,7 @@ impl FenceModel {
             handoff_id: "handoff".into(),
             host_epoch: "host".into(),
             root_run_id: ROOT.into(),
-            successor_run_id: "successor".into(),
+            successor_run_id: SUCCESSOR.into(),
             successor_invocation_id: "successor-invocation".into(),
             claim_id: "claim".into(),
         });
@@ -442,6 +543,12 @@ impl FenceModel {
                 turn_id: "turn".into(),
                 run_id: ROOT.into(),
                 invocation_id: "invocation".into(),
+            },
+            successor: Invocation {
+                session_id: "session".into(),
+                turn_id: "turn".into(),
+                run_id: SUCCESSOR.into(),
+                invocation_id: "successor-invocation".into(),
             },
             pauses: (0..MAX_WORKERS as u8)
                 .map(|i| HandoffPause::new(Arc::clone(&intent), i))
@@ -461,6 +568,24 @@ impl FenceModel {
             source: self.source.clone(),
             outcome: worker,
         }
+    }
+
+    fn successor_outcome(&self) -> Finished<u8> {
+        Finished {
+            source: self.successor.clone(),
+            outcome: SUCCESSOR_OUTCOME,
+        }
+    }
+
+    /// What the log holds for the successor, as a store reads it back.
+    fn successor_facts(&self, s: &FSys) -> RunFacts<u8> {
+        let mut facts = RunFacts::empty(ROOT, SUCCESSOR);
+        facts.epoch = Epoch::new(s.succ_epoch.into());
+        if s.succ_finish {
+            facts.finished = Some(self.successor_outcome());
+        }
+        facts.retired = s.retired;
+        facts
     }
 
     /// What the log holds, as a store reads it back.
@@ -586,15 +711,15 @@ impl FenceModel {
                     next.finish = w + 1;
                 } else {
                     next.pause = w + 1;
+                    // The durable pause names the successor: from now on
+                    // it must stay claimable (G1).
+                    if self.setup.retire && next.succ == Succ::Unnamed {
+                        next.succ = Succ::Due;
+                    }
                 }
                 (Answer::Written, next)
             }
-            Ok(AppendStep::Idempotent) => (Answer::AlreadyDurable, *s),
-            Err(LogError::Fenced { .. }) => (Answer::Fenced, *s),
-            Err(LogError::AlreadyHandedOff { .. }) => (Answer::AlreadyHandedOff, *s),
-            Err(LogError::AlreadyFinished { .. }) => (Answer::AlreadyFinished, *s),
-            Err(LogError::Retired { .. }) => (Answer::Retired, *s),
-            Err(_) => (Answer::Refused, *s),
+            other => (answer_of(other), *s),
         };
         let after = if finishing {
             after_finish
@@ -687,6 +812,84 @@ impl FenceModel {
         }
     }
 
+    /// The successor's owner and worker ([`Setup::retire`]): once a
+    /// durable pause names it, its claim (the real claim rule on what the
+    /// log holds for it), then its finish (the real finish rule, under the
+    /// epoch its claim answered). Each is fair: the successor, once named,
+    /// is run.
+    fn successor_steps(&self, s: &FSys, out: &mut Vec<Successor<FAct, FSys>>) {
+        let fairness = Fairness::Fair(1 + MAX_WORKERS as u8);
+        match s.succ {
+            Succ::Due => {
+                let mut next = *s;
+                let answer = match (self.rules.claim)(&self.successor_facts(s)) {
+                    Ok(ClaimStep { answer, write }) => {
+                        if let Some(epoch) = write {
+                            next.succ_epoch = u8::try_from(epoch.get()).expect("one claim");
+                        }
+                        match answer {
+                            Claim::Owner(epoch) => {
+                                next.succ = Succ::Working;
+                                next.succ_held = u8::try_from(epoch.get()).expect("one claim");
+                                SuccClaimed::Owner
+                            }
+                            Claim::Retired => SuccClaimed::Retired,
+                            Claim::HandedOff(_) | Claim::Finished(_) => SuccClaimed::Final,
+                        }
+                    }
+                    Err(_) => SuccClaimed::Refused,
+                };
+                if answer != SuccClaimed::Owner {
+                    next.succ = Succ::Refused;
+                }
+                out.push(Successor {
+                    action: FAct::SuccClaim(answer),
+                    next,
+                    fairness,
+                });
+            }
+            Succ::Working => {
+                let row = self.successor_outcome();
+                let (current, fate) = if s.retired {
+                    (Epoch::NONE, Fate::Retired)
+                } else if s.succ_finish {
+                    (Epoch::new(s.succ_epoch.into()), Fate::Finished(&row))
+                } else {
+                    (Epoch::new(s.succ_epoch.into()), Fate::Open)
+                };
+                let decided = (self.rules.finish)(
+                    ROOT,
+                    current,
+                    fate,
+                    Epoch::new(s.succ_held.into()),
+                    (&self.successor, &SUCCESSOR_OUTCOME),
+                );
+                let mut next = *s;
+                let answer = match &decided {
+                    Ok(AppendStep::Write) => {
+                        next.succ_finish = true;
+                        Answer::Written
+                    }
+                    other => answer_of(other),
+                };
+                next.succ = match answer {
+                    Answer::Written | Answer::AlreadyDurable => Succ::Finished,
+                    Answer::Fenced
+                    | Answer::AlreadyHandedOff
+                    | Answer::AlreadyFinished
+                    | Answer::Retired
+                    | Answer::Refused => Succ::Refused,
+                };
+                out.push(Successor {
+                    action: FAct::SuccFinish(answer),
+                    next,
+                    fairness,
+                });
+            }
+            Succ::Unnamed | Succ::Finished | Succ::Refused => {}
+        }
+    }
+
     /// The retention job: `retire` on what the log holds for the root
     /// (until the tombstone is there: a retention job lists the roots not
     /// retired yet). It may run at any time, or never.
@@ -700,23 +903,38 @@ impl FenceModel {
             (None, Some(row)) => Fate::Finished(row),
             (None, None) => Fate::Open,
         };
-        // The log holds a record of the Run once a claim issued an epoch.
-        let run = (s.epoch > 0).then_some((ROOT, fate));
-        let (answer, next) = match (self.rules.retire)(ROOT, s.retired, run) {
+        let succ_row = self.successor_outcome();
+        let succ_fate = if s.succ_finish {
+            Fate::Finished(&succ_row)
+        } else {
+            Fate::Open
+        };
+        // The log holds a record of a Run once a claim issued it an epoch.
+        let runs: Vec<(&str, Fate<'_, u8>)> = [
+            (s.epoch > 0).then_some((ROOT, fate)),
+            (s.succ_epoch > 0).then_some((SUCCESSOR, succ_fate)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let (answer, next) = match (self.rules.retire)(ROOT, s.retired, &runs) {
             Ok((Retirement::Retired { runs }, tombstone)) => {
-                // The rows removed: no epoch, no pause, no finish.
+                // Every Run's rows removed: no epoch, no pause, no finish.
                 let next = FSys {
                     epoch: 0,
                     pause: 0,
                     finish: 0,
+                    succ_epoch: 0,
+                    succ_finish: false,
                     retired: tombstone,
                     ..*s
                 };
-                let runs = u8::try_from(runs).expect("one Run");
+                let runs = u8::try_from(runs).expect("two Runs at most");
                 (Retired::Removed { runs, tombstone }, next)
             }
             Ok((Retirement::AlreadyRetired, _)) => (Retired::Already, *s),
             Err(LogError::RunOpen { .. }) => (Retired::RunOpen, *s),
+            Err(LogError::NothingToRetire { .. }) => (Retired::NothingToRetire, *s),
             Err(_) => (Retired::Refused, *s),
         };
         out.push(Successor {
@@ -751,6 +969,20 @@ fn after_finish(finished: Result<Receipt, LogError>) -> Phase {
     }
 }
 
+/// What the log answered a write (an append or a finish), as the model
+/// names it; a `Write` is [`Answer::Written`].
+fn answer_of(decided: &Result<AppendStep, LogError>) -> Answer {
+    match decided {
+        Ok(AppendStep::Write) => Answer::Written,
+        Ok(AppendStep::Idempotent) => Answer::AlreadyDurable,
+        Err(LogError::Fenced { .. }) => Answer::Fenced,
+        Err(LogError::AlreadyHandedOff { .. }) => Answer::AlreadyHandedOff,
+        Err(LogError::AlreadyFinished { .. }) => Answer::AlreadyFinished,
+        Err(LogError::Retired { .. }) => Answer::Retired,
+        Err(_) => Answer::Refused,
+    }
+}
+
 /// What a worker sees when its request or its reply is lost: a storage
 /// error, the write's outcome unknown to it.
 fn lost() -> LogError {
@@ -779,7 +1011,15 @@ impl Model for FenceModel {
                 .expect("a phase") as u64;
             key |= (phase | u64::from(s.held[i]) << 4) << (15 + 8 * i);
         }
-        key
+        let succ = Succ::ALL
+            .iter()
+            .position(|p| *p == s.succ)
+            .expect("a successor phase") as u64;
+        key | (succ
+            | u64::from(s.succ_epoch) << 3
+            | u64::from(s.succ_finish) << 5
+            | u64::from(s.succ_held) << 6)
+            << 47
     }
 
     fn unpack(&self, key: u64) -> FSys {
@@ -796,6 +1036,11 @@ impl Model for FenceModel {
             s.phase[i] = Phase::ALL[(bits & 0xf) as usize];
             s.held[i] = (bits >> 4 & 0xf) as u8;
         }
+        let bits = key >> 47;
+        s.succ = Succ::ALL[(bits & 0x7) as usize];
+        s.succ_epoch = (bits >> 3 & 0x3) as u8;
+        s.succ_finish = bits >> 5 & 1 == 1;
+        s.succ_held = (bits >> 6 & 0x3) as u8;
         s
     }
 
@@ -808,197 +1053,9 @@ impl Model for FenceModel {
         for i in 0..usize::from(self.setup.workers) {
             self.worker_steps(s, i, out);
         }
+        if self.setup.retire {
+            self.successor_steps(s, out);
+        }
         self.retire_steps(s, out);
     }
-}
-
-/// A broken rule, and the property expected to catch it.
-#[derive(Clone, Copy, Debug)]
-pub struct Variant {
-    /// Its name.
-    pub name: &'static str,
-    /// What is broken.
-    pub bug: &'static str,
-    /// The rules, one of them broken.
-    pub rules: Rules,
-    /// The configuration the self-test checks it on.
-    pub setup: Setup,
-    /// The property that must report it.
-    pub caught_by: &'static str,
-}
-
-/// (k) The owner decides by reading: `reconcile` on the facts, no epoch
-/// written — the design before fencing.
-fn claim_by_reading(facts: &RunFacts<u8>) -> Result<ClaimStep<u8>, LogError> {
-    let next = facts.epoch.next().ok_or(LogError::EpochsExhausted)?;
-    let answer = match reconcile(facts).map_err(LogError::Contradictory)? {
-        Decision::HandedOff(pause) => Claim::HandedOff(pause),
-        Decision::Finished(outcome) => Claim::Finished(outcome),
-        Decision::Retired => Claim::Retired,
-        Decision::Resumable => Claim::Owner(next),
-    };
-    Ok(ClaimStep {
-        answer,
-        write: None,
-    })
-}
-
-/// (k, l) An append that ignores the epoch: the real rule asked as if the
-/// worker held the current epoch.
-fn append_ignoring_the_epoch(
-    root_run_id: &str,
-    current: Epoch,
-    fate: Fate<'_, u8>,
-    _epoch: Epoch,
-    new: (&Invocation, &HandoffPause<u8>),
-) -> Result<AppendStep, LogError> {
-    let current = current.max(Epoch::new(1));
-    append_step(root_run_id, current, fate, current, new)
-}
-
-/// (m) A claim that does not advance the epoch once one was issued: the
-/// real rule, whose `Owner` answer is rewritten to the current epoch.
-fn claim_without_advancing(facts: &RunFacts<u8>) -> Result<ClaimStep<u8>, LogError> {
-    let step = claim_step(facts)?;
-    Ok(match step.answer {
-        Claim::Owner(_) if facts.epoch > Epoch::NONE => ClaimStep {
-            answer: Claim::Owner(facts.epoch),
-            write: None,
-        },
-        Claim::Owner(_) | Claim::HandedOff(_) | Claim::Finished(_) | Claim::Retired => step,
-    })
-}
-
-/// (n) A claim that resumes a handed-off Run: the real rule, whose
-/// `HandedOff` answer is rewritten into a new epoch.
-fn claim_resuming_a_handed_off_run(facts: &RunFacts<u8>) -> Result<ClaimStep<u8>, LogError> {
-    let step = claim_step(facts)?;
-    Ok(match step.answer {
-        Claim::HandedOff(_) => {
-            let next = facts.epoch.next().ok_or(LogError::EpochsExhausted)?;
-            ClaimStep {
-                answer: Claim::Owner(next),
-                write: Some(next),
-            }
-        }
-        Claim::Owner(_) | Claim::Finished(_) | Claim::Retired => step,
-    })
-}
-
-/// (p) Retention deletes the Run's rows and keeps no tombstone: the real
-/// rule, whose removal forgets the root, so the next claim finds nothing
-/// and issues epoch 1 again.
-fn retire_without_a_tombstone(
-    root_run_id: &str,
-    retired: bool,
-    run: Option<(&str, Fate<'_, u8>)>,
-) -> Result<(Retirement, bool), LogError> {
-    Ok((retire_step(root_run_id, retired, run)?, false))
-}
-
-/// (q) A finish that ignores the epoch: the real rule asked as if the
-/// worker held the current epoch.
-fn finish_ignoring_the_epoch(
-    root_run_id: &str,
-    current: Epoch,
-    fate: Fate<'_, u8>,
-    _epoch: Epoch,
-    new: (&Invocation, &u8),
-) -> Result<AppendStep, LogError> {
-    let current = current.max(Epoch::new(1));
-    finish_step(root_run_id, current, fate, current, new)
-}
-
-/// (r) Retention that drops a Run still open: the real rule, shown only
-/// the Runs whose fate is final, so it never answers `RunOpen`.
-fn retire_ignoring_open_runs(
-    root_run_id: &str,
-    retired: bool,
-    run: Option<(&str, Fate<'_, u8>)>,
-) -> Result<(Retirement, bool), LogError> {
-    retire_with_tombstone(
-        root_run_id,
-        retired,
-        run.filter(|(_, fate)| fate.is_final()),
-    )
-}
-
-/// The broken rules of the fenced handoff.
-pub const VARIANTS: [Variant; 7] = [
-    Variant {
-        name: "k_owner_decides_by_reading",
-        bug: "the design before fencing: the owner reads the log and resumes; appends carry no epoch",
-        rules: Rules {
-            claim: claim_by_reading,
-            append: append_ignoring_the_epoch,
-            ..Rules::REAL
-        },
-        setup: SELF_TEST,
-        caught_by: props::R1,
-    },
-    Variant {
-        name: "l_append_ignores_the_epoch",
-        bug: "an append is written whatever epoch it carries",
-        rules: Rules {
-            append: append_ignoring_the_epoch,
-            ..Rules::REAL
-        },
-        setup: SELF_TEST,
-        caught_by: props::R7,
-    },
-    Variant {
-        name: "m_claim_does_not_advance_the_epoch",
-        bug: "a takeover reissues the current epoch instead of a new one",
-        rules: Rules {
-            claim: claim_without_advancing,
-            ..Rules::REAL
-        },
-        setup: SELF_TEST,
-        caught_by: props::R1,
-    },
-    Variant {
-        name: "n_claim_resumes_a_handed_off_run",
-        bug: "a claim issues a new epoch although a pause is durable",
-        rules: Rules {
-            claim: claim_resuming_a_handed_off_run,
-            ..Rules::REAL
-        },
-        setup: SELF_TEST,
-        caught_by: props::R3,
-    },
-    Variant {
-        name: "p_retention_deletes_and_reissues_epoch_1",
-        bug: "retention deletes the Run's rows without a tombstone: the next claim issues epoch 1 again",
-        rules: Rules {
-            retire: retire_without_a_tombstone,
-            ..Rules::REAL
-        },
-        setup: SELF_TEST_FATES,
-        caught_by: props::R9,
-    },
-    Variant {
-        name: "q_finish_ignores_the_epoch",
-        bug: "a finish is written whatever epoch it carries",
-        rules: Rules {
-            finish: finish_ignoring_the_epoch,
-            ..Rules::REAL
-        },
-        setup: SELF_TEST_FATES,
-        caught_by: props::R8,
-    },
-    Variant {
-        name: "r_retention_drops_an_open_run",
-        bug: "retention removes a Run still open (RunOpen ignored)",
-        rules: Rules {
-            retire: retire_ignoring_open_runs,
-            ..Rules::REAL
-        },
-        setup: SELF_TEST_FATES,
-        caught_by: props::R10,
-    },
-];
-
-/// The variant called `name`.
-pub fn by_name(name: &str) -> Option<Variant> {
-    VARIANTS.iter().find(|v| v.name == name).copied()
 }

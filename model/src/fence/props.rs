@@ -29,12 +29,31 @@
 //!   fate is final (or when the log holds no Run), and then the log holds
 //!   the tombstone only (no epoch, no pause, no finish).
 //!
+//! And the promises to the user they serve (SPEC §6.1, G1–G5; G2, a
+//! payload's round trip, is the stores' tests', not the model's):
+//!
+//! - **G1** a durable handoff reaches its successor: until the successor a
+//!   durable pause names is final, its claim is never refused (it answers
+//!   `Owner`, never `Retired`, never an error), and neither is its finish
+//!   (its work is never lost);
+//! - **G3** a refusal writes nothing: a claim that starts no worker, a
+//!   write (append or finish, the successor's too) not `Written`, a lost
+//!   request and a retirement that removes nothing leave the log as it was;
+//! - **G4** an epoch a claim answered is never answered to another claim
+//!   of that Run (R9's first half);
+//! - **G5** retention removes only ended work: whenever a retirement
+//!   removes the root, the log holds a Run of it, every Run of it is final,
+//!   and the successor a durable pause names was claimed and is final (its
+//!   work is not lost).
+//!
 //! Retention removes the pause with the Run's rows, so R2, R4 and R7 also
 //! accept a seal under the tombstone: the worker's append was acknowledged
 //! before (R6: the pause never changed until then), and R10 says the Run
 //! was final when its rows went.
 
-use super::{Answer, FAct, FSys, FenceModel, MAX_WORKERS, Owner, Phase, Retired, Setup};
+use super::{
+    Answer, FAct, FSys, FenceModel, MAX_WORKERS, Owner, Phase, Retired, Setup, Succ, SuccClaimed,
+};
 use crate::explore::{Check, Property};
 
 type M = FenceModel;
@@ -59,6 +78,14 @@ pub const R8: &str = "R8 a Run has at most one final fate, and no epoch is issue
 pub const R9: &str = "R9 retention never reopens the fence: no epoch issued twice, no Run resumed or written after it";
 /// R10's name.
 pub const R10: &str = "R10 retention removes only final Runs and leaves the tombstone only";
+/// G1's name.
+pub const G1: &str = "G1 a durable handoff reaches its successor: its claim and its finish are never refused until it is final";
+/// G3's name.
+pub const G3: &str = "G3 a refusal writes nothing";
+/// G4's name.
+pub const G4: &str = "G4 an epoch a claim answered is never answered to another claim of that Run";
+/// G5's name.
+pub const G5: &str = "G5 retention removes only ended work: every Run final, the successor a durable pause names claimed and final";
 
 fn sometimes(name: &'static str, check: crate::explore::StepCheck<M>) -> Property<M> {
     Property {
@@ -88,7 +115,25 @@ fn wrote_or_sealed(t: &FAct) -> Option<u8> {
         | FAct::End(_)
         | FAct::RequestLost(_)
         | FAct::Crash(_)
-        | FAct::Retire(_) => None,
+        | FAct::Retire(_)
+        | FAct::SuccClaim(_)
+        | FAct::SuccFinish(_) => None,
+    }
+}
+
+/// Whether the step was refused or wrote nothing by its answer (G3): a
+/// claim that started no worker, a write not `Written`, a lost request, a
+/// retirement that removed nothing.
+fn refused(t: &FAct) -> bool {
+    match *t {
+        FAct::Claim { started, .. } => started.is_none(),
+        FAct::Append { answer, .. } | FAct::Finish { answer, .. } | FAct::SuccFinish(answer) => {
+            answer != Answer::Written
+        }
+        FAct::RequestLost(_) => true,
+        FAct::Retire(answer) => !matches!(answer, Retired::Removed { .. }),
+        FAct::SuccClaim(answer) => answer != SuccClaimed::Owner,
+        FAct::Commit(_) | FAct::Seal(_) | FAct::Crash(_) | FAct::End(_) => false,
     }
 }
 
@@ -117,8 +162,10 @@ fn none_started_after(s: &FSys, fate: u8) -> bool {
     fate == 0 || (usize::from(fate)..MAX_WORKERS).all(|later| s.phase[later] == Phase::Idle)
 }
 
-/// Every property of `setup`, in report order: R1–R10 and the coverage
-/// (the finish's and retention's situations only where they run).
+/// Every property of `setup`, in report order: R1–R10, G1 and G3–G5 (G1
+/// and G5 where the successor and retention run) and the coverage (the
+/// finish's, retention's and the successor's situations only where they
+/// run).
 pub fn properties(setup: &Setup) -> Vec<Property<M>> {
     let mut all = vec![
         Property {
@@ -220,6 +267,7 @@ pub fn properties(setup: &Setup) -> Vec<Property<M>> {
                         && (0..MAX_WORKERS)
                             .all(|j| j == i || a.phase[j] == Phase::Idle || a.held[j] != b.held[i])
                 }
+                FAct::SuccFinish(Answer::Written) => !a.retired,
                 _ => !(wrote(t) && a.retired),
             }),
         },
@@ -229,6 +277,25 @@ pub fn properties(setup: &Setup) -> Vec<Property<M>> {
                 (!removed(t) || a.epoch == 0 || a.has_fate())
                     && (!removed(t) || b.tombstone_only())
                     && (!b.retired || b.tombstone_only())
+            }),
+        },
+        Property {
+            name: G3,
+            check: Check::AlwaysStep(|_: &M, a: &FSys, t: &FAct, b: &FSys| {
+                !refused(t) || a.log() == b.log()
+            }),
+        },
+        Property {
+            name: G4,
+            check: Check::AlwaysStep(|_: &M, a: &FSys, t: &FAct, b: &FSys| match *t {
+                FAct::Claim {
+                    started: Some(i), ..
+                } => {
+                    let i = usize::from(i);
+                    (0..MAX_WORKERS)
+                        .all(|j| j == i || a.phase[j] == Phase::Idle || a.held[j] != b.held[i])
+                }
+                _ => true,
             }),
         },
         sometimes(
@@ -301,7 +368,12 @@ pub fn properties(setup: &Setup) -> Vec<Property<M>> {
         all.extend(finish_coverage());
     }
     if setup.retire {
+        // G1 before G3 and G4, G5 after them (report order: G1, G3–G5).
+        let [g1, g5] = successor_properties();
+        all.insert(10, g1);
+        all.insert(13, g5);
         all.extend(retire_coverage());
+        all.extend(successor_coverage());
     }
     if setup.finish && setup.retire {
         all.push(sometimes(
@@ -318,6 +390,74 @@ pub fn properties(setup: &Setup) -> Vec<Property<M>> {
         ));
     }
     all
+}
+
+/// G1 and G5: the successor a durable pause names, and retention.
+fn successor_properties() -> [Property<M>; 2] {
+    [
+        Property {
+            name: G1,
+            check: Check::AlwaysStep(|_: &M, _: &FSys, t: &FAct, _: &FSys| match *t {
+                FAct::SuccClaim(answer) => answer == SuccClaimed::Owner,
+                FAct::SuccFinish(answer) => {
+                    matches!(answer, Answer::Written | Answer::AlreadyDurable)
+                }
+                _ => true,
+            }),
+        },
+        Property {
+            name: G5,
+            check: Check::AlwaysStep(|_: &M, a: &FSys, t: &FAct, _: &FSys| {
+                !removed(t)
+                    || (a.epoch > 0
+                        && a.has_fate()
+                        && (a.succ_epoch == 0 || a.succ_finish)
+                        && !matches!(a.succ, Succ::Due | Succ::Working))
+            }),
+        },
+    ]
+}
+
+/// The successor's situations, so that G1 and G5 are not vacuous.
+fn successor_coverage() -> Vec<Property<M>> {
+    vec![
+        sometimes(
+            "retention is refused while the successor is not claimed (RunOpen)",
+            |_, a, t, _| matches!(t, FAct::Retire(Retired::RunOpen)) && a.succ == Succ::Due,
+        ),
+        sometimes(
+            "retention is refused while the successor runs (RunOpen)",
+            |_, a, t, _| {
+                matches!(t, FAct::Retire(Retired::RunOpen))
+                    && a.succ == Succ::Working
+                    && a.has_fate()
+            },
+        ),
+        sometimes(
+            "the successor's claim answers Owner after the handoff",
+            |_, _, t, _| matches!(t, FAct::SuccClaim(SuccClaimed::Owner)),
+        ),
+        sometimes(
+            "the successor's claim answers Owner after its handoff's reply was lost",
+            |_, a, t, _| {
+                matches!(t, FAct::SuccClaim(SuccClaimed::Owner))
+                    && (0..MAX_WORKERS)
+                        .any(|i| a.phase[i] == Phase::Closed && usize::from(a.pause) == i + 1)
+            },
+        ),
+        sometimes(
+            "a retirement removes the root after the successor finished",
+            |_, a, t, _| {
+                matches!(t, FAct::Retire(Retired::Removed { runs: 2, .. }))
+                    && a.succ == Succ::Finished
+                    && a.pause > 0
+            },
+        ),
+        sometimes(
+            "retention is refused for a root never claimed (NothingToRetire)",
+            |_, _, t, _| matches!(t, FAct::Retire(Retired::NothingToRetire)),
+        ),
+    ]
 }
 
 /// The finish's situations, so that R8 is not vacuous.

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{FAct, FSys, FenceModel, Named, VARIANTS, Variant, props};
+use super::{FAct, FSys, FenceModel, Named, Succ, VARIANTS, Variant, props};
 use crate::explore::{Exploration, Options, Trace, Verdict, explore};
 use crate::report::{SelfTestRow, format_self_test_block, thousands, trace_shape, verdict_lines};
 
@@ -46,7 +46,7 @@ pub fn render(t: &Trace<FSys, FAct>) -> String {
         }
         let _ = writeln!(
             out,
-            "    {:>2}. {act:?}\n        → log epoch {} pause {}{}{} · owner {:?} · workers {:?} · epochs {:?}",
+            "    {:>2}. {act:?}\n        → log epoch {} pause {}{}{}{} · owner {:?} · workers {:?} · epochs {:?}{}",
             n + 1,
             state.epoch,
             match state.pause {
@@ -57,10 +57,18 @@ pub fn render(t: &Trace<FSys, FAct>) -> String {
                 0 => String::new(),
                 w => format!(" finish of worker {}", w - 1),
             },
+            match (state.succ_epoch, state.succ_finish) {
+                (0, false) => String::new(),
+                (e, f) => format!(" · successor epoch {e}{}", if f { " finished" } else { "" }),
+            },
             if state.retired { " · tombstone" } else { "" },
             state.owner,
             state.phase,
-            state.held
+            state.held,
+            match state.succ {
+                Succ::Unnamed => String::new(),
+                succ => format!(" · successor {succ:?}"),
+            }
         );
     }
     out
