@@ -20,7 +20,6 @@ pub fn source(run: &str) -> Invocation {
     }
 }
 
-
 pub fn execution() -> HandoffExecution {
     let digest = |c: char| Digest::parse(format!("sha256:{}", c.to_string().repeat(64))).unwrap();
     HandoffExecution {
@@ -40,7 +39,6 @@ pub fn execution() -> HandoffExecution {
     }
 }
 
-
 /// The pause that hands `run` of `root` off to `next`.
 pub fn pause(root: &str, run: &str, next: &str) -> Pause {
     HandoffPause::new(
@@ -56,7 +54,6 @@ pub fn pause(root: &str, run: &str, next: &str) -> Pause {
     )
 }
 
-
 /// 32 hex digits of a hash of `(tag, i)`: an id spread over the key space.
 pub fn hashed(tag: u64, i: u64) -> String {
     let mix = |mut z: u64| {
@@ -69,14 +66,12 @@ pub fn hashed(tag: u64, i: u64) -> String {
     format!("{a:016x}{:016x}", mix(a))
 }
 
-
 pub fn setting(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
 }
-
 
 pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
@@ -89,7 +84,6 @@ pub fn thousands(n: u64) -> String {
     }
     out
 }
-
 
 pub struct TempFile(pub PathBuf);
 
@@ -121,7 +115,6 @@ impl Drop for TempFile {
     }
 }
 
-
 /// Latencies of one measurement, sorted.
 pub struct Sample(pub Vec<Duration>);
 
@@ -139,21 +132,21 @@ impl Sample {
     }
 }
 
-
 pub fn ms(d: Duration) -> String {
     format!("{:.3}", d.as_secs_f64() * 1e3)
 }
-
 
 pub fn ratio(big: Duration, small: Duration) -> f64 {
     big.as_secs_f64() / small.as_secs_f64()
 }
 
-
 /// `what`, or a panic if it outlives `limit`.
-pub async fn bounded<T>(what: &str, limit: Duration, work: impl std::future::Future<Output = T>) -> T {
+pub async fn bounded<T>(
+    what: &str,
+    limit: Duration,
+    work: impl std::future::Future<Output = T>,
+) -> T {
     tokio::time::timeout(limit, work)
         .await
         .unwrap_or_else(|_| panic!("{what} did not finish within {limit:?}"))
 }
-

@@ -54,19 +54,19 @@
 //! skipped. Every wait of PostgreSQL is bounded (a phase past its limit
 //! panics); SQLite's waits are the log's busy timeout.
 
+mod durable_common;
 #[path = "../tests/common/postgres.rs"]
 #[allow(dead_code)]
 mod postgres_fixture;
-mod durable_common;
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use baton::HandoffExecution;
 use baton::durable::{
     AsyncHandoffLog, Claim, HandoffLog, PostgresLog, PostgresOptions, Retirement, SqliteLog,
 };
-use baton::HandoffExecution;
 use durable_common::{
     Sample, TempFile, bounded, execution, hashed, ms, pause, ratio, setting, source, thousands,
 };

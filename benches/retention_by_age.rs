@@ -28,10 +28,10 @@
 //! retention_by_age`; it prints Markdown. Without the PostgreSQL server
 //! programs its rows are skipped.
 
+mod durable_common;
 #[path = "../tests/common/postgres.rs"]
 #[allow(dead_code)]
 mod postgres_fixture;
-mod durable_common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -183,7 +183,10 @@ fn sqlite_by_age(roots: usize, ops: usize, batch: usize) -> Duration {
             loop {
                 batches += 1;
                 let next = total.next.clone();
-                add(&mut total, log.retire_ended(before, next.as_ref(), batch).unwrap());
+                add(
+                    &mut total,
+                    log.retire_ended(before, next.as_ref(), batch).unwrap(),
+                );
                 if total.next.is_none() {
                     break;
                 }
@@ -213,11 +216,14 @@ fn sqlite_by_age(roots: usize, ops: usize, batch: usize) -> Duration {
         &swept,
     );
     let raw = rusqlite::Connection::open(&file.0).unwrap();
-    raw.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").unwrap();
+    raw.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+        .unwrap();
     let mut left = Vec::new();
     for table in ["run_epoch", "handoff_pause", "run_finish", "retired_root"] {
         let n: i64 = raw
-            .query_row(&format!("SELECT count(*) FROM {table}"), [], |row| row.get(0))
+            .query_row(&format!("SELECT count(*) FROM {table}"), [], |row| {
+                row.get(0)
+            })
             .unwrap();
         left.push(format!("{table} {}", thousands(n as u64)));
     }
