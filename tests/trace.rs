@@ -750,7 +750,11 @@ fn the_postgres_store_traces_connections_migrations_retries_and_unknown_outcomes
         .filter(|e| e.message() == Some("migrating"))
         .map(|e| e.field("version"))
         .collect();
-    assert_eq!(migrated, [Some("1"), Some("2"), Some("3")], "{seen:?}");
+    assert_eq!(
+        migrated,
+        [Some("1"), Some("2"), Some("3"), Some("4")],
+        "{seen:?}"
+    );
     let retry = seen
         .iter()
         .find(|e| e.message() == Some("retry"))
