@@ -102,3 +102,75 @@ fn a_batch_looks_at_each_root_once_and_says_where_the_next_goes_on() {
     }
     assert_eq!((sweep.retired, sweep.runs, sweep.kept), (2, 3, 1));
 }
+
+mod agrees_with_retire {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::durable::fence::{Retirement, retire_step};
+    use crate::facts::HandoffPause;
+
+    const NAMES: [&str; 4] = ["a", "b", "c", "d"];
+
+    /// A Run of the root: its name, and its fate (0 open, 1 finished, 2
+    /// handed off to the Run named by the second number).
+    fn runs() -> impl Strategy<Value = Vec<(usize, u8, usize)>> {
+        proptest::collection::vec((0..NAMES.len(), 0..3u8, 0..NAMES.len()), 0..4)
+    }
+
+    proptest! {
+        /// G5 by age is G5: for a root whose latest end is before the
+        /// cut-off, a sweep retires exactly what `retire` retires (the same
+        /// Runs), and keeps exactly what `retire` refuses as not ended; for
+        /// a root that ended at or after the cut-off, or never ended, it
+        /// keeps it. So every proof of `retire_step` (the model's, SPIN's)
+        /// holds for the sweep.
+        #[test]
+        fn g5_a_sweep_decides_as_retire_for_a_root_that_ended_before_the_cut_off(
+            picked in runs(),
+            retired in any::<bool>(),
+            late in any::<bool>(),
+        ) {
+            let done = Finished { source: source(), outcome: 7_u32 };
+            let rows: Vec<Appended<u32>> = NAMES
+                .iter()
+                .map(|successor| {
+                    let mut pause: HandoffPause<u32> = pause("h");
+                    std::sync::Arc::make_mut(&mut pause.intent).successor_run_id =
+                        (*successor).to_owned();
+                    Appended { source: source(), pause }
+                })
+                .collect();
+            let mut seen = Vec::new();
+            let fates: Vec<(&str, Fate<'_, u32>)> = picked
+                .iter()
+                .filter(|(name, ..)| {
+                    let fresh = !seen.contains(name);
+                    seen.push(*name);
+                    fresh
+                })
+                .map(|&(name, fate, successor)| {
+                    let fate = match fate {
+                        0 => Fate::Open,
+                        1 => Fate::Finished(&done),
+                        _ => Fate::HandedOff(&rows[successor]),
+                    };
+                    (NAMES[name], fate)
+                })
+                .collect();
+            let ended = if late { at(10) } else { at(9) };
+            let swept = sweep_step("root", retired, fates.clone(), Some(ended), at(10)).unwrap();
+            let expected = match retire_step("root", retired, fates.clone()) {
+                _ if retired => SweepStep::Gone,
+                _ if late => SweepStep::Keep,
+                Ok(Retirement::Retired { runs }) => SweepStep::Retire { runs },
+                Ok(Retirement::AlreadyRetired) => SweepStep::Gone,
+                Err(LogError::RunOpen { .. } | LogError::NothingToRetire { .. }) => SweepStep::Keep,
+                Err(other) => panic!("retire_step refused {other:?}"),
+            };
+            prop_assert_eq!(swept, expected);
+            let never = sweep_step("root", retired, fates, None, at(10)).unwrap();
+            prop_assert_eq!(never, if retired { SweepStep::Gone } else { SweepStep::Keep });
+        }
+    }
+}
