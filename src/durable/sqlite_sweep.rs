@@ -81,6 +81,16 @@ where
 
     /// [`retire_ended`](Self::retire_ended) on the log's thread, for async
     /// code: the same batch, awaited.
+    ///
+    /// # Cancel safety
+    ///
+    /// The batch is one transaction on the log's thread: dropping the
+    /// future after it was sent leaves it to commit (every root it retires)
+    /// or not (none), unseen; the same batch may be sent again.
+    ///
+    /// # Errors
+    ///
+    /// As [`retire_ended`](Self::retire_ended)'s.
     pub fn retire_ended_async(
         &self,
         before: SystemTime,

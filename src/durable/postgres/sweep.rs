@@ -38,6 +38,14 @@ where
     /// database holds (retired or not). The end of a Run is the server's
     /// `now()` in the transaction that wrote its pause or its finish.
     ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future ends the batch: each root whose transaction
+    /// committed stays retired, a root whose retirement was in flight is
+    /// retired or left whole (its transaction commits or not, as a dropped
+    /// `retire_async`'s), and nothing else changed; the same batch may be
+    /// sent again.
+    ///
     /// # Errors
     ///
     /// [`LogError::Unavailable`] if the candidates could not be read
