@@ -45,6 +45,7 @@
 //! Run the log holds is final, successors ignored), and workers do not
 //! follow their handoffs, so a retired root's successor is still unclaimed.
 
+use std::cell::{Cell, RefCell};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::{BufRead, Write};
 use std::sync::Arc;
@@ -65,6 +66,9 @@ type Log = PostgresLog<baton::HandoffExecution>;
 
 /// A chain's last Run (its index): it always finishes.
 pub const MAX_CHAIN: u64 = 3;
+
+/// The owner decides the roots in this many lanes at once.
+const DECIDE_LANES: u64 = 4;
 
 /// The wall clock in µs since the epoch: every process's history shares it.
 pub fn now_us() -> u64 {
@@ -128,7 +132,7 @@ fn intent(run: &str, pause_id: &str, host: &str) -> HandoffIntent {
 
 /// This process's history on stdout.
 struct History {
-    next: u64,
+    next: Cell<u64>,
 }
 
 fn say(line: &str) {
@@ -138,10 +142,11 @@ fn say(line: &str) {
 }
 
 impl History {
-    fn invoke(&mut self, what: &str) -> u64 {
-        self.next += 1;
-        say(&format!("{} invoke {what}", self.next));
-        self.next
+    fn invoke(&self, what: &str) -> u64 {
+        let op = self.next.get() + 1;
+        self.next.set(op);
+        say(&format!("{op} invoke {what}"));
+        op
     }
     fn complete(&self, op: u64, outcome: &str) {
         say(&format!("{op} {outcome}"));
@@ -229,11 +234,11 @@ pub fn main(role: &str) {
         .unwrap();
     runtime.block_on(async {
         let log = connect(&url).await;
-        let mut p = Proc {
+        let p = Proc {
             log,
             url,
-            raw: None,
-            history: History { next: 0 },
+            raw: RefCell::new(None),
+            history: History { next: Cell::new(0) },
             name,
             modes,
         };
@@ -312,14 +317,21 @@ pub fn main(role: &str) {
                     tokio::time::sleep(Duration::from_millis(20 + rng.below(100))).await;
                 };
                 // Every chain of the campaign ended: each Run claimed from
-                // the head, the first one open finished by the owner.
-                for k in 0..runs {
-                    let root = run_name(k);
-                    while p.drive(&mut rng, &root, true, true).await == Chain::Open {
-                        tokio::time::sleep(Duration::from_millis(50)).await;
+                // the head, the first one open finished by the owner; in
+                // [`DECIDE_LANES`] lanes at once (a runtime's hosts decide
+                // their Runs side by side), on the log's pool.
+                let p = &p;
+                let lane = |lane: u64| async move {
+                    let mut rng = Rng(lane ^ now_us());
+                    for k in (lane..runs).step_by(DECIDE_LANES as usize) {
+                        let root = run_name(k);
+                        while p.drive(&mut rng, &root, true, true).await == Chain::Open {
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                        say(&format!("- decided {root}"));
                     }
-                    say(&format!("- decided {root}"));
-                }
+                };
+                tokio::join!(lane(0), lane(1), lane(2), lane(3));
                 say("- done");
                 // Wait to be told to go, so the parent reads everything.
                 while !stop.load(Ordering::SeqCst) {
@@ -347,7 +359,8 @@ async fn connect(url: &str) -> Log {
 struct Proc {
     log: Log,
     url: String,
-    raw: Option<tokio_postgres::Client>,
+    /// Taken while in use (never borrowed across an await).
+    raw: RefCell<Option<tokio_postgres::Client>>,
     history: History,
     name: String,
     modes: Modes,
@@ -383,7 +396,7 @@ impl Proc {
     /// `follow`), and works the first Run it owns — finishes it (if `end`,
     /// at the chain's end, or one time in four) or hands it off and, if
     /// `follow`, goes on with the successor.
-    async fn drive(&mut self, rng: &mut Rng, from: &str, follow: bool, end: bool) -> Chain {
+    async fn drive(&self, rng: &mut Rng, from: &str, follow: bool, end: bool) -> Chain {
         let mut run = from.to_owned();
         // Each Run is claimed at most twice (once more after a refusal
         // saying it is final), so this bounds the walk.
@@ -429,7 +442,7 @@ impl Proc {
     }
 
     /// Claims `run` under its root.
-    async fn claim(&mut self, run: &str) -> Claimed {
+    async fn claim(&self, run: &str) -> Claimed {
         let op = self.history.invoke(&format!("claim {run}"));
         let claimed = match self.log.claim_async(root_of(run), run).await {
             Ok(Claim::Owner(epoch)) => {
@@ -470,7 +483,7 @@ impl Proc {
     }
 
     /// Hands `run` off through a real gate.
-    async fn hand_off(&mut self, run: &str, epoch: Epoch, pause_id: &str) -> Wrote {
+    async fn hand_off(&self, run: &str, epoch: Epoch, pause_id: &str) -> Wrote {
         let gate = HandoffGate::new(source(run), root_of(run).into());
         let reservation = gate
             .requester()
@@ -523,7 +536,7 @@ impl Proc {
 
     /// Ends `run` without a handoff: `finish_then_close_async` under its
     /// epoch, through a real gate.
-    async fn finish(&mut self, run: &str, epoch: Epoch, id: &str) -> Wrote {
+    async fn finish(&self, run: &str, epoch: Epoch, id: &str) -> Wrote {
         let gate = HandoffGate::new(source(run), root_of(run).into());
         let outcome = outcome(id);
         let op = self
@@ -557,7 +570,7 @@ impl Proc {
 
     /// Retention: retires the root Run `root` (under the broken retention,
     /// by SQL under the old rule).
-    async fn retire(&mut self, root: &str) {
+    async fn retire(&self, root: &str) {
         if self.modes.broken {
             return self.broken_retire(root).await;
         }
@@ -572,21 +585,29 @@ impl Proc {
     }
 
     /// A raw connection, for the controls.
-    async fn raw(&mut self) -> Result<&tokio_postgres::Client, tokio_postgres::Error> {
-        if self.raw.as_ref().is_none_or(|c| c.is_closed()) {
-            let (client, connection) =
-                tokio_postgres::connect(&self.url, tokio_postgres::NoTls).await?;
-            tokio::spawn(connection);
-            self.raw = Some(client);
+    /// The raw connection, taken (put it back with [`Proc::put_raw`]).
+    async fn raw(&self) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
+        let held = self.raw.borrow_mut().take();
+        match held {
+            Some(client) if !client.is_closed() => Ok(client),
+            _ => {
+                let (client, connection) =
+                    tokio_postgres::connect(&self.url, tokio_postgres::NoTls).await?;
+                tokio::spawn(connection);
+                Ok(client)
+            }
         }
-        Ok(self.raw.as_ref().expect("connected"))
+    }
+
+    fn put_raw(&self, client: tokio_postgres::Client) {
+        *self.raw.borrow_mut() = Some(client);
     }
 
     /// The broken-retention control: the old rule, by SQL. The root's row
     /// locked as the real store locks it; retired if every Run the log
     /// holds of it is final (handed off or finished) — a successor a
     /// durable pause names but nobody claimed yet is not looked at.
-    async fn broken_retire(&mut self, root: &str) {
+    async fn broken_retire(&self, root: &str) {
         let op = self.history.invoke(&format!("retire {root}"));
         let outcome = async {
             let client = self.raw().await?;
@@ -633,21 +654,21 @@ impl Proc {
                 format!("ok retired-now {runs}")
             };
             client.batch_execute("COMMIT").await?;
-            Ok::<String, tokio_postgres::Error>(answer)
+            Ok::<_, tokio_postgres::Error>((answer, client))
         };
         match tokio::time::timeout(Duration::from_secs(2), outcome).await {
-            Ok(Ok(answer)) => self.history.complete(op, &answer),
-            Ok(Err(_)) | Err(_) => {
-                self.raw = None;
-                self.history.complete(op, "unknown");
+            Ok(Ok((answer, client))) => {
+                self.put_raw(client);
+                self.history.complete(op, &answer);
             }
+            Ok(Err(_)) | Err(_) => self.history.complete(op, "unknown"),
         }
     }
 
     /// The test-only switch: an append with fencing disabled, on a raw
     /// connection. The Run's row lock and the one-pause-per-Run key as the
     /// real log has them, but no epoch check: whoever comes first writes.
-    async fn unfenced_hand_off(&mut self, run: &str, epoch: Epoch, pause: &Pause) {
+    async fn unfenced_hand_off(&self, run: &str, epoch: Epoch, pause: &Pause) {
         let pause_id = pause.intent.handoff_id.as_str();
         let op = self.history.invoke(&format!(
             "append {run} {epoch} {pause_id} {} {}",
@@ -694,18 +715,19 @@ impl Proc {
                 false
             };
             client.batch_execute("COMMIT").await?;
-            Ok::<bool, tokio_postgres::Error>(written)
+            Ok::<_, tokio_postgres::Error>((written, client))
         };
         match tokio::time::timeout(Duration::from_secs(2), outcome).await {
-            Ok(Ok(true)) => {
+            Ok(Ok((true, client))) => {
+                self.put_raw(client);
                 self.history.complete(op, "ok written");
                 say(&format!("- sealed {run} {epoch} {pause_id}"));
             }
-            Ok(Ok(false)) => self.history.complete(op, "refused already-handed-off"),
-            Ok(Err(_)) | Err(_) => {
-                self.raw = None;
-                self.history.complete(op, "unknown");
+            Ok(Ok((false, client))) => {
+                self.put_raw(client);
+                self.history.complete(op, "refused already-handed-off");
             }
+            Ok(Err(_)) | Err(_) => self.history.complete(op, "unknown"),
         }
     }
 }
