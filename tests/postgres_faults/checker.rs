@@ -862,3 +862,44 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<String> {
     }
     anomalies
 }
+
+/// The checker on a history written by hand: a record after libtest's
+/// prefix is read (issue 50), and a pause read back unequal (G2), a root
+/// retired while the successor of its durable pause was never claimed (G5)
+/// and that successor's claim refused (G1) are each reported.
+#[test]
+fn the_checker_reads_every_record_and_names_g1_g2_g5() {
+    let printed = [
+        ("worker0.0", "test fault_child ... H 10 1 invoke claim r1"),
+        ("worker0.0", "H 20 1 ok owner 1"),
+        ("worker0.0", "H 30 2 invoke append r1 1 p1 aaaa r1.1"),
+        ("worker0.0", "H 40 2 ok written"),
+        ("owner3.0", "H 50 1 invoke claim r1"),
+        ("owner3.0", "H 60 1 ok handed-off p1 bbbb r1.1"),
+        ("owner3.0", "H 70 2 invoke retire r1"),
+        ("owner3.0", "H 80 2 ok retired-now 1"),
+        ("owner3.0", "H 90 3 invoke claim r1.1"),
+        ("owner3.0", "H 100 3 ok retired"),
+    ];
+    let lines: Vec<Line> = printed
+        .iter()
+        .filter_map(|(process, text)| {
+            assert!(Line::looks_like_record(text), "{text}");
+            Line::parse(process, text)
+        })
+        .collect();
+    assert_eq!(lines.len(), printed.len(), "every record read");
+    let (ops, seals) = replay(&lines);
+    assert_eq!(ops.len(), 5);
+    let truth = Truth {
+        retired: HashSet::from(["r1".to_owned()]),
+        ..Truth::default()
+    };
+    let anomalies = check(&ops, &seals, &truth);
+    for id in ["G1:", "G2:", "G5:"] {
+        assert!(
+            anomalies.iter().any(|a| a.starts_with(id)),
+            "no {id} in {anomalies:?}"
+        );
+    }
+}
