@@ -23,7 +23,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::child::{root_of, successor_of};
+use super::child::{MAX_CHAIN, root_of, successor_of};
 
 /// One line of a process's history.
 #[derive(Clone, Debug)]
@@ -194,18 +194,19 @@ impl Truth {
     /// final.
     pub fn chain_ended(&self, root: &str) -> Option<bool> {
         let mut run = root.to_owned();
-        let mut first = true;
-        loop {
+        // Bounded: a chain is at most `MAX_CHAIN + 1` Runs long (and a
+        // store that wrote a cycle must not hang the checker).
+        for i in 0..=MAX_CHAIN + 1 {
             if self.finishes.contains_key(&run) {
                 return Some(true);
             }
             match self.pauses.get(&run) {
                 Some(pause) => run.clone_from(&pause.successor),
-                None if first => return None,
+                None if i == 0 => return None,
                 None => return Some(false),
             }
-            first = false;
         }
+        Some(false)
     }
 }
 

@@ -575,7 +575,8 @@ fn campaign(name: &str, control: Control, seconds: u64) -> Option<Figures> {
     };
     report(&format!(
         "{name}: {} operations {:?} ({} seals); faults {:?}; records {looked} printed, {read} \
-         read; {} finishes, {} successors claimed, {} chains ended, {} roots retired at the end; \
+         read; {} finishes, {} successors claimed, {} chains ended; retirements {} (refused: \
+         RunOpen {}, NothingToRetire {}), {} roots retired at the end; \
          {} of {} roots decided, {:.1} s after the faults stopped (the longest wait for one \
          {:.2} s); {} anomalies",
         figures.ops,
@@ -585,6 +586,18 @@ fn campaign(name: &str, control: Control, seconds: u64) -> Option<Figures> {
         figures.finishes,
         figures.successors_claimed,
         figures.chains_ended,
+        figures.outcomes.get("retire ok").copied().unwrap_or(0),
+        figures
+            .outcomes
+            .iter()
+            .filter(|(kind, _)| kind.starts_with("retire refused (run open"))
+            .map(|(_, n)| n)
+            .sum::<usize>(),
+        figures
+            .outcomes
+            .get("retire refused (nothing to retire)")
+            .copied()
+            .unwrap_or(0),
         figures.roots_retired,
         figures.decided,
         figures.runs,
