@@ -278,7 +278,16 @@ pub fn main(role: &str) {
                     // over from whoever works it.
                     if rng.below(2) == 0 {
                         let root = run_name(window() * WINDOW_RUNS + rng.below(WINDOW_RUNS));
-                        p.claim(&root).await;
+                        let claimed = p.claim(&root).await;
+                        // ... and, now and then, retention races it: the
+                        // root the owner just took over (RunOpen naming
+                        // it), or whose handoff it just read while the
+                        // successor is likely still worked on (RunOpen
+                        // naming the successor).
+                        let racing = matches!(claimed, Claimed::Owner(_) | Claimed::HandedOff(_));
+                        if racing && !modes.unfenced && !modes.broken && rng.below(3) == 0 {
+                            p.retire(&root).await;
+                        }
                     }
                     if modes.unfenced {
                         tokio::time::sleep(Duration::from_millis(100 + rng.below(400))).await;
@@ -303,10 +312,17 @@ pub fn main(role: &str) {
                         }
                     }
                     // Retention at random: a root two or more windows old
-                    // (its chain may be open, a zombie may work on it)...
+                    // (a zombie may work on it), or one of the previous or
+                    // the current window (its chain likely still open:
+                    // RunOpen)...
                     if window() >= 2 && rng.below(3) == 0 {
-                        let old = rng.below((window() - 1) * WINDOW_RUNS);
-                        p.retire(&run_name(old)).await;
+                        let recent = (window() - 1) * WINDOW_RUNS;
+                        let k = if rng.below(2) == 0 {
+                            rng.below(recent)
+                        } else {
+                            recent + rng.below(2 * WINDOW_RUNS)
+                        };
+                        p.retire(&run_name(k)).await;
                     }
                     // ... and, now and then, a root nobody claimed yet: the
                     // log holds nothing for it, its work has not ended.
