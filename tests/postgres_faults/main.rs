@@ -537,7 +537,9 @@ fn campaign(name: &str, control: Control, seconds: u64) -> Option<Figures> {
             (checker::Kind::Finish { .. }, _) => "finish refused (other)",
             (checker::Kind::Retire { .. }, Outcome::RetiredNow) => "retire ok",
             (checker::Kind::Retire { .. }, Outcome::AlreadyRetired) => "retire ok (already)",
-            (checker::Kind::Retire { run }, Outcome::RunOpen(open)) if open != run => {
+            (checker::Kind::Retire { run }, Outcome::RunOpen(open))
+                if open != run && open != "?" =>
+            {
                 "retire refused (run open: a successor)"
             }
             (checker::Kind::Retire { .. }, Outcome::RunOpen(_)) => "retire refused (run open)",
