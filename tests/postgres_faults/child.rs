@@ -6,27 +6,47 @@
 //! decisions), stamped with the machine's wall clock, which every process
 //! of the campaign shares; the parent reads and checks it.
 //!
-//! A **worker** loops until told to stop (`stop` on stdin): it claims a
-//! Run of the current window (the Runs every process picks from move on
-//! every [`WINDOW`]), works a little while holding its epoch (the window in
-//! which a pause, a partition or another process's claim turns it into a
-//! zombie), then hands the Run off through a real gate:
-//! `append_then_seal_async` under its epoch, and `wait()` on the
-//! requester's side. The **owner** is the wrong failure detector: it claims
-//! Runs of the window at random (taking them over from live workers) until
-//! told `decide`; then it decides every Run of the campaign — claims it, and
-//! if open, hands it off itself — and says `done`.
+//! **Chains** (issue 43). Each root Run `rK` is the head of a chain of Runs
+//! of that root: `rK` hands off to `rK.1`, which hands off to `rK.2`, …, up
+//! to `rK.`[`MAX_CHAIN`], which always finishes. A process lives the
+//! promise of a durable handoff as a runtime does: when a claim answers
+//! `HandedOff(pause)` (or its own handoff was acknowledged), it claims
+//! `pause.intent.successor_run_id` under the same root and runs it — works,
+//! then finishes it (one in four, and always at the chain's end) or hands it
+//! off again. So chains end, and retention can retire them.
 //!
-//! Each Run is its own root Run, so that retention runs during the faults:
-//! a worker ends one Run in four with a finish (`finish_then_close_async`)
-//! instead of a handoff, and the owner, between its claims, retires the
-//! root of a Run of an earlier window (which a zombie may still be working
-//! on) — §6.1, R8–R10. The unfenced campaign does neither.
+//! A **worker** loops until told to stop (`stop` on stdin): it picks a root
+//! of the current window (the roots every process picks from move on every
+//! [`WINDOW`]), and drives its chain from the head: it claims each Run,
+//! follows each durable pause to its successor, and works the first Run it
+//! owns (holding its epoch a while: the window in which a pause, a
+//! partition or another process's claim turns it into a zombie), then hands
+//! it off through a real gate (`append_then_seal_async` under its epoch,
+//! `wait()` on the requester's side) and goes on with the successor, or
+//! finishes it (`finish_then_close_async`).
+//!
+//! The **owner** is the wrong failure detector and the runtime's sweeper:
+//! between its steps it claims roots of the window at random (taking them
+//! over from live workers); it sweeps the roots of older windows in order,
+//! driving each chain as a worker would (so a successor whose worker died
+//! is claimed and run) and retiring the root once its chain ended; it
+//! retires roots of older windows at random (which a zombie may still be
+//! working on, or whose chain may still be open: `RunOpen`), and now and
+//! then a root nobody claimed yet (`NothingToRetire`) — §6.1, R8–R10, G1,
+//! G5. Told `decide`, it ends every chain of the campaign — claims each Run
+//! from the head, finishes the first one open — and says `done`.
 //!
 //! Under `BATON_FAULT_UNFENCED=1` the workers append through a store with
 //! fencing disabled (the test-only switch): the same row lock and
-//! one-pause-per-Run key, but no epoch check.
+//! one-pause-per-Run key, but no epoch check; they neither finish nor
+//! follow, and the owner does not retire. Under
+//! `BATON_FAULT_RETENTION=broken` (the broken-retention control) the
+//! owner's clean-up retires roots by SQL directly under the old rule (every
+//! Run the log holds is final, successors ignored), and workers do not
+//! follow their handoffs, so a retired root's successor is still unclaimed.
 
+use std::cell::{Cell, RefCell};
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::{BufRead, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,6 +64,12 @@ use crate::common::{Pause, commit_at_boundary, execution, pause_for};
 
 type Log = PostgresLog<baton::HandoffExecution>;
 
+/// A chain's last Run (its index): it always finishes.
+pub const MAX_CHAIN: u64 = 3;
+
+/// The owner decides the roots in this many lanes at once.
+const DECIDE_LANES: u64 = 4;
+
 /// The wall clock in µs since the epoch: every process's history shares it.
 pub fn now_us() -> u64 {
     SystemTime::now()
@@ -51,9 +77,36 @@ pub fn now_us() -> u64 {
         .map_or(0, |d| d.as_micros() as u64)
 }
 
-/// The Run `k`.
+/// The root Run `k` (the head of its chain).
 pub fn run_name(k: u64) -> String {
     format!("r{k}")
+}
+
+/// The root of the Run `run` (`rK` for `rK` and `rK.i`).
+pub fn root_of(run: &str) -> &str {
+    run.split_once('.').map_or(run, |(root, _)| root)
+}
+
+/// The index of `run` in its chain (0 for the root).
+pub fn chain_index(run: &str) -> u64 {
+    run.split_once('.')
+        .and_then(|(_, i)| i.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The successor a handoff of `run` names.
+pub fn successor_of(run: &str) -> String {
+    format!("{}.{}", root_of(run), chain_index(run) + 1)
+}
+
+/// A digest of a value's JSON encoding (re-encoded through
+/// `serde_json::Value`), the same in every process of the campaign: what
+/// the checker compares for G2 (what was acknowledged reads back equal).
+pub fn digest<T: serde::Serialize>(value: &T) -> String {
+    let json = serde_json::to_value(value).map_or_else(|e| e.to_string(), |v| v.to_string());
+    let mut hasher = DefaultHasher::new();
+    json.hash(&mut hasher);
+    format!("{:016x}", hasher.finish())
 }
 
 fn source(run: &str) -> Invocation {
@@ -66,19 +119,20 @@ fn source(run: &str) -> Invocation {
 }
 
 fn intent(run: &str, pause_id: &str, host: &str) -> HandoffIntent {
+    let successor = successor_of(run);
     HandoffIntent {
         handoff_id: pause_id.into(),
         host_epoch: host.into(),
-        root_run_id: run.into(),
-        successor_run_id: format!("{run}-next"),
-        successor_invocation_id: format!("{run}-next-invocation"),
+        root_run_id: root_of(run).into(),
+        successor_invocation_id: format!("{successor}-invocation"),
+        successor_run_id: successor,
         claim_id: "claim".into(),
     }
 }
 
 /// This process's history on stdout.
 struct History {
-    next: u64,
+    next: Cell<u64>,
 }
 
 fn say(line: &str) {
@@ -88,10 +142,11 @@ fn say(line: &str) {
 }
 
 impl History {
-    fn invoke(&mut self, what: &str) -> u64 {
-        self.next += 1;
-        say(&format!("{} invoke {what}", self.next));
-        self.next
+    fn invoke(&self, what: &str) -> u64 {
+        let op = self.next.get() + 1;
+        self.next.set(op);
+        say(&format!("{op} invoke {what}"));
+        op
     }
     fn complete(&self, op: u64, outcome: &str) {
         say(&format!("{op} {outcome}"));
@@ -104,7 +159,8 @@ fn refusal(error: &LogError) -> String {
         LogError::AlreadyHandedOff { .. } => "refused already-handed-off".into(),
         LogError::AlreadyFinished { .. } => "refused already-finished".into(),
         LogError::Retired { .. } => "refused retired".into(),
-        LogError::RunOpen { .. } => "refused run-open".into(),
+        LogError::RunOpen { run_id, .. } => format!("refused run-open {run_id}"),
+        LogError::NothingToRetire { .. } => "refused nothing-to-retire".into(),
         LogError::EpochNotIssued { current, .. } => format!("refused epoch-not-issued {current}"),
         LogError::OutcomeUnknown(_) => "unknown".into(),
         LogError::Unavailable(_) => "unavailable".into(),
@@ -112,12 +168,49 @@ fn refusal(error: &LogError) -> String {
     }
 }
 
+/// What a claim answered, for the process that made it.
+enum Claimed {
+    /// This process now owns the Run under this epoch.
+    Owner(Epoch),
+    /// A pause is durable: the successor it names.
+    HandedOff(String),
+    /// The Run finished.
+    Finished,
+    /// The root is retired.
+    Retired,
+    /// No answer, or a refusal.
+    NoAnswer,
+}
+
+/// Where driving a chain left it.
+#[derive(PartialEq, Eq)]
+enum Chain {
+    /// Its last Run finished: the root's work ended.
+    Ended,
+    /// Its root is retired.
+    Retired,
+    /// Not known to have ended.
+    Open,
+}
+
+/// How a process's modes shape its steps.
+#[derive(Clone, Copy)]
+struct Modes {
+    /// Appends bypass fencing (the unfenced control).
+    unfenced: bool,
+    /// Retention by SQL under the old rule (the broken-retention control).
+    broken: bool,
+}
+
 /// The entry of a child process: `role` is `worker` or `owner`.
 pub fn main(role: &str) {
     let url = var("BATON_FAULT_URL");
     let name = var("BATON_FAULT_PROC");
     let t0: u64 = var("BATON_FAULT_T0").parse().expect("T0");
-    let unfenced = env("BATON_FAULT_UNFENCED").is_some_and(|v| v == "1");
+    let modes = Modes {
+        unfenced: env("BATON_FAULT_UNFENCED").is_some_and(|v| v == "1"),
+        broken: env("BATON_FAULT_RETENTION").is_some_and(|v| v == "broken"),
+    };
     let mut rng = Rng(var("BATON_FAULT_SEED").parse::<u64>().expect("seed") ^ now_us());
     let stop = Arc::new(AtomicBool::new(false));
     let decide = Arc::new(std::sync::Mutex::new(None::<u64>));
@@ -141,38 +234,39 @@ pub fn main(role: &str) {
         .unwrap();
     runtime.block_on(async {
         let log = connect(&url).await;
-        let mut history = History { next: 0 };
+        let p = Proc {
+            log,
+            url,
+            raw: RefCell::new(None),
+            history: History { next: Cell::new(0) },
+            name,
+            modes,
+        };
         let window = || (now_us().saturating_sub(t0)) / WINDOW.as_micros() as u64;
         match role {
             "worker" => {
-                let mut raw = None;
                 while !stop.load(Ordering::SeqCst) {
-                    let k = window() * WINDOW_RUNS + rng.below(WINDOW_RUNS);
-                    let run = run_name(k);
-                    let claimed = claim(&log, &mut history, &run).await;
-                    if claimed.is_err() {
-                        // No answer (a crashed server, a partition): back
-                        // off a little, as a real host would.
-                        tokio::time::sleep(Duration::from_millis(100 + rng.below(200))).await;
-                    }
-                    if let Ok(Some(epoch)) = claimed {
-                        let work = 20 + rng.below(180);
-                        tokio::time::sleep(Duration::from_millis(work)).await;
-                        let pause_id = format!("{name}-{run}-e{epoch}");
-                        if !unfenced && rng.below(4) == 0 {
-                            finish(&log, &mut history, &run, epoch, &pause_id).await;
-                        } else if unfenced {
-                            let pause = pause_for(intent(&run, &pause_id, &name));
-                            unfenced_hand_off(&url, &mut raw, &mut history, &run, epoch, &pause)
-                                .await;
-                        } else {
-                            hand_off(&log, &mut history, &run, epoch, &pause_id, &name).await;
+                    let root = run_name(window() * WINDOW_RUNS + rng.below(WINDOW_RUNS));
+                    if modes.unfenced {
+                        if let Claimed::Owner(epoch) = p.claim(&root).await {
+                            let work = 20 + rng.below(180);
+                            tokio::time::sleep(Duration::from_millis(work)).await;
+                            let pause_id = format!("{}-{root}-e{epoch}", p.name);
+                            let pause = pause_for(intent(&root, &pause_id, &p.name));
+                            p.unfenced_hand_off(&root, epoch, &pause).await;
                         }
+                    } else {
+                        // A worker under the broken retention hands off
+                        // and moves on (as the campaign did before issue
+                        // 43), leaving the successor to the owner.
+                        let follow = !modes.broken;
+                        p.drive(&mut rng, &root, follow, false).await;
                     }
                     tokio::time::sleep(Duration::from_millis(5 + rng.below(30))).await;
                 }
             }
             "owner" => {
+                let mut sweep = 0;
                 let runs = loop {
                     if let Some(runs) = *decide.lock().unwrap() {
                         break runs;
@@ -180,41 +274,80 @@ pub fn main(role: &str) {
                     if stop.load(Ordering::SeqCst) {
                         return;
                     }
-                    let run = run_name(window() * WINDOW_RUNS + rng.below(WINDOW_RUNS));
-                    let _claimed = claim(&log, &mut history, &run).await;
-                    // Retention: the root of a Run two or more windows old.
-                    if !unfenced && window() >= 2 && rng.below(2) == 0 {
-                        let old = rng.below((window() - 1) * WINDOW_RUNS);
-                        retire(&log, &mut history, &run_name(old)).await;
-                    }
-                    tokio::time::sleep(Duration::from_millis(100 + rng.below(400))).await;
-                };
-                for k in 0..runs {
-                    let run = run_name(k);
-                    loop {
-                        match claim(&log, &mut history, &run).await {
-                            Ok(Some(epoch)) => {
-                                let pause_id = format!("{name}-{run}-e{epoch}");
-                                if hand_off(&log, &mut history, &run, epoch, &pause_id, &name).await
-                                {
-                                    break;
-                                }
-                            }
-                            Ok(None) | Err(()) => {
-                                let read = log.facts_async(&run, &run).await;
-                                if read.is_ok_and(|facts| {
-                                    !facts.pauses.is_empty()
-                                        || facts.finished.is_some()
-                                        || facts.retired
-                                }) {
-                                    break;
-                                }
-                                tokio::time::sleep(Duration::from_millis(50)).await;
-                            }
+                    // The wrong failure detector: takes a root of the window
+                    // over from whoever works it.
+                    if rng.below(2) == 0 {
+                        let root = run_name(window() * WINDOW_RUNS + rng.below(WINDOW_RUNS));
+                        let claimed = p.claim(&root).await;
+                        // ... and, now and then, retention races it: the
+                        // root the owner just took over (RunOpen naming
+                        // it), or whose handoff it just read while the
+                        // successor is likely still worked on (RunOpen
+                        // naming the successor).
+                        let racing = matches!(claimed, Claimed::Owner(_) | Claimed::HandedOff(_));
+                        if racing && !modes.unfenced && !modes.broken && rng.below(3) == 0 {
+                            p.retire(&root).await;
                         }
                     }
-                    say(&format!("- decided {run}"));
-                }
+                    if modes.unfenced {
+                        tokio::time::sleep(Duration::from_millis(100 + rng.below(400))).await;
+                        continue;
+                    }
+                    // The sweep: the next root two or more windows old; its
+                    // chain driven (a successor nobody claimed is claimed
+                    // and run), then retired once ended. Under the broken
+                    // retention the owner neither follows nor waits.
+                    if sweep < window().saturating_sub(1) * WINDOW_RUNS {
+                        let root = run_name(sweep);
+                        sweep += 1;
+                        let chain = p.drive(&mut rng, &root, !modes.broken, false).await;
+                        if chain == Chain::Ended || modes.broken {
+                            p.retire(&root).await;
+                        }
+                        // Under the broken retention, the successor's host
+                        // (here the owner, as a runtime would dispatch it)
+                        // comes to claim it after the clean-up.
+                        if modes.broken {
+                            p.drive(&mut rng, &successor_of(&root), true, false).await;
+                        }
+                    }
+                    // Retention at random: a root two or more windows old
+                    // (a zombie may work on it), or one of the previous or
+                    // the current window (its chain likely still open:
+                    // RunOpen)...
+                    if window() >= 2 && rng.below(3) == 0 {
+                        let recent = (window() - 1) * WINDOW_RUNS;
+                        let k = if rng.below(2) == 0 {
+                            rng.below(recent)
+                        } else {
+                            recent + rng.below(2 * WINDOW_RUNS)
+                        };
+                        p.retire(&run_name(k)).await;
+                    }
+                    // ... and, now and then, a root nobody claimed yet: the
+                    // log holds nothing for it, its work has not ended.
+                    if !modes.broken && rng.below(10) == 0 {
+                        let ahead = (window() + 10) * WINDOW_RUNS + rng.below(WINDOW_RUNS);
+                        p.retire(&run_name(ahead)).await;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20 + rng.below(100))).await;
+                };
+                // Every chain of the campaign ended: each Run claimed from
+                // the head, the first one open finished by the owner; in
+                // [`DECIDE_LANES`] lanes at once (a runtime's hosts decide
+                // their Runs side by side), on the log's pool.
+                let p = &p;
+                let lane = |lane: u64| async move {
+                    let mut rng = Rng(lane ^ now_us());
+                    for k in (lane..runs).step_by(DECIDE_LANES as usize) {
+                        let root = run_name(k);
+                        while p.drive(&mut rng, &root, true, true).await == Chain::Open {
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                        say(&format!("- decided {root}"));
+                    }
+                };
+                tokio::join!(lane(0), lane(1), lane(2), lane(3));
                 say("- done");
                 // Wait to be told to go, so the parent reads everything.
                 while !stop.load(Ordering::SeqCst) {
@@ -237,92 +370,382 @@ async fn connect(url: &str) -> Log {
     }
 }
 
-/// Claims `run` (its own root Run): the epoch if this process now owns it,
-/// `None` if it is final (handed off, finished or retired), `Err` without
-/// an answer (or with a refusal).
-async fn claim(log: &Log, history: &mut History, run: &str) -> Result<Option<Epoch>, ()> {
-    let op = history.invoke(&format!("claim {run}"));
-    match log.claim_async(run, run).await {
-        Ok(Claim::Owner(epoch)) => {
-            history.complete(op, &format!("ok owner {epoch}"));
-            Ok(Some(epoch))
-        }
-        Ok(Claim::HandedOff(pause)) => {
-            history.complete(op, &format!("ok handed-off {}", pause.intent.handoff_id));
-            Ok(None)
-        }
-        Ok(Claim::Finished(outcome)) => {
-            history.complete(op, &format!("ok finished {}", outcome_id(&outcome)));
-            Ok(None)
-        }
-        Ok(Claim::Retired) => {
-            history.complete(op, "ok retired");
-            Ok(None)
-        }
-        Err(error) => {
-            history.complete(op, &refusal(&error));
-            Err(())
-        }
+/// A campaign process's means: its log, a raw connection for the
+/// controls, its history.
+struct Proc {
+    log: Log,
+    url: String,
+    /// Taken while in use (never borrowed across an await).
+    raw: RefCell<Option<tokio_postgres::Client>>,
+    history: History,
+    name: String,
+    modes: Modes,
+}
+
+/// How a handoff or a finish of a Run ended.
+enum Wrote {
+    /// Acknowledged (`Written` or `AlreadyDurable`).
+    Ours,
+    /// Refused: the Run is already handed off.
+    HandedOff,
+    /// Refused: the Run already finished.
+    Finished,
+    /// Refused: the root is retired.
+    Retired,
+    /// Refused otherwise, unavailable, or unknown.
+    Failed,
+}
+
+fn wrote(error: &LogError) -> Wrote {
+    match error {
+        LogError::AlreadyHandedOff { .. } => Wrote::HandedOff,
+        LogError::AlreadyFinished { .. } => Wrote::Finished,
+        LogError::Retired { .. } => Wrote::Retired,
+        _ => Wrote::Failed,
     }
 }
 
-/// The worker's last step through a real gate; whether the Run is handed
-/// off (by this append or one before it).
-async fn hand_off(
-    log: &Log,
-    history: &mut History,
-    run: &str,
-    epoch: Epoch,
-    pause_id: &str,
-    host: &str,
-) -> bool {
-    let gate = HandoffGate::new(source(run), run.into());
-    let reservation = gate
-        .requester()
-        .reserve(intent(run, pause_id, host))
-        .expect("a valid intent");
-    let cancel = CancelSignal::new();
-    let (paused, pending) = commit_at_boundary(&gate, &cancel, reservation).await;
-    let paused: Arc<Pause> = paused.expect("committed");
-    let op = history.invoke(&format!("append {run} {epoch} {pause_id}"));
-    let appended = append_then_seal_async(&gate, log, epoch, &paused).await;
-    let done = match &appended {
-        Ok(receipt) => {
-            let how = if *receipt == Receipt::Written {
-                "written"
-            } else {
-                "already"
-            };
-            history.complete(op, &format!("ok {how}"));
-            true
+impl Proc {
+    /// Drives a chain from the Run `from` (its head, but for the broken
+    /// retention's successor), as a runtime does: claims
+    /// each Run, follows every durable pause to its successor (if
+    /// `follow`), and works the first Run it owns — finishes it (if `end`,
+    /// at the chain's end, or one time in four) or hands it off and, if
+    /// `follow`, goes on with the successor.
+    async fn drive(&self, rng: &mut Rng, from: &str, follow: bool, end: bool) -> Chain {
+        let mut run = from.to_owned();
+        // Each Run is claimed at most twice (once more after a refusal
+        // saying it is final), so this bounds the walk.
+        for _ in 0..2 * (MAX_CHAIN + 1) {
+            match self.claim(&run).await {
+                Claimed::Owner(epoch) => {
+                    // The work (none when ending the chain once the faults
+                    // stopped).
+                    if !end {
+                        let work = 20 + rng.below(180);
+                        tokio::time::sleep(Duration::from_millis(work)).await;
+                    }
+                    let id = format!("{}-{run}-e{epoch}", self.name);
+                    let wrote = if end || chain_index(&run) >= MAX_CHAIN || rng.below(4) == 0 {
+                        match self.finish(&run, epoch, &id).await {
+                            Wrote::Ours => return Chain::Ended,
+                            other => other,
+                        }
+                    } else {
+                        match self.hand_off(&run, epoch, &id).await {
+                            Wrote::Ours if follow => {
+                                run = successor_of(&run);
+                                continue;
+                            }
+                            Wrote::Ours => return Chain::Open,
+                            other => other,
+                        }
+                    };
+                    match wrote {
+                        // Someone else made it final: claim it again to see.
+                        Wrote::HandedOff | Wrote::Finished => {}
+                        Wrote::Retired => return Chain::Retired,
+                        Wrote::Ours | Wrote::Failed => return Chain::Open,
+                    }
+                }
+                Claimed::HandedOff(successor) if follow => run = successor,
+                Claimed::HandedOff(_) | Claimed::NoAnswer => return Chain::Open,
+                Claimed::Finished => return Chain::Ended,
+                Claimed::Retired => return Chain::Retired,
+            }
         }
-        Err(SealError::Fenced { current, .. }) => {
-            history.complete(op, &format!("refused fenced {current}"));
-            false
-        }
-        Err(SealError::Append(error)) => {
-            history.complete(op, &refusal(error));
-            matches!(
-                error,
-                LogError::AlreadyHandedOff { .. }
-                    | LogError::AlreadyFinished { .. }
-                    | LogError::Retired { .. }
-            )
-        }
-        Err(other) => {
-            history.complete(op, &format!("refused other {other:?}").replace(' ', "_"));
-            false
-        }
-    };
-    // R2, R7: what the requester's wait() says; a seal is printed only if
-    // it returned the pause.
-    if let Ok(Ok(sealed)) = tokio::time::timeout(Duration::from_secs(1), pending.wait()).await {
-        say(&format!(
-            "- sealed {run} {epoch} {}",
-            sealed.intent.handoff_id
-        ));
+        Chain::Open
     }
-    done
+
+    /// Claims `run` under its root.
+    async fn claim(&self, run: &str) -> Claimed {
+        let op = self.history.invoke(&format!("claim {run}"));
+        let claimed = match self.log.claim_async(root_of(run), run).await {
+            Ok(Claim::Owner(epoch)) => {
+                self.history.complete(op, &format!("ok owner {epoch}"));
+                return Claimed::Owner(epoch);
+            }
+            Ok(Claim::HandedOff(pause)) => {
+                self.history.complete(
+                    op,
+                    &format!(
+                        "ok handed-off {} {} {}",
+                        pause.intent.handoff_id,
+                        digest(&pause),
+                        pause.intent.successor_run_id
+                    ),
+                );
+                return Claimed::HandedOff(pause.intent.successor_run_id.clone());
+            }
+            Ok(Claim::Finished(outcome)) => {
+                let id = outcome_id(&outcome);
+                format!("ok finished {id} {}", digest(&outcome))
+            }
+            Ok(Claim::Retired) => "ok retired".to_owned(),
+            Err(error) => {
+                self.history.complete(op, &refusal(&error));
+                // No answer (a crashed server, a partition): back off a
+                // little, as a real host would.
+                tokio::time::sleep(Duration::from_millis(100 + now_us() % 200)).await;
+                return Claimed::NoAnswer;
+            }
+        };
+        self.history.complete(op, &claimed);
+        if claimed == "ok retired" {
+            Claimed::Retired
+        } else {
+            Claimed::Finished
+        }
+    }
+
+    /// Hands `run` off through a real gate.
+    async fn hand_off(&self, run: &str, epoch: Epoch, pause_id: &str) -> Wrote {
+        let gate = HandoffGate::new(source(run), root_of(run).into());
+        let reservation = gate
+            .requester()
+            .reserve(intent(run, pause_id, &self.name))
+            .expect("a valid intent");
+        let cancel = CancelSignal::new();
+        let (paused, pending) = commit_at_boundary(&gate, &cancel, reservation).await;
+        let paused: Arc<Pause> = paused.expect("committed");
+        let op = self.history.invoke(&format!(
+            "append {run} {epoch} {pause_id} {} {}",
+            digest(&*paused),
+            paused.intent.successor_run_id
+        ));
+        let appended = append_then_seal_async(&gate, &self.log, epoch, &paused).await;
+        let wrote = match &appended {
+            Ok(receipt) => {
+                let how = if *receipt == Receipt::Written {
+                    "written"
+                } else {
+                    "already"
+                };
+                self.history.complete(op, &format!("ok {how}"));
+                Wrote::Ours
+            }
+            Err(SealError::Fenced { current, .. }) => {
+                self.history
+                    .complete(op, &format!("refused fenced {current}"));
+                Wrote::Failed
+            }
+            Err(SealError::Append(error)) => {
+                self.history.complete(op, &refusal(error));
+                wrote(error)
+            }
+            Err(other) => {
+                self.history
+                    .complete(op, &format!("refused other {other:?}").replace(' ', "_"));
+                Wrote::Failed
+            }
+        };
+        // R2, R7: what the requester's wait() says; a seal is printed only
+        // if it returned the pause.
+        if let Ok(Ok(sealed)) = tokio::time::timeout(Duration::from_secs(1), pending.wait()).await {
+            say(&format!(
+                "- sealed {run} {epoch} {}",
+                sealed.intent.handoff_id
+            ));
+        }
+        wrote
+    }
+
+    /// Ends `run` without a handoff: `finish_then_close_async` under its
+    /// epoch, through a real gate.
+    async fn finish(&self, run: &str, epoch: Epoch, id: &str) -> Wrote {
+        let gate = HandoffGate::new(source(run), root_of(run).into());
+        let outcome = outcome(id);
+        let op = self
+            .history
+            .invoke(&format!("finish {run} {epoch} {id} {}", digest(&outcome)));
+        match finish_then_close_async(&gate, &self.log, epoch, &outcome).await {
+            Ok(Receipt::Written) => {
+                self.history.complete(op, "ok written");
+                Wrote::Ours
+            }
+            Ok(_) => {
+                self.history.complete(op, "ok already");
+                Wrote::Ours
+            }
+            Err(FinishError::Fenced { current, .. }) => {
+                self.history
+                    .complete(op, &format!("refused fenced {current}"));
+                Wrote::Failed
+            }
+            Err(FinishError::Finish(error)) => {
+                self.history.complete(op, &refusal(&error));
+                wrote(&error)
+            }
+            Err(other) => {
+                self.history
+                    .complete(op, &format!("refused other {other:?}").replace(' ', "_"));
+                Wrote::Failed
+            }
+        }
+    }
+
+    /// Retention: retires the root Run `root` (under the broken retention,
+    /// by SQL under the old rule).
+    async fn retire(&self, root: &str) {
+        if self.modes.broken {
+            return self.broken_retire(root).await;
+        }
+        let op = self.history.invoke(&format!("retire {root}"));
+        match self.log.retire_async(root).await {
+            Ok(Retirement::Retired { runs }) => {
+                self.history.complete(op, &format!("ok retired-now {runs}"));
+            }
+            Ok(Retirement::AlreadyRetired) => self.history.complete(op, "ok already-retired"),
+            Err(error) => self.history.complete(op, &refusal(&error)),
+        }
+    }
+
+    /// A raw connection, for the controls.
+    /// The raw connection, taken (put it back with [`Proc::put_raw`]).
+    async fn raw(&self) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
+        let held = self.raw.borrow_mut().take();
+        match held {
+            Some(client) if !client.is_closed() => Ok(client),
+            _ => {
+                let (client, connection) =
+                    tokio_postgres::connect(&self.url, tokio_postgres::NoTls).await?;
+                tokio::spawn(connection);
+                Ok(client)
+            }
+        }
+    }
+
+    fn put_raw(&self, client: tokio_postgres::Client) {
+        *self.raw.borrow_mut() = Some(client);
+    }
+
+    /// The broken-retention control: the old rule, by SQL. The root's row
+    /// locked as the real store locks it; retired if every Run the log
+    /// holds of it is final (handed off or finished) — a successor a
+    /// durable pause names but nobody claimed yet is not looked at.
+    async fn broken_retire(&self, root: &str) {
+        let op = self.history.invoke(&format!("retire {root}"));
+        let outcome = async {
+            let client = self.raw().await?;
+            client.batch_execute("BEGIN").await?;
+            let retired: bool = client
+                .query_one(
+                    "INSERT INTO baton_root AS root (root_run_id) VALUES ($1) \
+                     ON CONFLICT (root_run_id) DO UPDATE SET retired = root.retired \
+                     RETURNING retired",
+                    &[&root],
+                )
+                .await?
+                .get(0);
+            let runs: i64 = client
+                .query_one(
+                    "SELECT count(*) FROM baton_run WHERE root_run_id = $1",
+                    &[&root],
+                )
+                .await?
+                .get(0);
+            let open: i64 = client
+                .query_one(
+                    "SELECT count(*) FROM baton_run r WHERE r.root_run_id = $1 \
+                     AND r.outcome IS NULL AND NOT EXISTS (SELECT 1 FROM baton_handoff_pause p \
+                     WHERE p.root_run_id = r.root_run_id AND p.run_id = r.run_id)",
+                    &[&root],
+                )
+                .await?
+                .get(0);
+            let answer = if retired {
+                "ok already-retired".to_owned()
+            } else if runs == 0 {
+                "refused nothing-to-retire".to_owned()
+            } else if open > 0 {
+                "refused run-open ?".to_owned()
+            } else {
+                client
+                    .batch_execute(&format!(
+                        "DELETE FROM baton_handoff_pause WHERE root_run_id = '{root}'; \
+                         DELETE FROM baton_run WHERE root_run_id = '{root}'; \
+                         UPDATE baton_root SET retired = true WHERE root_run_id = '{root}'"
+                    ))
+                    .await?;
+                format!("ok retired-now {runs}")
+            };
+            client.batch_execute("COMMIT").await?;
+            Ok::<_, tokio_postgres::Error>((answer, client))
+        };
+        match tokio::time::timeout(Duration::from_secs(2), outcome).await {
+            Ok(Ok((answer, client))) => {
+                self.put_raw(client);
+                self.history.complete(op, &answer);
+            }
+            Ok(Err(_)) | Err(_) => self.history.complete(op, "unknown"),
+        }
+    }
+
+    /// The test-only switch: an append with fencing disabled, on a raw
+    /// connection. The Run's row lock and the one-pause-per-Run key as the
+    /// real log has them, but no epoch check: whoever comes first writes.
+    async fn unfenced_hand_off(&self, run: &str, epoch: Epoch, pause: &Pause) {
+        let pause_id = pause.intent.handoff_id.as_str();
+        let op = self.history.invoke(&format!(
+            "append {run} {epoch} {pause_id} {} {}",
+            digest(pause),
+            pause.intent.successor_run_id
+        ));
+        let root = root_of(run);
+        let outcome = async {
+            let client = self.raw().await?;
+            client.batch_execute("BEGIN").await?;
+            client
+                .query(
+                    "SELECT epoch FROM baton_run WHERE root_run_id = $1 AND run_id = $2 FOR UPDATE",
+                    &[&root, &run],
+                )
+                .await?;
+            let existing = client
+                .query_opt(
+                    "SELECT handoff_id FROM baton_handoff_pause WHERE root_run_id = $1 AND run_id = $2",
+                    &[&root, &run],
+                )
+                .await?;
+            let written = if existing.is_none() {
+                let json = serde_json::to_string(pause).expect("a pause encodes");
+                let at = epoch.get() as i64;
+                client
+                    .execute(
+                        "INSERT INTO baton_handoff_pause VALUES ($1, $2, 'session', 'turn', $3, $4, $5, $6, \
+                         CAST($7::text AS json), $8)",
+                        &[
+                            &root,
+                            &run,
+                            &format!("{run}-invocation"),
+                            &pause_id,
+                            &pause.intent.successor_run_id,
+                            &pause.intent.successor_invocation_id,
+                            &json,
+                            &at,
+                        ],
+                    )
+                    .await?;
+                true
+            } else {
+                false
+            };
+            client.batch_execute("COMMIT").await?;
+            Ok::<_, tokio_postgres::Error>((written, client))
+        };
+        match tokio::time::timeout(Duration::from_secs(2), outcome).await {
+            Ok(Ok((true, client))) => {
+                self.put_raw(client);
+                self.history.complete(op, "ok written");
+                say(&format!("- sealed {run} {epoch} {pause_id}"));
+            }
+            Ok(Ok((false, client))) => {
+                self.put_raw(client);
+                self.history.complete(op, "refused already-handed-off");
+            }
+            Ok(Err(_)) | Err(_) => self.history.complete(op, "unknown"),
+        }
+    }
 }
 
 /// The outcome a finish records: the execution, with the finish's id as
@@ -334,104 +757,6 @@ fn outcome(id: &str) -> baton::HandoffExecution {
 }
 
 /// The id [`outcome`] put in `outcome`.
-fn outcome_id(outcome: &baton::HandoffExecution) -> &str {
+pub fn outcome_id(outcome: &baton::HandoffExecution) -> &str {
     outcome.tools.loaded.first().map_or("?", String::as_str)
-}
-
-/// The worker ends its Run without a handoff: `finish_then_close_async`
-/// under its epoch, through a real gate.
-async fn finish(log: &Log, history: &mut History, run: &str, epoch: Epoch, id: &str) {
-    let gate = HandoffGate::new(source(run), run.into());
-    let op = history.invoke(&format!("finish {run} {epoch} {id}"));
-    match finish_then_close_async(&gate, log, epoch, &outcome(id)).await {
-        Ok(Receipt::Written) => history.complete(op, "ok written"),
-        Ok(_) => history.complete(op, "ok already"),
-        Err(FinishError::Fenced { current, .. }) => {
-            history.complete(op, &format!("refused fenced {current}"));
-        }
-        Err(FinishError::Finish(error)) => history.complete(op, &refusal(&error)),
-        Err(other) => history.complete(op, &format!("refused other {other:?}").replace(' ', "_")),
-    }
-}
-
-/// Retention: retires the root Run `run`.
-async fn retire(log: &Log, history: &mut History, run: &str) {
-    let op = history.invoke(&format!("retire {run}"));
-    match log.retire_async(run).await {
-        Ok(Retirement::Retired { runs }) => history.complete(op, &format!("ok retired-now {runs}")),
-        Ok(Retirement::AlreadyRetired) => history.complete(op, "ok already-retired"),
-        Err(error) => history.complete(op, &refusal(&error)),
-    }
-}
-
-/// The test-only switch: an append with fencing disabled, on a raw
-/// connection. The Run's row lock and the one-pause-per-Run key as the
-/// real log has them, but no epoch check: whoever comes first writes.
-async fn unfenced_hand_off(
-    url: &str,
-    raw: &mut Option<tokio_postgres::Client>,
-    history: &mut History,
-    run: &str,
-    epoch: Epoch,
-    pause: &Pause,
-) {
-    let pause_id = pause.intent.handoff_id.as_str();
-    let op = history.invoke(&format!("append {run} {epoch} {pause_id}"));
-    let outcome = async {
-        if raw.as_ref().is_none_or(|c| c.is_closed()) {
-            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
-            tokio::spawn(connection);
-            *raw = Some(client);
-        }
-        let client = raw.as_ref().expect("connected");
-        client.batch_execute("BEGIN").await?;
-        client
-            .query(
-                "SELECT epoch FROM baton_run WHERE root_run_id = $1 AND run_id = $2 FOR UPDATE",
-                &[&run, &run],
-            )
-            .await?;
-        let existing = client
-            .query_opt(
-                "SELECT handoff_id FROM baton_handoff_pause WHERE root_run_id = $1 AND run_id = $2",
-                &[&run, &run],
-            )
-            .await?;
-        let written = if existing.is_none() {
-            let pause = serde_json::to_string(pause).expect("a pause encodes");
-            let at = epoch.get() as i64;
-            client
-                .execute(
-                    "INSERT INTO baton_handoff_pause VALUES ($1, $2, 'session', 'turn', $3, $4, $5, $6, \
-                     CAST($7::text AS json), $8)",
-                    &[
-                        &run,
-                        &run,
-                        &format!("{run}-invocation"),
-                        &pause_id,
-                        &format!("{run}-next"),
-                        &format!("{run}-next-invocation"),
-                        &pause,
-                        &at,
-                    ],
-                )
-                .await?;
-            true
-        } else {
-            false
-        };
-        client.batch_execute("COMMIT").await?;
-        Ok::<bool, tokio_postgres::Error>(written)
-    };
-    match tokio::time::timeout(Duration::from_secs(2), outcome).await {
-        Ok(Ok(true)) => {
-            history.complete(op, "ok written");
-            say(&format!("- sealed {run} {epoch} {pause_id}"));
-        }
-        Ok(Ok(false)) => history.complete(op, "refused already-handed-off"),
-        Ok(Err(_)) | Err(_) => {
-            *raw = None;
-            history.complete(op, "unknown");
-        }
-    }
 }

@@ -4,9 +4,12 @@
 //! Three worker processes ("hosts") and an owner process — this test binary
 //! re-executed with a role (`child.rs`) — each reach a throwaway PostgreSQL
 //! server through a loopback TCP proxy of its own that the test controls
-//! (`common/proxy.rs`). While they claim Runs, work, and hand them off or
-//! finish them (the owner meanwhile taking Runs over as a wrong failure
-//! detector would, and retiring the roots of older Runs), the
+//! (`common/proxy.rs`). While they drive chains of Runs — claim a Run, work,
+//! hand it off to its successor and claim and run that one in turn, or
+//! finish it (issue 43: a durable handoff reaches its successor, G1) — the
+//! owner meanwhile taking Runs over as a wrong failure detector would,
+//! sweeping older chains (claiming the successors nobody claimed) and
+//! retiring their roots once ended, and retiring roots at random, the
 //! test injects faults at random times, drawn from a printed seed:
 //!
 //! - **partition** a process from the server: its proxy drops every
@@ -19,17 +22,23 @@
 //!   closes the connection before the answer);
 //! - **delay** a process's traffic.
 //!
-//! Then the faults stop: the workers are told to stop, the owner decides
-//! every Run of the campaign (R5: each within [`DECIDE_EACH`] of the one
-//! before, all within [`DECIDE_BOUND`]), and the
-//! checker (`checker.rs`) verifies R1–R10 over the whole history against
-//! the server's final facts, and that no acknowledged write was lost
-//! across the crashes. It prints the operations, the faults by kind, the
-//! Runs decided and every anomaly (there must be none).
+//! Then the faults stop: the workers are told to stop, the owner ends every
+//! chain of the campaign (R5: each root decided within [`DECIDE_EACH`] of
+//! the one before, all within [`DECIDE_BOUND`]), the test reads the
+//! server's facts back (every pause and outcome decoded), and the checker
+//! (`checker.rs`) verifies R1–R10 and G1–G5 over the whole history against
+//! them: no acknowledged write lost across the crashes, every one read
+//! back equal, no successor of a durable pause refused before it was
+//! final, no root retired before its work ended. It prints the
+//! operations, the faults by kind, the Runs decided, the chains, the
+//! retirements and every anomaly (there must be none).
 //!
-//! The same campaign against a store with fencing disabled (a test-only
-//! switch of the workers, `BATON_FAULT_UNFENCED`) must be caught: its test
-//! passes only if the checker reports anomalies.
+//! Two controls must be caught (their tests pass only if the checker
+//! reports anomalies): the same campaign against a store with fencing
+//! disabled (a test-only switch of the workers, `BATON_FAULT_UNFENCED`),
+//! and one whose retention is broken the old way (`BATON_FAULT_RETENTION`:
+//! the owner retires roots by SQL once every Run the log holds is final,
+//! while a durable pause's successor is still unclaimed: G1, G5).
 //!
 //! `BATON_FAULT_SEED` replays a seed's fault schedule (the processes'
 //! timing still varies); `BATON_FAULT_SECONDS` sets how long faults are
@@ -51,7 +60,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use baton::durable::PostgresSchema;
-use checker::{Line, Outcome, Truth, check, replay};
+use checker::{HeldPause, Line, Outcome, Truth, check, replay};
+use common::Pause;
 use common::postgres::Cluster;
 use common::proxy::{Mode, Proxy};
 
@@ -116,7 +126,14 @@ struct Process {
 }
 
 impl Process {
-    fn spawn(role: &str, name: &str, url: &str, env: &[(&str, String)], lines: &History) -> Self {
+    fn spawn(
+        role: &str,
+        name: &str,
+        url: &str,
+        env: &[(&str, String)],
+        lines: &History,
+        counts: &Counts,
+    ) -> Self {
         let mut command = Command::new(std::env::current_exe().expect("the test binary"));
         command
             .args(["--exact", "fault_child", "--nocapture", "--test-threads=1"])
@@ -130,11 +147,19 @@ impl Process {
         let mut child = command.spawn().expect("a campaign process");
         let stdin = child.stdin.take().expect("its stdin");
         let stdout = child.stdout.take().expect("its stdout");
-        let (lines, process) = (Arc::clone(lines), name.to_owned());
+        let (lines, counts, process) = (Arc::clone(lines), Arc::clone(counts), name.to_owned());
         thread::spawn(move || {
             for text in BufReader::new(stdout).lines() {
                 let Ok(text) = text else { break };
-                if let Some(line) = Line::parse(&process, &text) {
+                // Issue 50: every line that looks like a record must be
+                // read as one.
+                let looks = Line::looks_like_record(&text);
+                let line = Line::parse(&process, &text);
+                let mut counts = counts.lock().unwrap();
+                counts.0 += usize::from(looks);
+                counts.1 += usize::from(line.is_some());
+                drop(counts);
+                if let Some(line) = line {
                     lines.lock().unwrap().push(line);
                 }
             }
@@ -172,6 +197,9 @@ impl Process {
 }
 
 type History = Arc<Mutex<Vec<Line>>>;
+/// The lines the processes printed that look like records, and the ones
+/// read as records.
+type Counts = Arc<Mutex<(usize, usize)>>;
 
 /// What a campaign saw.
 struct Figures {
@@ -182,13 +210,31 @@ struct Figures {
     faults: BTreeMap<&'static str, usize>,
     runs: u64,
     decided: usize,
+    /// Finishes acknowledged.
+    finishes: usize,
+    /// Successors (Runs after the head of a chain) claimed into an epoch.
+    successors_claimed: usize,
+    /// Chains whose last Run holds a finish at the end.
+    chains_ended: usize,
+    /// Roots the server holds retired at the end.
+    roots_retired: usize,
     decide_time: Duration,
     /// The longest wait for a Run's decision once the faults stopped.
     longest_wait: Duration,
     anomalies: Vec<String>,
 }
 
-fn campaign(name: &str, unfenced: bool, seconds: u64) -> Option<Figures> {
+/// Which campaign: the real one, or a control the checker must catch.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Control {
+    None,
+    /// Fencing disabled.
+    Unfenced,
+    /// Retention by SQL under the old rule.
+    BrokenRetention,
+}
+
+fn campaign(name: &str, control: Control, seconds: u64) -> Option<Figures> {
     let cluster = Cluster::start()?;
     let seed = env("BATON_FAULT_SEED")
         .and_then(|s| s.parse().ok())
@@ -211,6 +257,7 @@ fn campaign(name: &str, unfenced: bool, seconds: u64) -> Option<Figures> {
             .expect("the schema");
     });
     let history: History = Arc::default();
+    let counts: Counts = Arc::default();
     let proxies: Vec<Proxy> = (0..=WORKERS)
         .map(|_| Proxy::start(cluster.port()))
         .collect();
@@ -220,7 +267,21 @@ fn campaign(name: &str, unfenced: bool, seconds: u64) -> Option<Figures> {
         ("BATON_FAULT_SEED", seed.to_string()),
         (
             "BATON_FAULT_UNFENCED",
-            if unfenced { "1" } else { "0" }.to_owned(),
+            if control == Control::Unfenced {
+                "1"
+            } else {
+                "0"
+            }
+            .to_owned(),
+        ),
+        (
+            "BATON_FAULT_RETENTION",
+            if control == Control::BrokenRetention {
+                "broken"
+            } else {
+                "rule"
+            }
+            .to_owned(),
         ),
     ];
     let spawn = |role: &str, slot: usize, incarnation: usize| {
@@ -230,6 +291,7 @@ fn campaign(name: &str, unfenced: bool, seconds: u64) -> Option<Figures> {
             &cluster.url_via(proxies[slot].port(), &dbname),
             &shared_env,
             &history,
+            &counts,
         )
     };
     let mut workers: Vec<Process> = (0..WORKERS).map(|slot| spawn("worker", slot, 0)).collect();
@@ -339,20 +401,26 @@ fn campaign(name: &str, unfenced: bool, seconds: u64) -> Option<Figures> {
     let owner_name = owner.name.clone();
     owner.end(Duration::from_secs(5));
 
+    // The final read-back of the facts: every pause and outcome decoded
+    // as the store decodes it, and digested as its writer digested it (G2).
     let truth = runtime.block_on(async {
         let client = cluster.connect(&dbname).await;
         let mut truth = Truth::default();
         for row in client
-            .query(
-                "SELECT run_id, epoch, outcome -> 'tools' -> 'loaded' ->> 0 FROM baton_run",
-                &[],
-            )
+            .query("SELECT run_id, epoch, outcome::text FROM baton_run", &[])
             .await
             .unwrap()
         {
             truth.epochs.insert(row.get(0), row.get::<_, i64>(1) as u64);
-            if let Some(id) = row.get::<_, Option<String>>(2) {
-                truth.finishes.insert(row.get(0), id);
+            if let Some(json) = row.get::<_, Option<String>>(2) {
+                let (id, digest) = match serde_json::from_str::<baton::HandoffExecution>(&json) {
+                    Ok(outcome) => (
+                        child::outcome_id(&outcome).to_owned(),
+                        child::digest(&outcome),
+                    ),
+                    Err(error) => ("?".to_owned(), format!("undecodable: {error}")),
+                };
+                truth.finishes.insert(row.get(0), (id, digest));
             }
         }
         for row in client
@@ -364,29 +432,59 @@ fn campaign(name: &str, unfenced: bool, seconds: u64) -> Option<Figures> {
         }
         for row in client
             .query(
-                "SELECT run_id, handoff_id, epoch FROM baton_handoff_pause",
+                "SELECT run_id, handoff_id, epoch, successor_run_id, pause::text \
+                 FROM baton_handoff_pause",
                 &[],
             )
             .await
             .unwrap()
         {
-            truth
-                .pauses
-                .insert(row.get(0), (row.get(1), row.get::<_, i64>(2) as u64));
+            let json: String = row.get(4);
+            let digest = serde_json::from_str::<Pause>(&json)
+                .map_or_else(|e| format!("undecodable: {e}"), |p| child::digest(&p));
+            truth.pauses.insert(
+                row.get(0),
+                HeldPause {
+                    id: row.get(1),
+                    epoch: row.get::<_, i64>(2) as u64,
+                    successor: row.get(3),
+                    digest,
+                },
+            );
         }
         truth
     });
     let lines = history.lock().unwrap().clone();
     let (ops, seals) = replay(&lines);
     let mut anomalies = check(&ops, &seals, &truth);
+    let (looked, read) = *counts.lock().unwrap();
+    if looked != read {
+        anomalies.push(format!(
+            "history: the processes printed {looked} lines that look like records, the checker \
+             read {read}"
+        ));
+    }
+    // A root is decided once its chain ended (its last Run holds a finish)
+    // or it is retired.
     let decided = (0..runs)
         .filter(|k| {
-            let run = child::run_name(*k);
-            truth.pauses.contains_key(&run)
-                || truth.finishes.contains_key(&run)
-                || truth.retired.contains(&run)
+            let root = child::run_name(*k);
+            truth.retired.contains(&root) || truth.chain_ended(&root) == Some(true)
         })
         .count();
+    let chains_ended = (0..runs)
+        .filter(|k| truth.chain_ended(&child::run_name(*k)) == Some(true))
+        .count();
+    let successors_claimed = ops
+        .iter()
+        .filter(|op| {
+            matches!(op.kind, checker::Kind::Claim { .. })
+                && matches!(op.outcome, Outcome::Owner(_))
+                && child::chain_index(op.kind.run()) > 0
+        })
+        .map(|op| op.kind.run())
+        .collect::<std::collections::HashSet<_>>()
+        .len();
     // The longest wait for a decision: from the faults' end to the first,
     // and between consecutive ones.
     let mut stamps: Vec<u64> = lines
@@ -415,9 +513,12 @@ fn campaign(name: &str, unfenced: bool, seconds: u64) -> Option<Figures> {
     let mut outcomes: BTreeMap<&'static str, usize> = BTreeMap::new();
     for op in &ops {
         let outcome = match (&op.kind, &op.outcome) {
+            (checker::Kind::Claim { run }, Outcome::Owner(_)) if child::chain_index(run) > 0 => {
+                "claim ok (owner, successor)"
+            }
             (checker::Kind::Claim { .. }, Outcome::Owner(_)) => "claim ok (owner)",
-            (checker::Kind::Claim { .. }, Outcome::HandedOff(_)) => "claim ok (handed off)",
-            (checker::Kind::Claim { .. }, Outcome::Finished(_)) => "claim ok (finished)",
+            (checker::Kind::Claim { .. }, Outcome::HandedOff(..)) => "claim ok (handed off)",
+            (checker::Kind::Claim { .. }, Outcome::Finished(..)) => "claim ok (finished)",
             (checker::Kind::Claim { .. }, Outcome::Retired) => "claim ok (retired)",
             (checker::Kind::Claim { .. }, Outcome::Unknown) => "claim unknown",
             (checker::Kind::Claim { .. }, Outcome::Unavailable) => "claim unavailable",
@@ -435,7 +536,16 @@ fn campaign(name: &str, unfenced: bool, seconds: u64) -> Option<Figures> {
             (checker::Kind::Finish { .. }, Outcome::Unavailable) => "finish unavailable",
             (checker::Kind::Finish { .. }, _) => "finish refused (other)",
             (checker::Kind::Retire { .. }, Outcome::RetiredNow) => "retire ok",
-            (checker::Kind::Retire { .. }, Outcome::RunOpen) => "retire refused (run open)",
+            (checker::Kind::Retire { .. }, Outcome::AlreadyRetired) => "retire ok (already)",
+            (checker::Kind::Retire { run }, Outcome::RunOpen(open))
+                if open != run && open != "?" =>
+            {
+                "retire refused (run open: a successor)"
+            }
+            (checker::Kind::Retire { .. }, Outcome::RunOpen(_)) => "retire refused (run open)",
+            (checker::Kind::Retire { .. }, Outcome::NothingToRetire) => {
+                "retire refused (nothing to retire)"
+            }
             (checker::Kind::Retire { .. }, Outcome::Unknown) => "retire unknown",
             (checker::Kind::Retire { .. }, Outcome::Unavailable) => "retire unavailable",
             (checker::Kind::Retire { .. }, _) => "retire refused (other)",
@@ -449,6 +559,7 @@ fn campaign(name: &str, unfenced: bool, seconds: u64) -> Option<Figures> {
                 && matches!(op.outcome, Outcome::Written | Outcome::Already)
         })
         .count();
+    let finishes = outcomes.get("finish ok").copied().unwrap_or(0);
     let figures = Figures {
         ops: ops.len(),
         worker_handoffs,
@@ -456,23 +567,55 @@ fn campaign(name: &str, unfenced: bool, seconds: u64) -> Option<Figures> {
         faults,
         runs,
         decided,
+        finishes,
+        successors_claimed,
+        chains_ended,
+        roots_retired: truth.retired.len(),
         decide_time,
         longest_wait,
         anomalies,
     };
     report(&format!(
-        "{name}: {} operations {:?} ({} seals); faults {:?}; {} of {} Runs decided, {:.1} s after \
-         the faults stopped (the longest wait for one {:.2} s); {} anomalies",
+        "{name}: {} operations {:?} ({} seals); faults {:?}; records {looked} printed, {read} \
+         read; {} finishes, {} successors claimed, {} chains ended; retirements {} (refused: \
+         RunOpen {}, NothingToRetire {}), {} roots retired at the end; \
+         {} of {} roots decided, {:.1} s after the faults stopped (the longest wait for one \
+         {:.2} s); {} anomalies",
         figures.ops,
         figures.outcomes,
         seals.len(),
         figures.faults,
+        figures.finishes,
+        figures.successors_claimed,
+        figures.chains_ended,
+        figures.outcomes.get("retire ok").copied().unwrap_or(0),
+        figures
+            .outcomes
+            .iter()
+            .filter(|(kind, _)| kind.starts_with("retire refused (run open"))
+            .map(|(_, n)| n)
+            .sum::<usize>(),
+        figures
+            .outcomes
+            .get("retire refused (nothing to retire)")
+            .copied()
+            .unwrap_or(0),
+        figures.roots_retired,
         figures.decided,
         figures.runs,
         figures.decide_time.as_secs_f64(),
         figures.longest_wait.as_secs_f64(),
         figures.anomalies.len()
     ));
+    let mut by_id: BTreeMap<&str, usize> = BTreeMap::new();
+    for anomaly in &figures.anomalies {
+        *by_id
+            .entry(anomaly.split(':').next().unwrap_or(anomaly))
+            .or_default() += 1;
+    }
+    if !by_id.is_empty() {
+        report(&format!("{name}: anomalies by rule: {by_id:?}"));
+    }
     for anomaly in figures.anomalies.iter().take(20) {
         report(&format!("{name}: anomaly: {anomaly}"));
     }
@@ -487,7 +630,7 @@ fn r1_to_r10_hold_under_partitions_pauses_kills_server_crashes_lost_replies_and_
     let seconds = env("BATON_FAULT_SECONDS")
         .and_then(|s| s.parse().ok())
         .unwrap_or(120);
-    let Some(figures) = campaign("fenced", false, seconds) else {
+    let Some(figures) = campaign("fenced", Control::None, seconds) else {
         return;
     };
     let injected = figures.faults.len() - 1; // less "happened"
@@ -511,8 +654,14 @@ fn r1_to_r10_hold_under_partitions_pauses_kills_server_crashes_lost_replies_and_
         "no zombie was fenced: {:?}",
         figures.outcomes
     );
-    // ... and Runs finished and roots were retired during the faults.
-    for kind in ["finish ok", "retire ok", "claim ok (retired)"] {
+    // ... and Runs finished, successors were claimed, and roots were
+    // retired during the faults.
+    for kind in [
+        "finish ok",
+        "claim ok (owner, successor)",
+        "retire ok",
+        "claim ok (retired)",
+    ] {
         assert!(
             figures.outcomes.contains_key(kind),
             "no {kind}: {:?}",
@@ -530,7 +679,7 @@ fn r1_to_r10_hold_under_partitions_pauses_kills_server_crashes_lost_replies_and_
 /// switch), zombies' appends land, and the checker reports it.
 #[test]
 fn the_checker_catches_a_store_with_fencing_disabled() {
-    let Some(figures) = campaign("unfenced", true, 20) else {
+    let Some(figures) = campaign("unfenced", Control::Unfenced, 20) else {
         return;
     };
     assert!(
@@ -541,4 +690,22 @@ fn the_checker_catches_a_store_with_fencing_disabled() {
         "fencing disabled, and the checker saw nothing: {:?}",
         figures.anomalies
     );
+}
+
+/// The checker can fail G1 and G5: with retention broken the old way (a
+/// root retired by SQL once every Run the log holds is final, while the
+/// successor a durable pause names is unclaimed), the successor's claim is
+/// refused and the root's work had not ended, and the checker reports it.
+#[test]
+fn the_checker_catches_retention_that_strands_a_successor() {
+    let Some(figures) = campaign("broken retention", Control::BrokenRetention, 20) else {
+        return;
+    };
+    for id in ["G1", "G5"] {
+        assert!(
+            figures.anomalies.iter().any(|a| a.starts_with(id)),
+            "retention broken, and the checker saw no {id}: {:?}",
+            figures.anomalies
+        );
+    }
 }
