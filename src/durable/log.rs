@@ -785,6 +785,7 @@ impl<P> MemoryLog<P> {
     /// let _ = log.claim("live-root", "run")?;
     /// let sweep = log.retire_ended(SystemTime::now(), None, 100);
     /// assert_eq!((sweep.retired, sweep.runs, sweep.kept, sweep.next), (1, 1, 0, None));
+    /// assert_eq!(sweep.roots, ["root"]);
     /// assert_eq!(log.claim("root", "run")?, Claim::Retired);
     /// # Ok::<(), baton::durable::LogError>(())
     /// ```
@@ -828,7 +829,7 @@ impl<P> MemoryLog<P> {
             if let SweepStep::Retire { .. } = step {
                 held.remove(&root);
             }
-            sweep.count(step);
+            sweep.count(&root, step);
         }
         sweep
     }

@@ -142,7 +142,7 @@ where
                 if let SweepStep::Retire { .. } = step {
                     Self::remove_root(tx, &root)?;
                 }
-                sweep.count(step);
+                sweep.count(&root, step);
             }
             let wrote = sweep.retired > 0;
             Ok((sweep, wrote))

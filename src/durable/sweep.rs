@@ -42,6 +42,9 @@ pub struct SweepCursor {
 pub struct Sweep {
     /// The root Runs retired by this batch (each now a tombstone).
     pub retired: usize,
+    /// Their ids, in the order the batch retired them (for an operator's
+    /// audit log, or a checker's history).
+    pub roots: Vec<String>,
     /// The Runs their retirement removed.
     pub runs: usize,
     /// The root Runs the batch looked at and kept: their work has not
@@ -115,12 +118,13 @@ pub fn sweep_step<'a, P: 'a>(
 }
 
 impl Sweep {
-    /// Counts what `step` did to one root.
-    pub(crate) fn count(&mut self, step: SweepStep) {
+    /// Counts what `step` did to the root `root_run_id`.
+    pub(crate) fn count(&mut self, root_run_id: &str, step: SweepStep) {
         match step {
             SweepStep::Retire { runs } => {
                 self.retired += 1;
                 self.runs += runs;
+                self.roots.push(root_run_id.to_owned());
             }
             SweepStep::Keep => self.kept += 1,
             SweepStep::Gone => {}

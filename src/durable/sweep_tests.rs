@@ -92,15 +92,16 @@ fn a_batch_looks_at_each_root_once_and_says_where_the_next_goes_on() {
     );
     assert_eq!(candidates(Vec::new(), 0), (Vec::new(), None));
     let mut sweep = Sweep::default();
-    for step in [
-        SweepStep::Retire { runs: 2 },
-        SweepStep::Keep,
-        SweepStep::Gone,
-        SweepStep::Retire { runs: 1 },
+    for (root, step) in [
+        ("a", SweepStep::Retire { runs: 2 }),
+        ("b", SweepStep::Keep),
+        ("c", SweepStep::Gone),
+        ("d", SweepStep::Retire { runs: 1 }),
     ] {
-        sweep.count(step);
+        sweep.count(root, step);
     }
     assert_eq!((sweep.retired, sweep.runs, sweep.kept), (2, 3, 1));
+    assert_eq!(sweep.roots, ["a", "d"], "the retired roots, in order");
 }
 
 mod agrees_with_retire {

@@ -75,9 +75,9 @@ where
                     before: Some(before),
                 })
             });
-            for answer in join_all(looks.collect()).await {
+            for (root_run_id, answer) in chunk.iter().zip(join_all(looks.collect()).await) {
                 match answer? {
-                    Answer::Swept(step) => sweep.count(step),
+                    Answer::Swept(step) => sweep.count(root_run_id, step),
                     _ => return unexpected(),
                 }
             }

@@ -1292,6 +1292,7 @@ async fn sweep_all<S: SweepsEnded>(
         total.retired += batch.retired;
         total.runs += batch.runs;
         total.kept += batch.kept;
+        total.roots.extend(batch.roots);
         total.next = batch.next;
         if total.next.is_none() {
             return (total, batches);
@@ -1335,6 +1336,7 @@ pub async fn g5_retention_by_age_retires_only_ended_roots_in_bounded_batches<S: 
         (1, 1, 2),
         "G5: only the root that ended before the cut-off"
     );
+    assert_eq!(sweep.roots, ["done"]);
     assert_eq!(batches, 4, "one candidate a batch, then the end");
     assert_eq!(claim_in(&log, "done", "a").await, Claim::Retired);
     let successor = owner_in(&log, "handed", "a-next").await;
@@ -1369,6 +1371,9 @@ pub async fn g5_retention_by_age_retires_only_ended_roots_in_bounded_batches<S: 
         (sweep.retired, sweep.runs, sweep.kept, batches),
         (3, 6, 0, 1)
     );
+    let mut roots = sweep.roots;
+    roots.sort();
+    assert_eq!(roots, ["handed", "late", "open"]);
     for (root, run) in [
         ("handed", "a"),
         ("handed", "a-next"),
