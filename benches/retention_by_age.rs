@@ -14,6 +14,11 @@
 //! the sweep and as many after it, in the same run (the goal: p99 within
 //! 1.1× of the no-retention figure). Printed: p50 and p99 of each, their
 //! ratios, the sweep's roots per second, and the rows and bytes left.
+//! `BATON_SWEEP_PAUSE_MS` (default 0) paces the sweep while the appends are
+//! measured (a pause after each batch), `BATON_SWEEP_MEASURE_SECONDS`
+//! (default: the whole sweep) ends the measurement early (the sweep then
+//! goes on to the end, unpaced), and `BATON_SWEEP_STORES` (`sqlite`,
+//! `postgres`; default both) picks the stores.
 //! SQLite: a file in the temp dir (a real disk), the log's own settings.
 //! PostgreSQL: the throwaway cluster's defaults (`fsync`,
 //! `synchronous_commit = on`), a pool of 8 for the sweep (which uses half)
@@ -51,6 +56,16 @@ use tokio_postgres::NoTls;
 type Sqlite = SqliteLog<HandoffExecution>;
 type PgLog = PostgresLog<HandoffExecution>;
 
+/// How the sweep runs: batches of `batch` roots, `pause` between two
+/// batches while the appends are measured, which stops after `measure`
+/// (then the sweep goes on to the end, unpaced and unmeasured).
+#[derive(Clone, Copy)]
+struct Pace {
+    batch: usize,
+    pause: Duration,
+    measure: Duration,
+}
+
 /// The append latencies of one store: before, during and after the sweep.
 struct Appends {
     quiet: Vec<Duration>,
@@ -58,10 +73,35 @@ struct Appends {
 }
 
 /// What a sweep to its end did.
+#[derive(Default)]
 struct Swept {
     sweep: Sweep,
     batches: usize,
     took: Duration,
+    /// How long the appends were measured, and the roots retired meanwhile.
+    measured: Duration,
+    while_measured: usize,
+}
+
+/// The sweeper's side of the measurement: whether the appends are still
+/// measured (`measuring`, set false by the appender once `measure` ran
+/// out), and the sweep's end (`done`).
+#[derive(Default)]
+struct Flags {
+    measuring: AtomicBool,
+    done: AtomicBool,
+}
+
+impl Swept {
+    /// Notes a batch: counts it, and the roots retired while measured.
+    fn note(&mut self, batch: Sweep, flags: &Flags, started: Instant) {
+        self.batches += 1;
+        if flags.measuring.load(Ordering::Acquire) {
+            self.while_measured += batch.retired;
+            self.measured = started.elapsed();
+        }
+        add(&mut self.sweep, batch);
+    }
 }
 
 /// A sweep's cut-off: a minute ago (the bulk roots ended an hour ago; the
@@ -78,7 +118,7 @@ fn add(total: &mut Sweep, batch: Sweep) {
     total.next = batch.next;
 }
 
-fn print_appends(store: &str, roots: usize, batch: usize, appends: &Appends, swept: &Swept) {
+fn print_appends(store: &str, roots: usize, pace: Pace, appends: &Appends, swept: &Swept) {
     let quiet = Sample::new(appends.quiet.clone());
     let sweeping = Sample::new(appends.sweeping.clone());
     println!();
@@ -107,13 +147,18 @@ fn print_appends(store: &str, roots: usize, batch: usize, appends: &Appends, swe
     );
     println!();
     println!(
-        "Sweep: {} roots ({} Runs) retired, {} kept, in {} batches of ≤ {batch}, {:.1} s: {} roots/s.",
+        "Sweep: {} roots ({} Runs) retired, {} kept, in {} batches of ≤ {}, {:.1} s: {} roots/s \
+         overall; while measured ({:.1} s, {} ms between batches): {} roots/s.",
         thousands(swept.sweep.retired as u64),
         thousands(swept.sweep.runs as u64),
         swept.sweep.kept,
         swept.batches,
+        pace.batch,
         swept.took.as_secs_f64(),
-        thousands((swept.sweep.retired as f64 / swept.took.as_secs_f64()) as u64)
+        thousands((swept.sweep.retired as f64 / swept.took.as_secs_f64()) as u64),
+        swept.measured.as_secs_f64(),
+        pace.pause.as_millis(),
+        thousands((swept.while_measured as f64 / swept.measured.as_secs_f64().max(1e-9)) as u64),
     );
 }
 
@@ -162,7 +207,7 @@ fn sqlite_append(log: &Sqlite, tag: u64, i: u64) -> Duration {
     started.elapsed()
 }
 
-fn sqlite_by_age(roots: usize, ops: usize, batch: usize) -> Duration {
+fn sqlite_by_age(roots: usize, ops: usize, pace: Pace) -> Duration {
     let file = TempFile::new(&std::env::temp_dir(), "by-age");
     let log: Sqlite = SqliteLog::open(&file.0).unwrap();
     sqlite_bulk(&file, roots);
@@ -173,45 +218,44 @@ fn sqlite_by_age(roots: usize, ops: usize, batch: usize) -> Duration {
         "a bulk row reads back as the log's own"
     );
     let mut quiet: Vec<Duration> = (0..ops as u64).map(|i| sqlite_append(&log, 1, i)).collect();
-    let done = Arc::new(AtomicBool::new(false));
+    let flags = Arc::new(Flags::default());
+    flags.measuring.store(true, Ordering::Release);
     let sweeper = std::thread::spawn({
-        let (path, done) = (file.0.clone(), Arc::clone(&done));
+        let (path, flags) = (file.0.clone(), Arc::clone(&flags));
         move || {
             let log: Sqlite = SqliteLog::open(&path).unwrap();
             let (started, before) = (Instant::now(), cut_off());
-            let (mut total, mut batches) = (Sweep::default(), 0);
+            let mut swept = Swept::default();
             loop {
-                batches += 1;
-                let next = total.next.clone();
-                add(
-                    &mut total,
-                    log.retire_ended(before, next.as_ref(), batch).unwrap(),
-                );
-                if total.next.is_none() {
+                let next = swept.sweep.next.clone();
+                let batch = log.retire_ended(before, next.as_ref(), pace.batch).unwrap();
+                swept.note(batch, &flags, started);
+                if swept.sweep.next.is_none() {
                     break;
                 }
+                if flags.measuring.load(Ordering::Acquire) {
+                    std::thread::sleep(pace.pause);
+                }
             }
-            done.store(true, Ordering::Release);
-            Swept {
-                sweep: total,
-                batches,
-                took: started.elapsed(),
-            }
+            flags.done.store(true, Ordering::Release);
+            swept.took = started.elapsed();
+            swept
         }
     });
     let mut sweeping = Vec::new();
-    let mut i = 0;
-    while !done.load(Ordering::Acquire) {
+    let (started, mut i) = (Instant::now(), 0);
+    while !flags.done.load(Ordering::Acquire) && started.elapsed() < pace.measure {
         sweeping.push(sqlite_append(&log, 2, i));
         i += 1;
     }
+    flags.measuring.store(false, Ordering::Release);
     let swept = sweeper.join().unwrap();
     quiet.extend((0..ops as u64).map(|i| sqlite_append(&log, 3, i)));
     let appends = Appends { quiet, sweeping };
     print_appends(
         "SQLite (a file in the temp dir; WAL, synchronous = FULL)",
         roots,
-        batch,
+        pace,
         &appends,
         &swept,
     );
@@ -287,7 +331,7 @@ async fn open_log(url: &str, pool: usize) -> Arc<PgLog> {
     )
 }
 
-async fn pg_by_age(cluster: &Cluster, roots: usize, ops: usize, batch: usize) -> Duration {
+async fn pg_by_age(cluster: &Cluster, roots: usize, ops: usize, pace: Pace) -> Duration {
     const LIMIT: Duration = Duration::from_secs(1800);
     let db = cluster.database().await;
     let url = cluster.url(&db);
@@ -308,35 +352,36 @@ async fn pg_by_age(cluster: &Cluster, roots: usize, ops: usize, batch: usize) ->
     for i in 0..ops as u64 {
         quiet.push(pg_append(&live, 1, i).await);
     }
-    let done = Arc::new(AtomicBool::new(false));
+    let flags = Arc::new(Flags::default());
+    flags.measuring.store(true, Ordering::Release);
     let sweep = tokio::spawn({
-        let done = Arc::clone(&done);
+        let flags = Arc::clone(&flags);
         async move {
             let (started, before) = (Instant::now(), cut_off());
-            let (mut total, mut batches) = (Sweep::default(), 0);
+            let mut swept = Swept::default();
             loop {
-                batches += 1;
-                let next = total.next.clone();
-                let one = sweeper.retire_ended_async(before, next.as_ref(), batch);
-                add(&mut total, one.await.unwrap());
-                if total.next.is_none() {
+                let next = swept.sweep.next.clone();
+                let one = sweeper.retire_ended_async(before, next.as_ref(), pace.batch);
+                swept.note(one.await.unwrap(), &flags, started);
+                if swept.sweep.next.is_none() {
                     break;
                 }
+                if flags.measuring.load(Ordering::Acquire) {
+                    tokio::time::sleep(pace.pause).await;
+                }
             }
-            done.store(true, Ordering::Release);
-            Swept {
-                sweep: total,
-                batches,
-                took: started.elapsed(),
-            }
+            flags.done.store(true, Ordering::Release);
+            swept.took = started.elapsed();
+            swept
         }
     });
     let mut sweeping = Vec::new();
-    let mut i = 0;
-    while !done.load(Ordering::Acquire) {
+    let (started, mut i) = (Instant::now(), 0);
+    while !flags.done.load(Ordering::Acquire) && started.elapsed() < pace.measure {
         sweeping.push(pg_append(&live, 2, i).await);
         i += 1;
     }
+    flags.measuring.store(false, Ordering::Release);
     let swept = bounded("the sweep", LIMIT, sweep).await.unwrap();
     for i in 0..ops as u64 {
         quiet.push(pg_append(&live, 3, i).await);
@@ -345,7 +390,7 @@ async fn pg_by_age(cluster: &Cluster, roots: usize, ops: usize, batch: usize) ->
     print_appends(
         "PostgreSQL (defaults: fsync, synchronous_commit = on)",
         roots,
-        batch,
+        pace,
         &appends,
         &swept,
     );
@@ -418,10 +463,22 @@ fn main() {
     // `cargo bench` passes `--bench`; a filter is not supported.
     let roots = setting("BATON_SWEEP_ROOTS", 1_000_000).max(1);
     let ops = setting("BATON_SWEEP_OPS", 2000).max(1);
-    let batch = setting("BATON_SWEEP_BATCH", 200).max(1);
+    let pace = Pace {
+        batch: setting("BATON_SWEEP_BATCH", 200).max(1),
+        pause: Duration::from_millis(setting("BATON_SWEEP_PAUSE_MS", 0) as u64),
+        measure: Duration::from_secs(setting("BATON_SWEEP_MEASURE_SECONDS", 86_400) as u64),
+    };
+    let stores = std::env::var("BATON_SWEEP_STORES").unwrap_or_else(|_| "both".into());
     println!("## Retention by age: appends while a sweep runs");
-    let mut appends = vec![("SQLite", sqlite_by_age(roots, ops, batch))];
-    let cluster = Cluster::start();
+    let mut appends = Vec::new();
+    if stores != "postgres" {
+        appends.push(("SQLite", sqlite_by_age(roots, ops, pace)));
+    }
+    let cluster = if stores == "sqlite" {
+        None
+    } else {
+        Cluster::start()
+    };
     match &cluster {
         Some(cluster) => {
             let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -431,10 +488,10 @@ fn main() {
                 .unwrap();
             appends.push((
                 "PostgreSQL",
-                runtime.block_on(pg_by_age(cluster, roots, ops, batch)),
+                runtime.block_on(pg_by_age(cluster, roots, ops, pace)),
             ));
         }
-        None => println!("\n(PostgreSQL skipped: no server programs found)"),
+        None => println!("\n(PostgreSQL skipped: not asked for, or no server programs found)"),
     }
     round_trip(&appends);
 }
