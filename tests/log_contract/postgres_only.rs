@@ -2088,3 +2088,91 @@ fn in_the_callers_transaction_a_serialization_failure_is_the_callers_to_retry_an
         assert_eq!(read.epoch, Epoch::new(1), "nothing written at those levels");
     });
 }
+
+/// G5 by age without scanning every row, on PostgreSQL: a sweep reads its
+/// candidates through the partial index on the finishes' end time
+/// (`baton_run_by_end`), as the server's own statistics show (its index
+/// scans go up by the sweep, the table's sequential scans do not), on a
+/// table of 20,000 finished Runs; and it retires only what ended.
+#[test]
+fn g5_a_sweep_reads_its_candidates_through_the_end_time_index() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        let log = connect(&url).await.unwrap();
+        let admin = cluster.connect(&dbname).await;
+        let outcome = serde_json::to_string(&common::execution()).unwrap();
+        admin
+            .execute(
+                "INSERT INTO baton_root (root_run_id) \
+                 SELECT md5(i::text) FROM generate_series(1, 20000) i",
+                &[],
+            )
+            .await
+            .unwrap();
+        admin
+            .execute(
+                "INSERT INTO baton_run (root_run_id, run_id, epoch, finish_session_id, \
+                 finish_turn_id, finish_invocation_id, outcome, ended_at) \
+                 SELECT md5(i::text), 'run', 1, 'session', 'turn', 'run-invocation', \
+                        $1::text::json, now() - interval '1 hour' + i * interval '1 ms' \
+                 FROM generate_series(1, 20000) i",
+                &[&outcome],
+            )
+            .await
+            .unwrap();
+        admin.batch_execute("ANALYZE baton_run").await.unwrap();
+        let scans = async || -> (i64, i64) {
+            admin
+                .batch_execute("SELECT pg_stat_clear_snapshot()")
+                .await
+                .unwrap();
+            let row = admin
+                .query_one(
+                    "SELECT (SELECT idx_scan FROM pg_stat_user_indexes \
+                             WHERE indexrelname = 'baton_run_by_end'), \
+                            (SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'baton_run')",
+                    &[],
+                )
+                .await
+                .unwrap();
+            (row.get(0), row.get(1))
+        };
+        let before = scans().await;
+        let cut_off = std::time::SystemTime::now() - Duration::from_secs(1800);
+        let sweep = within("R5", log.retire_ended_async(cut_off, None, 10))
+            .await
+            .unwrap();
+        assert_eq!(
+            (sweep.retired, sweep.kept, sweep.next.is_some()),
+            (10, 0, true),
+            "the ten oldest, and more to come"
+        );
+        // The server publishes a backend's statistics when it goes idle,
+        // within a second.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let after = loop {
+            let after = scans().await;
+            if after.0 > before.0 || Instant::now() > deadline {
+                break after;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert!(
+            after.0 > before.0,
+            "the index was scanned: {before:?} → {after:?}"
+        );
+        assert_eq!(after.1, before.1, "no sequential scan of baton_run");
+        let next = sweep.next.unwrap();
+        let rest = within("R5", log.retire_ended_async(cut_off, Some(&next), 100_000))
+            .await
+            .unwrap();
+        assert_eq!(
+            (rest.retired, rest.next),
+            (20_000 - 10, None),
+            "every other root, once"
+        );
+    });
+}
