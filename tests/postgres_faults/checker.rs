@@ -28,7 +28,9 @@
 //! `retire_async`'s `Retired` is: G5 (its work had ended), R9 (nothing
 //! claimed or written under it afterwards), R10 (its rows are gone) and G1
 //! (a successor's claim refused `Retired` only once the successor may have
-//! been final). A batch answered `OutcomeUnknown` or `Unavailable` (an
+//! been final); and, retention being by age, every Run of a root a batch
+//! retired was made final by a write invoked before the batch's cut-off
+//! (G5 by age: its completion less the age it was given). A batch answered `OutcomeUnknown` or `Unavailable` (an
 //! error ends a batch, and the roots it retired before stay retired), or
 //! not at all, names no root: like a retirement by name with an unknown
 //! outcome, it may have retired any root (G3), and nothing that would need
@@ -107,9 +109,12 @@ pub enum Kind {
     Retire {
         run: String,
     },
-    /// One batch of retention by age (`retire_ended_async`): it names no
-    /// Run (its `run()` is empty); what it retired is in its outcome.
-    Sweep,
+    /// One batch of retention by age (`retire_ended_async`) of the work
+    /// that ended `age` µs before the batch started, or earlier: it names
+    /// no Run (its `run()` is empty); what it retired is in its outcome.
+    Sweep {
+        age: u64,
+    },
 }
 
 impl Kind {
@@ -119,7 +124,7 @@ impl Kind {
             | Kind::Append { run, .. }
             | Kind::Finish { run, .. }
             | Kind::Retire { run } => run,
-            Kind::Sweep => "",
+            Kind::Sweep { .. } => "",
         }
     }
 }
@@ -286,8 +291,9 @@ pub fn replay(lines: &[Line]) -> (Vec<Op>, Vec<Seal>) {
             (_, ["invoke", "retire", run]) => {
                 ops.insert(key, op(line, Kind::Retire { run: owned(run) }));
             }
-            (_, ["invoke", "sweep", ..]) => {
-                ops.insert(key, op(line, Kind::Sweep));
+            (_, ["invoke", "sweep", _limit, age_ms, ..]) => {
+                let age = age_ms.parse::<u64>().unwrap_or(0) * 1000;
+                ops.insert(key, op(line, Kind::Sweep { age }));
             }
             (_, ["invoke", "append", run, epoch, pause, digest, successor]) => {
                 let kind = Kind::Append {
@@ -505,7 +511,7 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<String> {
         // before its error.
         let sent = ops.iter().any(|op| match (&op.kind, &op.outcome) {
             (Kind::Retire { run }, o) if run == root => o.retired_now() || *o == Outcome::Unknown,
-            (Kind::Sweep, o) => matches!(o, Outcome::Unknown | Outcome::Unavailable),
+            (Kind::Sweep { .. }, o) => matches!(o, Outcome::Unknown | Outcome::Unavailable),
             _ => false,
         });
         if !sent {
@@ -544,7 +550,7 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<String> {
             let (epoch, pause) = match &append.kind {
                 Kind::Append { epoch, pause, .. } => (epoch, pause),
                 Kind::Finish { epoch, id, .. } => (epoch, id),
-                Kind::Claim { .. } | Kind::Retire { .. } | Kind::Sweep => continue,
+                Kind::Claim { .. } | Kind::Retire { .. } | Kind::Sweep { .. } => continue,
             };
             let acknowledged = append.outcome.acknowledged();
             for claim in ops {
@@ -895,6 +901,42 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<String> {
             }
         }
     }
+    // G5, by age: a batch retires a root only if its work ended before the
+    // batch's cut-off (the batch's start less its age, so before its
+    // completion less its age), and a Run's end is stamped by the server
+    // in the transaction of the write that made it final, after that write
+    // was invoked. So every Run of a root a batch retired was made final by
+    // a write invoked before then.
+    for sweep in ops {
+        let (Kind::Sweep { age }, Outcome::Swept { roots, .. }, Some(done)) =
+            (&sweep.kind, &sweep.outcome, sweep.completed)
+        else {
+            continue;
+        };
+        let cutoff = done.saturating_sub(*age);
+        for root in roots {
+            let runs: HashSet<&str> = by_root
+                .get(root.as_str())
+                .into_iter()
+                .flatten()
+                .map(|op| op.kind.run())
+                .collect();
+            let mut late: Vec<&str> = runs
+                .into_iter()
+                .filter(|run| fate(run).final_from.is_some_and(|f| f >= cutoff))
+                .collect();
+            if !late.is_empty() {
+                late.sort_unstable();
+                anomalies.push(format!(
+                    "G5 (by age): a sweep by {} retired {root}, but {} became final after its \
+                     cut-off ({} µs before it answered)",
+                    sweep.process,
+                    late.join(", "),
+                    age
+                ));
+            }
+        }
+    }
     // R7: a fenced worker never appends again under that epoch, and never
     // seals it.
     for op in ops {
@@ -986,7 +1028,7 @@ fn the_checker_reads_every_record_and_names_g1_g2_g5() {
 /// unless a batch's outcome is unknown: then it may have retired it.
 #[test]
 fn the_checker_checks_the_roots_a_sweep_retired() {
-    let history = |unknown_batch: bool| {
+    let history = |unknown_batch: bool, aged: bool| {
         let mut printed = vec![
             ("worker0.0", "H 10 1 invoke claim r1"),
             ("worker0.0", "H 20 1 ok owner 1"),
@@ -996,7 +1038,14 @@ fn the_checker_checks_the_roots_a_sweep_retired() {
             ("worker0.0", "H 42 3 ok owner 1"),
             ("worker0.0", "H 43 4 invoke finish r2 1 f2 cccc"),
             ("worker0.0", "H 44 4 ok written"),
-            ("owner3.0", "H 50 1 invoke sweep 8 0 start"),
+            (
+                "owner3.0",
+                if aged {
+                    "H 50 1 invoke sweep 8 1 start"
+                } else {
+                    "H 50 1 invoke sweep 8 0 start"
+                },
+            ),
             ("owner3.0", "H 80 1 ok swept 2 0 end r1 r2"),
             ("worker1.0", "H 90 1 invoke claim r2"),
             ("worker1.0", "H 100 1 ok owner 2"),
@@ -1018,7 +1067,11 @@ fn the_checker_checks_the_roots_a_sweep_retired() {
         };
         check(&ops, &seals, &truth)
     };
-    let anomalies = history(false);
+    let anomalies = history(false, false);
+    assert!(
+        !anomalies.iter().any(|a| a.starts_with("G5 (by age)")),
+        "{anomalies:?}"
+    );
     for expected in [
         "G5: r1 was retired",
         "R9: r2 was retired, then",
@@ -1030,9 +1083,18 @@ fn the_checker_checks_the_roots_a_sweep_retired() {
             "no {expected} in {anomalies:?}"
         );
     }
-    let anomalies = history(true);
+    let anomalies = history(true, false);
     assert!(
         !anomalies.iter().any(|a| a.starts_with("G3")),
         "an unknown batch may have retired r3: {anomalies:?}"
+    );
+    // A batch of the work that ended 1 ms before it started retired r2,
+    // finished (by its history) 36 µs before the batch answered.
+    let anomalies = history(false, true);
+    assert!(
+        anomalies
+            .iter()
+            .any(|a| a.starts_with("G5 (by age): a sweep by owner3.0 retired r2")),
+        "{anomalies:?}"
     );
 }

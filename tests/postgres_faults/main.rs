@@ -561,10 +561,10 @@ fn campaign(name: &str, control: Control, seconds: u64) -> Option<Figures> {
             (checker::Kind::Retire { .. }, Outcome::Unknown) => "retire unknown",
             (checker::Kind::Retire { .. }, Outcome::Unavailable) => "retire unavailable",
             (checker::Kind::Retire { .. }, _) => "retire refused (other)",
-            (checker::Kind::Sweep, Outcome::Swept { .. }) => "sweep ok",
-            (checker::Kind::Sweep, Outcome::Unknown) => "sweep unknown",
-            (checker::Kind::Sweep, Outcome::Unavailable) => "sweep unavailable",
-            (checker::Kind::Sweep, _) => "sweep refused",
+            (checker::Kind::Sweep { .. }, Outcome::Swept { .. }) => "sweep ok",
+            (checker::Kind::Sweep { .. }, Outcome::Unknown) => "sweep unknown",
+            (checker::Kind::Sweep { .. }, Outcome::Unavailable) => "sweep unavailable",
+            (checker::Kind::Sweep { .. }, _) => "sweep refused",
         };
         *outcomes.entry(outcome).or_default() += 1;
     }
@@ -580,7 +580,7 @@ fn campaign(name: &str, control: Control, seconds: u64) -> Option<Figures> {
     // and the batches that ended a pass (`next` was `None`).
     let sweeps = ops
         .iter()
-        .filter(|op| op.kind == checker::Kind::Sweep)
+        .filter(|op| matches!(op.kind, checker::Kind::Sweep { .. }))
         .count();
     let swept = outcomes.get("retire ok (by a sweep)").copied().unwrap_or(0);
     let passes = ops
