@@ -20,6 +20,21 @@
 //! append, a claim that answered it, a requester's seal, or the final
 //! read-back). So an anomaly is reported only where no history consistent
 //! with the answers could have kept the guarantee.
+//!
+//! **Sweeps** (retention by age, issue 43). A batch of
+//! `retire_ended_async` is one operation; each root its answer names is an
+//! acknowledged retirement of that root, invoked at the batch's invocation
+//! and acknowledged at its completion, and checked exactly as
+//! `retire_async`'s `Retired` is: G5 (its work had ended), R9 (nothing
+//! claimed or written under it afterwards), R10 (its rows are gone) and G1
+//! (a successor's claim refused `Retired` only once the successor may have
+//! been final); and, retention being by age, every Run of a root a batch
+//! retired was made final by a write invoked before the batch's cut-off
+//! (G5 by age: its completion less the age it was given). A batch answered `OutcomeUnknown` or `Unavailable` (an
+//! error ends a batch, and the roots it retired before stay retired), or
+//! not at all, names no root: like a retirement by name with an unknown
+//! outcome, it may have retired any root (G3), and nothing that would need
+//! to know which is checked of it.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -87,9 +102,18 @@ pub enum Kind {
         /// The digest of the outcome recorded.
         digest: String,
     },
-    /// Retention of the root Run `run`.
+    /// Retention of the root Run `run`: by name (`retire_async`), or, with
+    /// the outcome [`Outcome::RetiredBySweep`], one root a sweep's batch
+    /// retired (invoked at the batch's invocation, completed at its
+    /// completion; see [`replay`]).
     Retire {
         run: String,
+    },
+    /// One batch of retention by age (`retire_ended_async`) of the work
+    /// that ended `age` µs before the batch started, or earlier: it names
+    /// no Run (its `run()` is empty); what it retired is in its outcome.
+    Sweep {
+        age: u64,
     },
 }
 
@@ -100,6 +124,7 @@ impl Kind {
             | Kind::Append { run, .. }
             | Kind::Finish { run, .. }
             | Kind::Retire { run } => run,
+            Kind::Sweep { .. } => "",
         }
     }
 }
@@ -118,6 +143,14 @@ pub enum Outcome {
     RetiredNow,
     /// A retirement answered `AlreadyRetired`.
     AlreadyRetired,
+    /// A sweep's batch answered: the roots it retired, in its order, and
+    /// whether its pass ended (`next` was `None`).
+    Swept {
+        roots: Vec<String>,
+        pass_ended: bool,
+    },
+    /// One root a sweep's batch retired (acknowledged with the batch).
+    RetiredBySweep,
     RefusedRetired,
     AlreadyFinished,
     /// A retirement refused: this Run (of the root, or a successor a
@@ -146,7 +179,14 @@ impl Outcome {
         matches!(self, Outcome::Written | Outcome::Already | Outcome::Unknown)
     }
     fn retired(&self) -> bool {
-        matches!(self, Outcome::RetiredNow | Outcome::AlreadyRetired)
+        matches!(
+            self,
+            Outcome::RetiredNow | Outcome::AlreadyRetired | Outcome::RetiredBySweep
+        )
+    }
+    /// A retirement answered so retired its root now (it was not already).
+    fn retired_now(&self) -> bool {
+        matches!(self, Outcome::RetiredNow | Outcome::RetiredBySweep)
     }
 }
 
@@ -251,6 +291,10 @@ pub fn replay(lines: &[Line]) -> (Vec<Op>, Vec<Seal>) {
             (_, ["invoke", "retire", run]) => {
                 ops.insert(key, op(line, Kind::Retire { run: owned(run) }));
             }
+            (_, ["invoke", "sweep", _limit, age_ms, ..]) => {
+                let age = age_ms.parse::<u64>().unwrap_or(0) * 1000;
+                ops.insert(key, op(line, Kind::Sweep { age }));
+            }
             (_, ["invoke", "append", run, epoch, pause, digest, successor]) => {
                 let kind = Kind::Append {
                     run: owned(run),
@@ -273,6 +317,17 @@ pub fn replay(lines: &[Line]) -> (Vec<Op>, Vec<Seal>) {
                         ["ok", "retired"] => Outcome::Retired,
                         ["ok", "retired-now", _] => Outcome::RetiredNow,
                         ["ok", "already-retired"] => Outcome::AlreadyRetired,
+                        [
+                            "ok",
+                            "swept",
+                            _runs,
+                            _kept,
+                            pass @ ("end" | "more"),
+                            roots @ ..,
+                        ] => Outcome::Swept {
+                            roots: roots.iter().map(|r| owned(r)).collect(),
+                            pass_ended: *pass == "end",
+                        },
                         ["refused", "retired"] => Outcome::RefusedRetired,
                         ["refused", "already-finished"] => Outcome::AlreadyFinished,
                         ["refused", "run-open", run] => Outcome::RunOpen(owned(run)),
@@ -290,7 +345,29 @@ pub fn replay(lines: &[Line]) -> (Vec<Op>, Vec<Seal>) {
             }
         }
     }
-    (ops.into_values().collect(), seals)
+    // Each root a sweep's batch retired is an acknowledged retirement of
+    // it, invoked at the batch's invocation and acknowledged at its
+    // completion: checked as `retire_async`'s `Retired` is (G5, R9, R10,
+    // G1). A batch whose outcome is unknown names no root: as an unknown
+    // retirement, it may have retired any (G3), and nothing is checked of
+    // it that would need to know which.
+    let mut ops: Vec<Op> = ops.into_values().collect();
+    let swept: Vec<Op> = ops
+        .iter()
+        .filter_map(|op| match &op.outcome {
+            Outcome::Swept { roots, .. } => Some(roots.iter().map(move |root| Op {
+                process: op.process.clone(),
+                kind: Kind::Retire { run: root.clone() },
+                invoked: op.invoked,
+                completed: op.completed,
+                outcome: Outcome::RetiredBySweep,
+            })),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    ops.extend(swept);
+    (ops, seals)
 }
 
 /// What the history says about one Run's fate.
@@ -364,9 +441,7 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<String> {
                     truth.finishes.get(run)
                 ));
             }
-            (Kind::Retire { run }, Outcome::RetiredNow | Outcome::AlreadyRetired)
-                if !truth.retired.contains(run) =>
-            {
+            (Kind::Retire { run }, o) if o.retired() && !truth.retired.contains(run) => {
                 anomalies.push(format!(
                     "R9 / acknowledged write lost: {run} was retired, the log holds no tombstone"
                 ));
@@ -430,9 +505,14 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<String> {
         if rows {
             anomalies.push(format!("R10: the retired root {root} still holds rows"));
         }
-        let sent = ops.iter().any(|op| {
-            matches!(&op.kind, Kind::Retire { run: r } if r == root)
-                && matches!(op.outcome, Outcome::RetiredNow | Outcome::Unknown)
+        // A retirement by name or a sweep's batch that names it, or whose
+        // outcome is unknown: a batch answered `OutcomeUnknown` or
+        // `Unavailable` mid-way (or not at all) may have retired any root
+        // before its error.
+        let sent = ops.iter().any(|op| match (&op.kind, &op.outcome) {
+            (Kind::Retire { run }, o) if run == root => o.retired_now() || *o == Outcome::Unknown,
+            (Kind::Sweep { .. }, o) => matches!(o, Outcome::Unknown | Outcome::Unavailable),
+            _ => false,
         });
         if !sent {
             anomalies.push(format!(
@@ -470,7 +550,7 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<String> {
             let (epoch, pause) = match &append.kind {
                 Kind::Append { epoch, pause, .. } => (epoch, pause),
                 Kind::Finish { epoch, id, .. } => (epoch, id),
-                Kind::Claim { .. } | Kind::Retire { .. } => continue,
+                Kind::Claim { .. } | Kind::Retire { .. } | Kind::Sweep { .. } => continue,
             };
             let acknowledged = append.outcome.acknowledged();
             for claim in ops {
@@ -780,7 +860,7 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<String> {
                 let claimed = ops
                     .iter()
                     .any(|op| matches!(op.kind, Kind::Claim { .. }) && op.invoked < at);
-                if retire.outcome == Outcome::RetiredNow && !claimed {
+                if retire.outcome.retired_now() && !claimed {
                     anomalies.push(format!(
                         "G5: {root} was retired (to {}), but no Run of it was ever claimed",
                         retire.process
@@ -818,6 +898,42 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<String> {
                     }
                 }
                 _ => {}
+            }
+        }
+    }
+    // G5, by age: a batch retires a root only if its work ended before the
+    // batch's cut-off (the batch's start less its age, so before its
+    // completion less its age), and a Run's end is stamped by the server
+    // in the transaction of the write that made it final, after that write
+    // was invoked. So every Run of a root a batch retired was made final by
+    // a write invoked before then.
+    for sweep in ops {
+        let (Kind::Sweep { age }, Outcome::Swept { roots, .. }, Some(done)) =
+            (&sweep.kind, &sweep.outcome, sweep.completed)
+        else {
+            continue;
+        };
+        let cutoff = done.saturating_sub(*age);
+        for root in roots {
+            let runs: HashSet<&str> = by_root
+                .get(root.as_str())
+                .into_iter()
+                .flatten()
+                .map(|op| op.kind.run())
+                .collect();
+            let mut late: Vec<&str> = runs
+                .into_iter()
+                .filter(|run| fate(run).final_from.is_some_and(|f| f >= cutoff))
+                .collect();
+            if !late.is_empty() {
+                late.sort_unstable();
+                anomalies.push(format!(
+                    "G5 (by age): a sweep by {} retired {root}, but {} became final after its \
+                     cut-off ({} µs before it answered)",
+                    sweep.process,
+                    late.join(", "),
+                    age
+                ));
             }
         }
     }
@@ -903,4 +1019,82 @@ fn the_checker_reads_every_record_and_names_g1_g2_g5() {
             "no {id} in {anomalies:?}"
         );
     }
+}
+
+/// A sweep's batch on a history written by hand: each root its answer
+/// names is checked as an acknowledged retirement (G5 for a root whose
+/// successor was never claimed, R9 for a claim into an epoch after it, R9
+/// for a tombstone missing), a root retired that no answer names is G3 —
+/// unless a batch's outcome is unknown: then it may have retired it.
+#[test]
+fn the_checker_checks_the_roots_a_sweep_retired() {
+    let history = |unknown_batch: bool, aged: bool| {
+        let mut printed = vec![
+            ("worker0.0", "H 10 1 invoke claim r1"),
+            ("worker0.0", "H 20 1 ok owner 1"),
+            ("worker0.0", "H 30 2 invoke append r1 1 p1 aaaa r1.1"),
+            ("worker0.0", "H 40 2 ok written"),
+            ("worker0.0", "H 41 3 invoke claim r2"),
+            ("worker0.0", "H 42 3 ok owner 1"),
+            ("worker0.0", "H 43 4 invoke finish r2 1 f2 cccc"),
+            ("worker0.0", "H 44 4 ok written"),
+            (
+                "owner3.0",
+                if aged {
+                    "H 50 1 invoke sweep 8 1 start"
+                } else {
+                    "H 50 1 invoke sweep 8 0 start"
+                },
+            ),
+            ("owner3.0", "H 80 1 ok swept 2 0 end r1 r2"),
+            ("worker1.0", "H 90 1 invoke claim r2"),
+            ("worker1.0", "H 100 1 ok owner 2"),
+        ];
+        if unknown_batch {
+            printed.push(("owner3.0", "H 110 2 invoke sweep 8 0 start"));
+            printed.push(("owner3.0", "H 120 2 unknown"));
+        }
+        let lines: Vec<Line> = printed
+            .iter()
+            .filter_map(|(process, text)| Line::parse(process, text))
+            .collect();
+        assert_eq!(lines.len(), printed.len(), "every record read");
+        let (ops, seals) = replay(&lines);
+        // r1 and r2 retired by the sweep; r3 retired, named by none.
+        let truth = Truth {
+            retired: HashSet::from(["r1".to_owned(), "r3".to_owned()]),
+            ..Truth::default()
+        };
+        check(&ops, &seals, &truth)
+    };
+    let anomalies = history(false, false);
+    assert!(
+        !anomalies.iter().any(|a| a.starts_with("G5 (by age)")),
+        "{anomalies:?}"
+    );
+    for expected in [
+        "G5: r1 was retired",
+        "R9: r2 was retired, then",
+        "R9 / acknowledged write lost: r2",
+        "G3: r3 is retired",
+    ] {
+        assert!(
+            anomalies.iter().any(|a| a.starts_with(expected)),
+            "no {expected} in {anomalies:?}"
+        );
+    }
+    let anomalies = history(true, false);
+    assert!(
+        !anomalies.iter().any(|a| a.starts_with("G3")),
+        "an unknown batch may have retired r3: {anomalies:?}"
+    );
+    // A batch of the work that ended 1 ms before it started retired r2,
+    // finished (by its history) 36 µs before the batch answered.
+    let anomalies = history(false, true);
+    assert!(
+        anomalies
+            .iter()
+            .any(|a| a.starts_with("G5 (by age): a sweep by owner3.0 retired r2")),
+        "{anomalies:?}"
+    );
 }

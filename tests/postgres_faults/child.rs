@@ -29,21 +29,28 @@
 //! between its steps it claims roots of the window at random (taking them
 //! over from live workers); it sweeps the roots of older windows in order,
 //! driving each chain as a worker would (so a successor whose worker died
-//! is claimed and run) and retiring the root once its chain ended; it
-//! retires roots of older windows at random (which a zombie may still be
-//! working on, or whose chain may still be open: `RunOpen`), and now and
-//! then a root nobody claimed yet (`NothingToRetire`) — §6.1, R8–R10, G1,
-//! G5. Told `decide`, it ends every chain of the campaign — claims each Run
+//! is claimed and run) and retiring half the roots whose chain ended by
+//! name; it retires roots of older windows at random (which a zombie may
+//! still be working on, or whose chain may still be open: `RunOpen`), and
+//! now and then a root nobody claimed yet (`NothingToRetire`) — §6.1,
+//! R8–R10, G1, G5. And its clean-up retires through the bulk form (issue
+//! 43): every other step it runs one batch of retention by age
+//! (`retire_ended_async` of the work that ended up to 3 s ago, 8 to 32
+//! roots looked at), walking the cursor and starting again when a pass
+//! ends, racing everything else, zombies included; each batch is one
+//! operation of its history, its completion listing the roots it retired.
+//! Told `decide`, it ends every chain of the campaign — claims each Run
 //! from the head, finishes the first one open — and says `done`.
 //!
 //! Under `BATON_FAULT_UNFENCED=1` the workers append through a store with
 //! fencing disabled (the test-only switch): the same row lock and
 //! one-pause-per-Run key, but no epoch check; they neither finish nor
-//! follow, and the owner does not retire. Under
+//! follow, and the owner neither retires nor sweeps. Under
 //! `BATON_FAULT_RETENTION=broken` (the broken-retention control) the
 //! owner's clean-up retires roots by SQL directly under the old rule (every
 //! Run the log holds is final, successors ignored), and workers do not
-//! follow their handoffs, so a retired root's successor is still unclaimed.
+//! follow their handoffs, so a retired root's successor is still unclaimed
+//! (the owner's sweeps, the real store's rule, run as in the campaign).
 
 use std::cell::{Cell, RefCell};
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -55,7 +62,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use baton::durable::tokio_postgres::NoTls;
 use baton::durable::{
     AsyncHandoffLog, Claim, Epoch, FinishError, LogError, PostgresLog, PostgresOptions, Receipt,
-    Retirement, SealError, append_then_seal_async, finish_then_close_async,
+    Retirement, SealError, SweepCursor, append_then_seal_async, finish_then_close_async,
 };
 use baton::{CancelSignal, HandoffGate, HandoffIntent, Invocation};
 
@@ -267,6 +274,9 @@ pub fn main(role: &str) {
             }
             "owner" => {
                 let mut sweep = 0;
+                // Retention by age: a cursor walk of `retire_ended_async`
+                // batches, started again once a pass ends.
+                let mut cursor: Option<SweepCursor> = None;
                 let runs = loop {
                     if let Some(runs) = *decide.lock().unwrap() {
                         break runs;
@@ -301,7 +311,10 @@ pub fn main(role: &str) {
                         let root = run_name(sweep);
                         sweep += 1;
                         let chain = p.drive(&mut rng, &root, !modes.broken, false).await;
-                        if chain == Chain::Ended || modes.broken {
+                        // Half the ended chains retired by name; the
+                        // others are left to the sweeps (SPEC §6.1,
+                        // retention by age).
+                        if (chain == Chain::Ended && rng.below(2) == 0) || modes.broken {
                             p.retire(&root).await;
                         }
                         // Under the broken retention, the successor's host
@@ -310,6 +323,16 @@ pub fn main(role: &str) {
                         if modes.broken {
                             p.drive(&mut rng, &successor_of(&root), true, false).await;
                         }
+                    }
+                    // Retention by age (issue 43: the owner's clean-up
+                    // retires through the bulk form): one batch of a
+                    // sweep of the work that ended up to 3 s ago, racing
+                    // the workers, the zombies, and the owner's own
+                    // retirements by name.
+                    if rng.below(2) == 0 {
+                        let age = Duration::from_millis(rng.below(3000));
+                        let limit = 8 + rng.below(25) as usize;
+                        p.sweep(&mut cursor, age, limit).await;
                     }
                     // Retention at random: a root two or more windows old
                     // (a zombie may work on it), or one of the previous or
@@ -596,6 +619,38 @@ impl Proc {
                 self.history.complete(op, &format!("ok retired-now {runs}"));
             }
             Ok(Retirement::AlreadyRetired) => self.history.complete(op, "ok already-retired"),
+            Err(error) => self.history.complete(op, &refusal(&error)),
+        }
+    }
+
+    /// One batch of retention by age: `retire_ended_async` of the work
+    /// that ended `age` ago or earlier, from `cursor`, at most `limit`
+    /// roots looked at. Its completion lists the roots it retired (in the
+    /// batch's order) and whether the pass ended (`end`: `next` is `None`,
+    /// the walk starts again) or goes on (`more`). After an error the
+    /// cursor stays: the same batch is sent again.
+    async fn sweep(&self, cursor: &mut Option<SweepCursor>, age: Duration, limit: usize) {
+        let op = self.history.invoke(&format!(
+            "sweep {limit} {} {}",
+            age.as_millis(),
+            if cursor.is_some() { "on" } else { "start" }
+        ));
+        let before = SystemTime::now() - age;
+        match self
+            .log
+            .retire_ended_async(before, cursor.as_ref(), limit)
+            .await
+        {
+            Ok(sweep) => {
+                let pass = if sweep.next.is_none() { "end" } else { "more" };
+                let mut line = format!("ok swept {} {} {pass}", sweep.runs, sweep.kept);
+                for root in &sweep.roots {
+                    line.push(' ');
+                    line.push_str(root);
+                }
+                self.history.complete(op, &line);
+                *cursor = sweep.next;
+            }
             Err(error) => self.history.complete(op, &refusal(&error)),
         }
     }

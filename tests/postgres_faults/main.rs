@@ -9,7 +9,8 @@
 //! finish it (issue 43: a durable handoff reaches its successor, G1) — the
 //! owner meanwhile taking Runs over as a wrong failure detector would,
 //! sweeping older chains (claiming the successors nobody claimed) and
-//! retiring their roots once ended, and retiring roots at random, the
+//! retiring their roots once ended, retiring roots at random, and running
+//! retention by age in batches (`retire_ended_async`, a cursor walk), the
 //! test injects faults at random times, drawn from a printed seed:
 //!
 //! - **partition** a process from the server: its proxy drops every
@@ -29,9 +30,13 @@
 //! (`checker.rs`) verifies R1–R10 and G1–G5 over the whole history against
 //! them: no acknowledged write lost across the crashes, every one read
 //! back equal, no successor of a durable pause refused before it was
-//! final, no root retired before its work ended. It prints the
-//! operations, the faults by kind, the Runs decided, the chains, the
-//! retirements and every anomaly (there must be none).
+//! final, no root retired before its work ended. A sweep's batch is an
+//! operation, and each root its answer names an acknowledged retirement of
+//! that root, checked as one by name is; a batch with no answer names none
+//! and may have retired any. It prints the operations, the faults by kind,
+//! the Runs decided, the chains, the retirements (by name, and by the
+//! sweeps: batches, roots, passes completed) and every anomaly (there must
+//! be none).
 //!
 //! Two controls must be caught (their tests pass only if the checker
 //! reports anomalies): the same campaign against a store with fencing
@@ -218,6 +223,12 @@ struct Figures {
     chains_ended: usize,
     /// Roots the server holds retired at the end.
     roots_retired: usize,
+    /// Sweep batches run (`retire_ended_async`), answered or not.
+    sweeps: usize,
+    /// Roots the sweeps' answers said they retired.
+    swept: usize,
+    /// Batches that ended a pass (`next` was `None`).
+    passes: usize,
     decide_time: Duration,
     /// The longest wait for a Run's decision once the faults stopped.
     longest_wait: Duration,
@@ -536,6 +547,7 @@ fn campaign(name: &str, control: Control, seconds: u64) -> Option<Figures> {
             (checker::Kind::Finish { .. }, Outcome::Unavailable) => "finish unavailable",
             (checker::Kind::Finish { .. }, _) => "finish refused (other)",
             (checker::Kind::Retire { .. }, Outcome::RetiredNow) => "retire ok",
+            (checker::Kind::Retire { .. }, Outcome::RetiredBySweep) => "retire ok (by a sweep)",
             (checker::Kind::Retire { .. }, Outcome::AlreadyRetired) => "retire ok (already)",
             (checker::Kind::Retire { run }, Outcome::RunOpen(open))
                 if open != run && open != "?" =>
@@ -549,6 +561,10 @@ fn campaign(name: &str, control: Control, seconds: u64) -> Option<Figures> {
             (checker::Kind::Retire { .. }, Outcome::Unknown) => "retire unknown",
             (checker::Kind::Retire { .. }, Outcome::Unavailable) => "retire unavailable",
             (checker::Kind::Retire { .. }, _) => "retire refused (other)",
+            (checker::Kind::Sweep { .. }, Outcome::Swept { .. }) => "sweep ok",
+            (checker::Kind::Sweep { .. }, Outcome::Unknown) => "sweep unknown",
+            (checker::Kind::Sweep { .. }, Outcome::Unavailable) => "sweep unavailable",
+            (checker::Kind::Sweep { .. }, _) => "sweep refused",
         };
         *outcomes.entry(outcome).or_default() += 1;
     }
@@ -560,8 +576,35 @@ fn campaign(name: &str, control: Control, seconds: u64) -> Option<Figures> {
         })
         .count();
     let finishes = outcomes.get("finish ok").copied().unwrap_or(0);
+    // The sweeps: batches run (answered or not), the roots they retired,
+    // and the batches that ended a pass (`next` was `None`).
+    let sweeps = ops
+        .iter()
+        .filter(|op| matches!(op.kind, checker::Kind::Sweep { .. }))
+        .count();
+    let swept = outcomes.get("retire ok (by a sweep)").copied().unwrap_or(0);
+    let passes = ops
+        .iter()
+        .filter(|op| {
+            matches!(
+                op.outcome,
+                Outcome::Swept {
+                    pass_ended: true,
+                    ..
+                }
+            )
+        })
+        .count();
     let figures = Figures {
-        ops: ops.len(),
+        // The operations the processes made (a sweep's batch is one; the
+        // retirements read from its answer are not others).
+        ops: ops
+            .iter()
+            .filter(|op| op.outcome != Outcome::RetiredBySweep)
+            .count(),
+        sweeps,
+        swept,
+        passes,
         worker_handoffs,
         outcomes,
         faults,
@@ -577,8 +620,9 @@ fn campaign(name: &str, control: Control, seconds: u64) -> Option<Figures> {
     };
     report(&format!(
         "{name}: {} operations {:?} ({} seals); faults {:?}; records {looked} printed, {read} \
-         read; {} finishes, {} successors claimed, {} chains ended; retirements {} (refused: \
-         RunOpen {}, NothingToRetire {}), {} roots retired at the end; \
+         read; {} finishes, {} successors claimed, {} chains ended; retirements by name {} \
+         (refused: RunOpen {}, NothingToRetire {}); sweeps {} (unknown or unavailable {}), \
+         {} roots retired by them, {} passes completed; {} roots retired at the end; \
          {} of {} roots decided, {:.1} s after the faults stopped (the longest wait for one \
          {:.2} s); {} anomalies",
         figures.ops,
@@ -600,6 +644,15 @@ fn campaign(name: &str, control: Control, seconds: u64) -> Option<Figures> {
             .get("retire refused (nothing to retire)")
             .copied()
             .unwrap_or(0),
+        figures.sweeps,
+        figures
+            .outcomes
+            .iter()
+            .filter(|(kind, _)| matches!(**kind, "sweep unknown" | "sweep unavailable"))
+            .map(|(_, n)| n)
+            .sum::<usize>(),
+        figures.swept,
+        figures.passes,
         figures.roots_retired,
         figures.decided,
         figures.runs,
@@ -660,6 +713,8 @@ fn r1_to_r10_hold_under_partitions_pauses_kills_server_crashes_lost_replies_and_
         "finish ok",
         "claim ok (owner, successor)",
         "retire ok",
+        "retire ok (by a sweep)",
+        "sweep ok",
         "claim ok (retired)",
     ] {
         assert!(
@@ -668,6 +723,12 @@ fn r1_to_r10_hold_under_partitions_pauses_kills_server_crashes_lost_replies_and_
             figures.outcomes
         );
     }
+    // The sweeps' cursor walk went round at least once.
+    assert!(
+        figures.passes > 0,
+        "no sweep pass completed ({} batches)",
+        figures.sweeps
+    );
     assert_eq!(
         figures.anomalies,
         Vec::<String>::new(),
