@@ -96,8 +96,10 @@ use baton::{
 
 use crate::within::within;
 
+mod guarantees;
 mod suite;
 
+pub use guarantees::*;
 pub use suite::*;
 
 /// The payload every test of the contract appends.
