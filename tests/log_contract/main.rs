@@ -169,9 +169,9 @@ mod postgres_store {
         pub url: String,
     }
 
-    impl Store for PostgresDatabase {
-        type Log = PostgresLog<Payload>;
-        async fn open(&self) -> PostgresLog<Payload> {
+    impl PostgresDatabase {
+        /// A log on the database, in [`SCHEMA`], with payloads `Q`.
+        async fn connect<Q>(&self) -> PostgresLog<Q> {
             let options = PostgresOptions::new().schema(PostgresSchema::named(SCHEMA).unwrap());
             PostgresLog::connect_with(
                 self.url.parse().expect("a connection string"),
@@ -180,6 +180,13 @@ mod postgres_store {
             )
             .await
             .expect("connect the PostgreSQL log")
+        }
+    }
+
+    impl Store for PostgresDatabase {
+        type Log = PostgresLog<Payload>;
+        async fn open(&self) -> PostgresLog<Payload> {
+            self.connect().await
         }
     }
 
@@ -198,14 +205,7 @@ mod postgres_store {
     impl HoldsFloats for PostgresDatabase {
         type FloatLog = PostgresLog<f64>;
         async fn float_log(&self) -> PostgresLog<f64> {
-            let options = PostgresOptions::new().schema(PostgresSchema::named(SCHEMA).unwrap());
-            PostgresLog::connect_with(
-                self.url.parse().expect("a connection string"),
-                baton::durable::tokio_postgres::NoTls,
-                options,
-            )
-            .await
-            .expect("connect the PostgreSQL log")
+            self.connect().await
         }
     }
 
