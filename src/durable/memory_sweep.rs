@@ -13,7 +13,7 @@ impl<P> MemoryLog<P> {
     /// end first, after `from` (the previous batch's
     /// [`next`](Sweep::next); `None` to start), and retires each whose
     /// work ended before `before` ([`sweep_step`]), as
-    /// [`retire`](HandoffLog::retire) would; the others are kept. Call it
+    /// [`retire`](crate::durable::HandoffLog::retire) would; the others are kept. Call it
     /// again with the answer's `next` until that is `None`. Under the log's
     /// one lock, so nothing races it.
     ///
