@@ -346,6 +346,8 @@ impl<P> SqliteLog<P> {
         if version(connection)? == SCHEMA_VERSION {
             return Ok(()); // the common case, without taking the write lock
         }
+        #[cfg(test)]
+        inside::set_up_reached(inside::SetUpPoint::BeforeTheWriteLock);
         let transaction = connection
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(storage)?;
@@ -388,6 +390,8 @@ impl<P> SqliteLog<P> {
         transaction
             .pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(storage)?;
+        #[cfg(test)]
+        inside::set_up_reached(inside::SetUpPoint::BeforeTheCommit);
         transaction.commit().map_err(storage)
     }
 
@@ -1183,6 +1187,47 @@ pub(super) mod inside {
             }
         });
     }
+
+    /// The points of opening a file where a test may step in.
+    #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+    pub(crate) enum SetUpPoint {
+        /// The version was read without the write lock, and is not the
+        /// current one: the upgrade is about to take the lock.
+        BeforeTheWriteLock,
+        /// Every step of the upgrade ran, and the new version is written,
+        /// in its one transaction: about to commit.
+        BeforeTheCommit,
+    }
+
+    /// What a test runs at a [`SetUpPoint`].
+    type SetUpHook = Box<dyn FnOnce()>;
+
+    thread_local! {
+        static SET_UP: RefCell<Option<(SetUpPoint, SetUpHook)>> =
+            const { RefCell::new(None) };
+    }
+
+    /// Runs `hook` once, the first time an open on this thread reaches
+    /// `point` (taken out first, so the hook may open the file itself).
+    pub(crate) fn once_at(point: SetUpPoint, hook: impl FnOnce() + 'static) {
+        SET_UP.with(|slot| *slot.borrow_mut() = Some((point, Box::new(hook))));
+    }
+
+    pub(super) fn set_up_reached(point: SetUpPoint) {
+        let hook = SET_UP.with(|slot| {
+            let mut slot = slot.borrow_mut();
+            match slot.take() {
+                Some((at, hook)) if at == point => Some(hook),
+                other => {
+                    *slot = other;
+                    None
+                }
+            }
+        });
+        if let Some(hook) = hook {
+            hook();
+        }
+    }
 }
 
 #[path = "sqlite_sweep.rs"]
@@ -1191,3 +1236,11 @@ mod sweep;
 #[cfg(test)]
 #[path = "sqlite_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "sqlite_commit_tests.rs"]
+mod commit_tests;
+
+#[cfg(test)]
+#[path = "sqlite_set_up_tests.rs"]
+mod set_up_tests;

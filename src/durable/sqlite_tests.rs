@@ -85,10 +85,10 @@ fn tables(pauses: i64, tombstones: i64, epochs: i64, finishes: i64) -> Vec<(Stri
 }
 
 /// A fresh database path in the temp dir, removed (with its WAL) on drop.
-struct TempDb(PathBuf);
+pub(super) struct TempDb(pub(super) PathBuf);
 
 impl TempDb {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let name = format!(
             "baton-sqlite-test-{}-{}.sqlite",

@@ -289,15 +289,45 @@ async fn an_async_append_then_seal_dropped_before_its_first_poll_does_nothing() 
     assert!(within("S5: sealed", pending.wait()).await.is_ok());
 }
 
-/// A log whose append, once the inner log has made the pause durable,
-/// closes the gate before answering: the seal that follows a durable
-/// append does not land, decided by construction (issue 37).
-struct ClosesTheGateInside<'a> {
+/// What [`AroundAppend`] answers, made of what its inner log answered.
+type Answer<'a> = dyn Fn(Result<Receipt, LogError>) -> Result<Receipt, LogError> + Send + Sync + 'a;
+
+/// A log whose append goes to `log` (if `writes`), and whose answer is
+/// then what `after` makes of the inner log's: a way to decide, by
+/// construction, what happens around the append (issue 37: the gate closed
+/// once the pause is durable; issue 44: the reply lost).
+struct AroundAppend<'a> {
     log: &'a MemoryLog<u32>,
-    gate: &'a crate::durable::tests::Gate,
+    writes: bool,
+    after: Box<Answer<'a>>,
 }
 
-impl HandoffLog<u32> for ClosesTheGateInside<'_> {
+impl<'a> AroundAppend<'a> {
+    /// Closes the gate once the inner log has made the pause durable,
+    /// before answering: the seal that follows does not land.
+    fn closes_the_gate(log: &'a MemoryLog<u32>, gate: &'a crate::durable::tests::Gate) -> Self {
+        Self {
+            log,
+            writes: true,
+            after: Box::new(move |appended| {
+                gate.close();
+                appended
+            }),
+        }
+    }
+
+    /// Answers `OutcomeUnknown` whatever happened, after writing the pause
+    /// (`writes`, a reply lost after the commit) or not (lost before).
+    fn loses_the_reply(log: &'a MemoryLog<u32>, writes: bool) -> Self {
+        Self {
+            log,
+            writes,
+            after: Box::new(|_| Err(LogError::OutcomeUnknown("the reply was lost".into()))),
+        }
+    }
+}
+
+impl HandoffLog<u32> for AroundAppend<'_> {
     fn claim(&self, root_run_id: &str, run_id: &str) -> Result<Claim<u32>, LogError> {
         self.log.claim(root_run_id, run_id)
     }
@@ -308,9 +338,12 @@ impl HandoffLog<u32> for ClosesTheGateInside<'_> {
         epoch: Epoch,
         pause: &HandoffPause<u32>,
     ) -> Result<Receipt, LogError> {
-        let appended = self.log.append(root_run_id, source, epoch, pause);
-        self.gate.close();
-        appended
+        let appended = if self.writes {
+            self.log.append(root_run_id, source, epoch, pause)
+        } else {
+            Ok(Receipt::Written) // never sent
+        };
+        (self.after)(appended)
     }
     fn finish(
         &self,
@@ -329,7 +362,7 @@ impl HandoffLog<u32> for ClosesTheGateInside<'_> {
     }
 }
 
-impl AsyncHandoffLog<u32> for ClosesTheGateInside<'_> {
+impl AsyncHandoffLog<u32> for AroundAppend<'_> {
     async fn claim_async(&self, root_run_id: &str, run_id: &str) -> Result<Claim<u32>, LogError> {
         HandoffLog::claim(self, root_run_id, run_id)
     }
@@ -375,10 +408,7 @@ async fn a_seal_that_does_not_land_after_a_durable_append_is_closed_before_seal_
         let log = MemoryLog::new();
         let epoch = owner(&log);
         let (pending, paused) = committed(&gate).await;
-        let closing = ClosesTheGateInside {
-            log: &log,
-            gate: &gate,
-        };
+        let closing = AroundAppend::closes_the_gate(&log, &gate);
         let answer = if blocking {
             append_then_seal(&gate, &closing, epoch, &paused)
         } else {
@@ -398,6 +428,63 @@ async fn a_seal_that_does_not_land_after_a_durable_append_is_closed_before_seal_
             within("L1: the closed gate ends the wait", pending.wait()).await,
             Err(WaitError::Closed)
         );
+    }
+}
+
+/// The append's reply is lost (issue 44), after the pause was written or
+/// before: both forms answer `Append(OutcomeUnknown)` and close the gate
+/// without a seal — never `Ok`, never leaving it committed — so the
+/// requester's `wait()` answers `Closed` (R2: no seal without an
+/// acknowledged append); the same call again appends nothing
+/// (`NotCommitted`); and the owner's next claim decides the Run from the
+/// log: `HandedOff` if the pause landed (R1), a new epoch if not.
+#[tokio::test]
+async fn an_append_whose_reply_is_lost_closes_the_gate_and_the_log_decides_r1_r2() {
+    for (blocking, writes) in [(true, true), (true, false), (false, true), (false, false)] {
+        let case = format!("blocking {blocking}, written {writes}");
+        let gate = gate();
+        let log = MemoryLog::new();
+        let epoch = owner(&log);
+        let (pending, paused) = committed(&gate).await;
+        let lossy = AroundAppend::loses_the_reply(&log, writes);
+        let answer = if blocking {
+            append_then_seal(&gate, &lossy, epoch, &paused)
+        } else {
+            append_then_seal_async(&gate, &lossy, epoch, &paused).await
+        };
+        assert!(
+            matches!(answer, Err(SealError::Append(LogError::OutcomeUnknown(_)))),
+            "{case}: {answer:?}"
+        );
+        assert_eq!(gate.state().kind(), StateKind::Closed, "{case}");
+        assert_eq!(
+            within("L1: the closed gate ends the wait", pending.wait()).await,
+            Err(WaitError::Closed),
+            "R2, {case}: no seal without an acknowledged append"
+        );
+        let again = if blocking {
+            append_then_seal(&gate, &log, epoch, &paused)
+        } else {
+            append_then_seal_async(&gate, &log, epoch, &paused).await
+        };
+        assert!(
+            matches!(again, Err(SealError::NotCommitted)),
+            "{case}: {again:?}"
+        );
+        let claimed = log.claim("root", "run").unwrap();
+        if writes {
+            assert_eq!(
+                claimed,
+                Claim::HandedOff(HandoffPause::clone(&paused)),
+                "R1, {case}"
+            );
+        } else {
+            assert_eq!(
+                claimed,
+                Claim::Owner(epoch.next().unwrap()),
+                "{case}: resumable"
+            );
+        }
     }
 }
 

@@ -28,6 +28,8 @@ mod common;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_only;
 #[cfg(all(unix, feature = "postgres"))]
+mod postgres_sessions;
+#[cfg(all(unix, feature = "postgres"))]
 mod postgres_tls_bouncer;
 
 // The contract itself lives in the test kit (`baton_testkit::log_contract`),

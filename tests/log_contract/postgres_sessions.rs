@@ -1,0 +1,462 @@
+//! A pooled connection's seams (issue 44): what a `PostgresLog` leaves on
+//! the connections it hands back to its pool (which a user borrows through
+//! `log.pool()`, and which behind PgBouncer another client gets next), and
+//! what a dropped operation leaves behind, at each point where a caller
+//! can drop it: waiting for a connection, between its flights, and after
+//! its commit was sent. Each point is reached by construction: another
+//! session holds the lock the operation waits for, seen waiting in
+//! `pg_stat_activity` before the drop.
+
+use std::time::{Duration, Instant};
+
+use baton::durable::tokio_postgres::{Client, Config, NoTls};
+use baton::durable::{
+    AsyncHandoffLog, Claim, Epoch, LogError, PostgresLog, PostgresOptions, Receipt,
+};
+
+use crate::Payload;
+use crate::common::pgbouncer::POOL_SIZE;
+use crate::common::postgres::{Cluster, USER};
+use crate::common::{self, within};
+use crate::postgres_bouncer_store::bouncer;
+use crate::postgres_store::insert_pause_row;
+
+type Log = PostgresLog<Payload>;
+
+const ROOT: &str = "run";
+
+/// The settings baton sets (its `SET LOCAL` timeouts, its transactions'
+/// isolation and read-only mode), as `SHOW` answers them on `client`.
+async fn settings(client: &Client) -> Vec<(&'static str, String)> {
+    let mut shown = Vec::new();
+    for setting in [
+        "statement_timeout",
+        "lock_timeout",
+        "idle_in_transaction_session_timeout",
+        "transaction_isolation",
+        "transaction_read_only",
+        "default_transaction_isolation",
+        "default_transaction_read_only",
+    ] {
+        let row = client
+            .query_one(&format!("SHOW {setting}"), &[])
+            .await
+            .expect("SHOW");
+        shown.push((setting, row.get::<_, String>(0)));
+    }
+    shown
+}
+
+/// A log of its own on `url` with one pooled connection, so every
+/// operation runs on the connection the test then borrows, and with a
+/// timeout (7 s) that is no server default.
+async fn one_connection_log(url: &str) -> Log {
+    let options = PostgresOptions::new()
+        .migrate(true)
+        .pool_size(1)
+        .timeout(Duration::from_secs(7));
+    within(
+        "R5: a connect resolves",
+        PostgresLog::connect_with(url.parse().unwrap(), NoTls, options),
+    )
+    .await
+    .expect("connect")
+}
+
+/// Each kind of operation once — a first claim and a takeover, an append
+/// and a refused one, a read, a finish, a refused and a granted
+/// retirement, a batch of retention by age — each followed by `check`
+/// with the operation's name.
+async fn every_kind_of_operation<C, F>(log: &Log, mut check: C)
+where
+    C: FnMut(&'static str) -> F,
+    F: std::future::Future<Output = ()>,
+{
+    let Ok(Claim::Owner(_)) = log.claim_async(ROOT, "run").await else {
+        panic!("the first claim")
+    };
+    check("a first claim").await;
+    let Ok(Claim::Owner(epoch)) = log.claim_async(ROOT, "run").await else {
+        panic!("the takeover")
+    };
+    check("a takeover").await;
+    let stale = log
+        .append_async(ROOT, &common::source(), Epoch::new(1), &pause())
+        .await;
+    assert!(matches!(stale, Err(LogError::Fenced { .. })), "{stale:?}");
+    check("a refused append").await;
+    let appended = log
+        .append_async(ROOT, &common::source(), epoch, &pause())
+        .await;
+    assert_eq!(appended.unwrap(), Receipt::Written);
+    check("an append").await;
+    log.facts_async(ROOT, "run").await.expect("the facts");
+    check("a read of the facts").await;
+    let successor = pause().intent.successor_run_id.clone();
+    let refused = log.retire_async(ROOT).await;
+    assert!(
+        matches!(refused, Err(LogError::RunOpen { .. })),
+        "{refused:?}"
+    );
+    check("a refused retirement").await;
+    let Ok(Claim::Owner(next)) = log.claim_async(ROOT, &successor).await else {
+        panic!("G1: the successor's claim")
+    };
+    let mut finisher = common::source();
+    finisher.run_id = successor;
+    let finished = log
+        .finish_async(ROOT, &finisher, next, &common::execution())
+        .await;
+    assert_eq!(finished.unwrap(), Receipt::Written);
+    check("a finish").await;
+    let later = std::time::SystemTime::now() + Duration::from_secs(60);
+    let swept = log
+        .retire_ended_async(later, None, 10)
+        .await
+        .expect("the sweep");
+    assert_eq!(swept.retired, 1, "{swept:?}");
+    check("a batch of retention by age").await;
+}
+
+fn pause() -> common::Pause {
+    common::pause_for(common::intent())
+}
+
+/// After every kind of operation, the log's pooled connection — borrowed
+/// through `log.pool()`, the very backend the operation ran on — shows the
+/// server's defaults for every setting baton touches, and is not inside a
+/// transaction.
+#[test]
+fn no_setting_baton_touches_stays_on_a_pooled_connection() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let dbname = cluster.database().await;
+        let admin = cluster.connect(&dbname).await;
+        let defaults = settings(&admin).await;
+        let log = one_connection_log(&cluster.url(&dbname)).await;
+        let backend = {
+            let pooled = log.pool().get().await.expect("the pooled connection");
+            pooled
+                .query_one("SELECT pg_backend_pid()", &[])
+                .await
+                .unwrap()
+                .get::<_, i32>(0)
+        };
+        every_kind_of_operation(&log, |what| {
+            let (log, defaults, admin) = (&log, &defaults, &admin);
+            async move {
+                let state: String = admin
+                    .query_one(
+                        "SELECT state FROM pg_stat_activity WHERE pid = $1",
+                        &[&backend],
+                    )
+                    .await
+                    .expect("the backend is still there: the operation kept its connection")
+                    .get(0);
+                assert_eq!(
+                    state, "idle",
+                    "after {what}: back in the pool outside a transaction"
+                );
+                let pooled = log.pool().get().await.expect("the pooled connection");
+                let pid: i32 = pooled
+                    .query_one("SELECT pg_backend_pid()", &[])
+                    .await
+                    .unwrap()
+                    .get(0);
+                assert_eq!(pid, backend, "after {what}: the same backend");
+                assert_eq!(
+                    &settings(&pooled).await,
+                    defaults,
+                    "after {what}: a setting baton touched stayed on the pooled connection"
+                );
+            }
+        })
+        .await;
+    });
+}
+
+/// Behind PgBouncer in transaction mode, a server connection the log's
+/// operations ran on is the one another client gets next: after every kind
+/// of operation, each of the database's server connections (PgBouncer
+/// keeps at most [`POOL_SIZE`]; that many clients, each inside a
+/// transaction, hold them all at once) shows the server's defaults.
+#[test]
+fn no_setting_baton_touches_reaches_the_next_client_of_a_pgbouncer_server_connection() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let Some(bouncer) = bouncer() else {
+            return;
+        };
+        let dbname = cluster.database().await;
+        let defaults = settings(&cluster.connect(&dbname).await).await;
+        let url = bouncer.url(USER, &dbname);
+        let options = PostgresOptions::new()
+            .migrate(true)
+            .pool_size(1)
+            .prepared_statements(false)
+            .timeout(Duration::from_secs(7));
+        let log: Log = within(
+            "R5: a connect resolves",
+            PostgresLog::connect_with(url.parse().unwrap(), NoTls, options),
+        )
+        .await
+        .expect("connect through PgBouncer");
+        let mut others = Vec::new();
+        for _ in 0..POOL_SIZE {
+            let (client, connection) = url
+                .parse::<Config>()
+                .unwrap()
+                .connect(NoTls)
+                .await
+                .expect("another client of PgBouncer");
+            tokio::spawn(connection);
+            others.push(client);
+        }
+        every_kind_of_operation(&log, |what| {
+            let (others, defaults) = (&others, &defaults);
+            async move {
+                for other in others {
+                    other
+                        .batch_execute("BEGIN")
+                        .await
+                        .expect("a server connection");
+                }
+                for other in others {
+                    assert_eq!(
+                        &settings(other).await,
+                        defaults,
+                        "after {what}: a setting baton touched reached PgBouncer's next client"
+                    );
+                }
+                for other in others {
+                    other.batch_execute("COMMIT").await.expect("its end");
+                }
+            }
+        })
+        .await;
+    });
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Waits until a backend of the database waits for a lock: the dropped
+/// operation has reached the point the test holds it at.
+async fn until_a_backend_waits_for_a_lock(admin: &Client) {
+    within("the operation reaches the held lock", async {
+        loop {
+            let row = admin
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity \
+                     WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                    &[],
+                )
+                .await
+                .expect("pg_stat_activity");
+            if row.get::<_, i64>(0) > 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+}
+
+/// How many backends of the database are inside a transaction, idle.
+async fn idle_in_transaction(admin: &Client) -> i64 {
+    admin
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND state LIKE 'idle in transaction%'",
+            &[],
+        )
+        .await
+        .expect("pg_stat_activity")
+        .get(0)
+}
+
+/// A log with a long timeout (30 s), so that a lock or a transaction a
+/// dropped operation left behind would outlive every bound below by far;
+/// its statements unnamed, so that each is parsed, bound and run in the
+/// one flight that sends it (a prepare of its own would wait for a table
+/// lock before anything ran).
+async fn patient_log(url: &str) -> Log {
+    let options = PostgresOptions::new()
+        .migrate(true)
+        .prepared_statements(false)
+        .pool_size(2)
+        .timeout(Duration::from_secs(30));
+    within(
+        "R5: a connect resolves",
+        PostgresLog::connect_with(url.parse().unwrap(), NoTls, options),
+    )
+    .await
+    .expect("connect")
+}
+
+/// How soon the Run's row lock must be free again once nothing holds it:
+/// far below the logs' timeout (30 s), where a transaction left open by a
+/// dropped operation would hold it (until the server's
+/// `idle_in_transaction_session_timeout`, which is that timeout).
+const PROMPTLY: Duration = Duration::from_secs(5);
+
+/// A finish dropped between its flights — its `BEGIN` and the Run's row
+/// lock sent, the lock held by another session — leaves no transaction
+/// open: once that session lets go, another log takes the Run's row lock
+/// at once, no backend is left idle inside a transaction, and the log's
+/// next operation answers as if the finish had never been sent.
+#[test]
+fn a_finish_dropped_between_its_flights_leaves_no_transaction_and_no_lock() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let dbname = cluster.database().await;
+        let url = cluster.url(&dbname);
+        let log = std::sync::Arc::new(patient_log(&url).await);
+        let Ok(Claim::Owner(epoch)) = log.claim_async(ROOT, "run").await else {
+            panic!("the claim")
+        };
+        let admin = cluster.connect(&dbname).await;
+        admin
+            .batch_execute(&format!(
+                "BEGIN; SELECT epoch FROM baton_run \
+                 WHERE root_run_id = '{ROOT}' AND run_id = 'run' FOR UPDATE"
+            ))
+            .await
+            .expect("another session holds the Run's row lock");
+        let finishing = tokio::spawn({
+            let log = std::sync::Arc::clone(&log);
+            async move {
+                log.finish_async(ROOT, &common::source(), epoch, &common::execution())
+                    .await
+            }
+        });
+        until_a_backend_waits_for_a_lock(&admin).await;
+        finishing.abort();
+        assert!(finishing.await.unwrap_err().is_cancelled());
+        admin.batch_execute("ROLLBACK").await.expect("let go");
+        let other = patient_log(&url).await;
+        let started = Instant::now();
+        let taken = within("the Run's row lock is free", other.claim_async(ROOT, "run")).await;
+        assert!(
+            started.elapsed() < PROMPTLY,
+            "the dropped finish's transaction held the Run's row lock for {:?}",
+            started.elapsed()
+        );
+        assert_eq!(taken.unwrap(), Claim::Owner(epoch.next().unwrap()));
+        assert_eq!(
+            idle_in_transaction(&admin).await,
+            0,
+            "a transaction was left open"
+        );
+        let facts = log.facts_async(ROOT, "run").await.unwrap();
+        assert_eq!(facts.finished, None, "the dropped finish never wrote");
+        assert_eq!(facts.epoch, epoch.next().unwrap());
+    });
+}
+
+/// An append dropped after it was sent (its one statement, which commits
+/// itself, waiting on the pause row another session is inserting for the
+/// same Run and has not committed): the log's next operation waits until
+/// the dropped one has ended, and so reads what it wrote once the other
+/// session rolls back; no transaction is left open.
+#[test]
+fn the_next_operation_sees_what_an_append_dropped_after_it_was_sent_wrote() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let dbname = cluster.database().await;
+        let log = std::sync::Arc::new(patient_log(&cluster.url(&dbname)).await);
+        let Ok(Claim::Owner(epoch)) = log.claim_async(ROOT, "run").await else {
+            panic!("the claim")
+        };
+        let admin = cluster.connect(&dbname).await;
+        admin.batch_execute("BEGIN").await.unwrap();
+        let source = common::source();
+        let index = i64::try_from(epoch.get()).unwrap();
+        insert_pause_row(
+            &admin,
+            "baton_handoff_pause",
+            ROOT,
+            &source,
+            &pause(),
+            index,
+        )
+        .await;
+        let appending = tokio::spawn({
+            let log = std::sync::Arc::clone(&log);
+            async move {
+                log.append_async(ROOT, &common::source(), epoch, &pause())
+                    .await
+            }
+        });
+        until_a_backend_waits_for_a_lock(&admin).await;
+        appending.abort();
+        assert!(appending.await.unwrap_err().is_cancelled());
+        // The next operation, while the dropped append still waits: it
+        // must wait too, since the append may yet commit.
+        let mut reading = tokio::spawn({
+            let log = std::sync::Arc::clone(&log);
+            async move { log.facts_async(ROOT, "run").await }
+        });
+        let early = tokio::time::timeout(Duration::from_millis(500), &mut reading).await;
+        if let Ok(read) = early {
+            panic!("the next operation ran while the dropped append was still in flight: {read:?}");
+        }
+        admin.batch_execute("ROLLBACK").await.expect("let go");
+        let facts = within("the next operation answers", reading)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            facts.pauses.len(),
+            1,
+            "the next operation sees what the dropped append wrote"
+        );
+        assert_eq!(
+            idle_in_transaction(&admin).await,
+            0,
+            "a transaction was left open"
+        );
+    });
+}
+
+/// An operation dropped while it waits for a pooled connection sent
+/// nothing: the log's next operation answers as if it never existed.
+#[test]
+fn a_claim_dropped_while_it_waits_for_a_connection_sent_nothing() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let dbname = cluster.database().await;
+        let log = std::sync::Arc::new(one_connection_log(&cluster.url(&dbname)).await);
+        let held = log.pool().get().await.expect("the one connection");
+        let claiming = tokio::spawn({
+            let log = std::sync::Arc::clone(&log);
+            async move { log.claim_async(ROOT, "run").await }
+        });
+        // The claim is parked on the pool (it has nothing else to wait for).
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        claiming.abort();
+        assert!(claiming.await.unwrap_err().is_cancelled());
+        drop(held);
+        let facts = log.facts_async(ROOT, "run").await.unwrap();
+        assert_eq!(facts.epoch, Epoch::NONE, "the dropped claim sent nothing");
+        assert_eq!(
+            log.claim_async(ROOT, "run").await.unwrap(),
+            Claim::Owner(Epoch::new(1))
+        );
+    });
+}
