@@ -222,10 +222,7 @@ where
         root_run_id: &str,
     ) -> Result<Retirement, LogError> {
         check_root(root_run_id)?;
-        let retire = Op::Retire {
-            root_run_id,
-            before: None,
-        };
+        let retire = Op::Retire { root_run_id };
         match self.in_transaction(tx, retire).await? {
             Answer::Retire(retirement) => Ok(retirement),
             _ => unexpected(),

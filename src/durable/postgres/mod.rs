@@ -443,11 +443,13 @@ enum Op<'a, P> {
         outcome: &'a P,
         json: String,
     },
-    /// `retire(root)`, or (`before`: a sweep's cut-off) a sweep's look at
-    /// the root.
-    Retire {
-        root_run_id: &'a str,
-        before: Option<SystemTime>,
+    /// `retire(root)`.
+    Retire { root_run_id: &'a str },
+    /// A batch of a sweep: each of `roots` looked at against the cut-off
+    /// `before`, all in one transaction.
+    Sweep {
+        roots: &'a [String],
+        before: SystemTime,
     },
     Facts {
         root_run_id: &'a str,
@@ -463,6 +465,7 @@ impl<P> Op<'_, P> {
             Op::Append { .. } => "append",
             Op::Finish { .. } => "finish",
             Op::Retire { .. } => "retire",
+            Op::Sweep { .. } => "sweep",
             Op::Facts { .. } => "facts",
         }
     }
@@ -489,7 +492,9 @@ impl<P> Op<'_, P> {
                 source,
                 ..
             } => (root_run_id, source.run_id.as_str()),
-            Op::Retire { root_run_id, .. } => (root_run_id, ""),
+            Op::Retire { root_run_id } => (root_run_id, ""),
+            // A batch: its first root, for the events.
+            Op::Sweep { roots, .. } => (roots.first().map_or("", String::as_str), ""),
         }
     }
 }
@@ -500,8 +505,8 @@ enum Answer<P> {
     /// An append's or a finish's.
     Receipt(Receipt),
     Retire(Retirement),
-    /// A sweep's look at one root.
-    Swept(SweepStep),
+    /// A sweep's batch: its look at each root, in the batch's order.
+    Swept(Vec<SweepStep>),
     Facts(RunFacts<P>),
 }
 
@@ -1076,7 +1081,11 @@ where
         });
         match op {
             Op::Facts { .. } => answer.map_err(LogError::of_a_read),
-            Op::Claim { .. } | Op::Append { .. } | Op::Finish { .. } | Op::Retire { .. } => answer,
+            Op::Claim { .. }
+            | Op::Append { .. }
+            | Op::Finish { .. }
+            | Op::Retire { .. }
+            | Op::Sweep { .. } => answer,
         }
     }
 
@@ -1251,18 +1260,17 @@ where
         Op::Facts { .. } => &conn.sql.begin_read,
         _ => &conn.sql.begin_write,
     };
-    if let Op::Retire {
-        root_run_id,
-        before,
-    } = *op
-    {
+    if let Op::Sweep { roots, before } = *op {
+        return sweep::batch::<P>(conn, roots, before).await;
+    }
+    if let Op::Retire { root_run_id } = *op {
         let read = RootRead::prepare(conn).await?;
         let (begun, rows) =
             flight2(client.batch_execute(begin), read.read(client, root_run_id)).await;
         let decided = begun
             .map_err(Failure::from)
             .and(rows)
-            .and_then(|rows| retirement::<P>(root_run_id, rows, before));
+            .and_then(|rows| retirement::<P>(root_run_id, rows, None));
         let step = match decided {
             Ok(step) => step,
             Err(failure) => return Err(abort(client, failure).await),
@@ -1438,7 +1446,7 @@ impl RootStep {
     fn answer<P>(self) -> Answer<P> {
         match self {
             RootStep::Named(retirement) => Answer::Retire(retirement),
-            RootStep::Swept(step) => Answer::Swept(step),
+            RootStep::Swept(step) => Answer::Swept(vec![step]),
         }
     }
 }
@@ -1611,7 +1619,9 @@ where
 {
     match *op {
         Op::Facts { .. } => Ok((Answer::Facts(facts), None)),
-        Op::Retire { .. } => Err(unavailable("a retirement has its own transaction").into()),
+        Op::Retire { .. } | Op::Sweep { .. } => {
+            Err(unavailable("a retirement has its own transaction").into())
+        }
         Op::Claim { .. } => {
             let step = claim_step(&facts)?;
             let Some(epoch) = step.write else {
@@ -1745,7 +1755,9 @@ where
 {
     let client: &Client = conn.client;
     let (written, answer) = match *op {
-        Op::Facts { .. } | Op::Finish { .. } | Op::Retire { .. } => return Ok(None),
+        Op::Facts { .. } | Op::Finish { .. } | Op::Retire { .. } | Op::Sweep { .. } => {
+            return Ok(None);
+        }
         Op::Claim {
             root_run_id,
             run_id,
@@ -1985,13 +1997,7 @@ where
     /// retired (its tombstone), and `COMMIT`. Needs `DELETE` on the tables.
     async fn retire_async(&self, root_run_id: &str) -> Result<Retirement, LogError> {
         check_root(root_run_id)?;
-        match self
-            .execute(Op::Retire {
-                root_run_id,
-                before: None,
-            })
-            .await?
-        {
+        match self.execute(Op::Retire { root_run_id }).await? {
             Answer::Retire(retirement) => Ok(retirement),
             _ => unexpected(),
         }

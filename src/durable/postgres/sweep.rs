@@ -1,20 +1,20 @@
 //! `PostgresLog`'s retention by age (SPEC §6.1, G5): the candidates a
-//! batch looks at, read through the finish-time index, and each root's
-//! retirement in a transaction of its own, under the same locks as
+//! batch looks at, read through the finish-time index, and the batch's
+//! retirements in one transaction, each root under the same locks as
 //! `retire`.
 
-use std::future::{Future, poll_fn};
-use std::pin::Pin;
-use std::task::Poll;
 use std::time::SystemTime;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_postgres::types::Type;
 
-use super::{Answer, Op, PostgresLog, in_runtime, unavailable, unexpected};
+use super::{
+    Answer, Conn, Failure, Op, Param, PostgresLog, RootRead, RootStep, Which, abort, commit,
+    corrupt, in_runtime, retirement, unavailable, unexpected,
+};
 use crate::durable::log::LogError;
-use crate::durable::sweep::{Sweep, SweepCursor, candidates};
+use crate::durable::sweep::{Sweep, SweepCursor, SweepStep, candidates};
 
 impl<P> PostgresLog<P>
 where
@@ -25,13 +25,15 @@ where
     /// end first, after `from` (the previous batch's
     /// [`next`](Sweep::next); `None` to start), and retires each whose
     /// work ended before `before` ([`sweep_step`](crate::durable::sweep_step)),
-    /// each in a transaction of its own (up to half the pool's connections
-    /// at once, so the other half stays for the live Runs) under exactly
-    /// the locks of
+    /// all in one transaction on one connection (one commit, so one flush
+    /// of the server's log, for the batch), each root under exactly the
+    /// locks of
     /// [`retire_async`](crate::durable::AsyncHandoffLog::retire_async), so
     /// a claim, an append or a finish racing it is ordered with it as with
     /// `retire`; the others are kept. Call it again with the answer's
-    /// `next` until that is `None`.
+    /// `next` until that is `None`. The batch holds the row locks of the
+    /// roots it looked at until its commit: keep `limit` to what a claim
+    /// of one of those (ended) roots may wait for (hundreds).
     ///
     /// The candidates are read through the index on the finishes' end
     /// time, so a batch reads what it looks at, however many roots the
@@ -40,18 +42,19 @@ where
     ///
     /// # Cancel safety
     ///
-    /// Dropping the future ends the batch: each root whose transaction
-    /// committed stays retired, a root whose retirement was in flight is
-    /// retired or left whole (its transaction commits or not, as a dropped
-    /// `retire_async`'s), and nothing else changed; the same batch may be
-    /// sent again.
+    /// Dropping the future ends the batch: its transaction commits whole
+    /// (if its commit was sent) or not at all, as a dropped
+    /// `retire_async`'s, and the log's next operation waits until that is
+    /// settled; the same batch may be sent again.
     ///
     /// # Errors
     ///
-    /// [`LogError::Unavailable`] if the candidates could not be read
-    /// (nothing retired), and any error of one root's retirement, which
-    /// ends the batch: the roots it retired before stay retired, and the
-    /// same batch may be sent again (it finds only what is left).
+    /// [`LogError::Unavailable`] if the candidates could not be read, or
+    /// the batch's transaction failed before its commit (nothing retired:
+    /// send it again); [`LogError::Corrupt`] naming a root's Run that does
+    /// not decode (nothing retired); [`LogError::OutcomeUnknown`] if the
+    /// commit was sent and its reply lost (the batch retired every root it
+    /// would have, or none: send it again, it finds only what is left).
     pub async fn retire_ended_async(
         &self,
         before: SystemTime,
@@ -65,22 +68,23 @@ where
             next,
             ..Sweep::default()
         };
-        // Up to half the pool's connections at once (the other half stays
-        // for the live Runs' operations), each root its own transaction.
-        let parallel = (self.pool.status().max_size / 2).max(1);
-        for chunk in roots.chunks(parallel) {
-            let looks = chunk.iter().map(|root_run_id| {
-                self.execute(Op::Retire {
-                    root_run_id,
-                    before: Some(before),
-                })
-            });
-            for (root_run_id, answer) in chunk.iter().zip(join_all(looks.collect()).await) {
-                match answer? {
-                    Answer::Swept(step) => sweep.count(root_run_id, step),
-                    _ => return unexpected(),
-                }
-            }
+        if roots.is_empty() {
+            return Ok(sweep);
+        }
+        let Answer::Swept(steps) = self
+            .execute(Op::Sweep {
+                roots: &roots,
+                before,
+            })
+            .await?
+        else {
+            return unexpected();
+        };
+        if steps.len() != roots.len() {
+            return unexpected();
+        }
+        for (root_run_id, step) in roots.iter().zip(steps) {
+            sweep.count(root_run_id, step);
         }
         Ok(sweep)
     }
@@ -148,27 +152,55 @@ where
     }
 }
 
-/// Runs `futures` concurrently on the calling task, and answers their
-/// outputs in their order once all are ready.
-async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
-    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
-    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
-    poll_fn(|cx| {
-        let mut pending = false;
-        for (future, output) in futures.iter_mut().zip(outputs.iter_mut()) {
-            if output.is_none() {
-                match future.as_mut().poll(cx) {
-                    Poll::Ready(ready) => *output = Some(ready),
-                    Poll::Pending => pending = true,
+/// One attempt at a sweep's batch (`Op::Sweep`), one transaction: for
+/// each root in turn, the reads of `retire` (the root Run's row locked,
+/// then every Run of it, then their pauses: [`RootRead`]) and the rule of
+/// a sweep on them ([`retirement`] with the cut-off); for a root it
+/// retires, the statement that retires it; then `COMMIT` (one flush for
+/// the batch). A failure before the commit rolls the whole batch back.
+pub(super) async fn batch<P>(
+    conn: &Conn<'_>,
+    roots: &[String],
+    before: SystemTime,
+) -> Result<Answer<P>, Failure>
+where
+    P: PartialEq + Clone + Serialize + DeserializeOwned + Send + Sync,
+{
+    let client = conn.client;
+    let read = RootRead::prepare(conn).await?;
+    let retire = conn.statement(Which::RetireRoot).await?;
+    if let Err(error) = client.batch_execute(&conn.sql.begin_write).await {
+        return Err(abort(client, error.into()).await);
+    }
+    let mut steps = Vec::with_capacity(roots.len());
+    for root_run_id in roots {
+        let root_run_id = root_run_id.as_str();
+        let step = match read
+            .read(client, root_run_id)
+            .await
+            .and_then(|rows| retirement::<P>(root_run_id, rows, Some(before)))
+        {
+            Ok(RootStep::Swept(step)) => step,
+            Ok(RootStep::Named(_)) => {
+                let failure = unavailable("a sweep's rule answered as retire's").into();
+                return Err(abort(client, failure).await);
+            }
+            Err(failure) => return Err(abort(client, failure).await),
+        };
+        if let SweepStep::Retire { .. } = step {
+            let params: [Param<'_>; 1] = [&root_run_id];
+            match retire.execute(client, &params).await {
+                Ok(1) => {}
+                Ok(_) => {
+                    let failure =
+                        corrupt(root_run_id, "the root Run's row changed under its lock").into();
+                    return Err(abort(client, failure).await);
                 }
+                Err(error) => return Err(abort(client, error.into()).await),
             }
         }
-        if pending {
-            Poll::Pending
-        } else {
-            Poll::Ready(())
-        }
-    })
-    .await;
-    outputs.into_iter().flatten().collect()
+        steps.push(step);
+    }
+    commit(client, None::<std::future::Ready<_>>).await?;
+    Ok(Answer::Swept(steps))
 }
