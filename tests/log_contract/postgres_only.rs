@@ -80,7 +80,7 @@ fn through_a_proxy(cluster: &Cluster, url: &str) -> (Proxy, String) {
 
 /// A fresh database with its schema, and a log reaching it through a
 /// proxy of its own.
-async fn log_through_a_proxy(cluster: &Cluster) -> (Proxy, Log) {
+pub(crate) async fn log_through_a_proxy(cluster: &Cluster) -> (Proxy, Log) {
     let (_, url) = fresh(cluster).await;
     drop(connect(&url).await.unwrap()); // the schema
     let (proxy, via) = through_a_proxy(cluster, &url);
