@@ -526,6 +526,10 @@ enum Which {
     LockRuns,
     ReadPauses,
     RetireRoot,
+    LockRoots,
+    LockRunsOf,
+    ReadPausesOf,
+    RetireRoots,
 }
 
 const TEXT1: &[Type] = &[Type::TEXT];
@@ -556,6 +560,9 @@ impl Which {
             | Which::LockRuns
             | Which::ReadPauses
             | Which::RetireRoot => TEXT1,
+            Which::LockRoots | Which::LockRunsOf | Which::ReadPausesOf | Which::RetireRoots => {
+                &[Type::TEXT_ARRAY]
+            }
             Which::FinishRun => &[
                 Type::TEXT,
                 Type::TEXT,
@@ -573,7 +580,7 @@ impl Which {
 struct Sql {
     begin_write: String,
     begin_read: String,
-    statements: [String; 13],
+    statements: [String; 17],
 }
 
 impl Sql {
@@ -675,6 +682,30 @@ impl Sql {
                     "WITH pauses AS (DELETE FROM {s}baton_handoff_pause WHERE root_run_id = $1), \
                           runs AS (DELETE FROM {s}baton_run WHERE root_run_id = $1) \
                      UPDATE {s}baton_root SET retired = true WHERE root_run_id = $1"
+                ),
+                // A sweep's batch, set-based: the four statements above
+                // over an array of root Runs (the roots' rows locked in
+                // their order, so two batches never lock them crosswise),
+                // each row with its root Run last.
+                format!(
+                    "INSERT INTO {s}baton_root AS root (root_run_id) \
+                     SELECT unnest($1::text[]) ORDER BY 1 \
+                     ON CONFLICT (root_run_id) DO UPDATE SET retired = root.retired \
+                     RETURNING retired, root_run_id"
+                ),
+                format!(
+                    "SELECT run_id, {run_columns}, ended_at, root_run_id FROM {s}baton_run \
+                     WHERE root_run_id = ANY($1) ORDER BY root_run_id, run_id FOR UPDATE"
+                ),
+                format!(
+                    "SELECT run_id, {pause_read}, ended_at, root_run_id \
+                     FROM {s}baton_handoff_pause WHERE root_run_id = ANY($1)"
+                ),
+                format!(
+                    "WITH pauses AS (DELETE FROM {s}baton_handoff_pause \
+                                     WHERE root_run_id = ANY($1)), \
+                          runs AS (DELETE FROM {s}baton_run WHERE root_run_id = ANY($1)) \
+                     UPDATE {s}baton_root SET retired = true WHERE root_run_id = ANY($1)"
                 ),
             ],
         }

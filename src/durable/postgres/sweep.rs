@@ -1,17 +1,19 @@
 //! `PostgresLog`'s retention by age (SPEC §6.1, G5): the candidates a
 //! batch looks at, read through the finish-time index, and the batch's
-//! retirements in one transaction, each root under the same locks as
-//! `retire`.
+//! retirements in one transaction of a few statements over all its roots,
+//! each root under the same locks as `retire`.
 
+use std::collections::HashMap;
 use std::time::SystemTime;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tokio_postgres::Row;
 use tokio_postgres::types::Type;
 
 use super::{
-    Answer, Conn, Failure, Op, Param, PostgresLog, RootRead, RootStep, Which, abort, commit,
-    corrupt, in_runtime, retirement, unavailable, unexpected,
+    Answer, Conn, Failure, Op, Param, PostgresLog, RootRows, RootStep, Which, abort, column,
+    commit, corrupt, flight2, flight3, in_runtime, retirement, unavailable, unexpected,
 };
 use crate::durable::log::LogError;
 use crate::durable::sweep::{Sweep, SweepCursor, SweepStep, candidates};
@@ -152,12 +154,17 @@ where
     }
 }
 
-/// One attempt at a sweep's batch (`Op::Sweep`), one transaction: for
-/// each root in turn, the reads of `retire` (the root Run's row locked,
-/// then every Run of it, then their pauses: [`RootRead`]) and the rule of
-/// a sweep on them ([`retirement`] with the cut-off); for a root it
-/// retires, the statement that retires it; then `COMMIT` (one flush for
-/// the batch). A failure before the commit rolls the whole batch back.
+/// One attempt at a sweep's batch (`Op::Sweep`), one transaction, in two
+/// flights whatever its size: `BEGIN`, the batch's root Runs' rows locked
+/// (each made if missing, in the roots' order), then every Run of them
+/// locked, then their pauses read — `retire`'s reads ([`RootRead`]) over
+/// the whole batch, in the same order, so nothing is written under a root
+/// between them — and the rule of a sweep on each root's rows
+/// ([`retirement`] with the cut-off); then one statement that retires
+/// every root the rule retires, and `COMMIT` (one flush for the batch).
+/// A failure before the commit rolls the whole batch back.
+///
+/// [`RootRead`]: super::RootRead
 pub(super) async fn batch<P>(
     conn: &Conn<'_>,
     roots: &[String],
@@ -167,40 +174,100 @@ where
     P: PartialEq + Clone + Serialize + DeserializeOwned + Send + Sync,
 {
     let client = conn.client;
-    let read = RootRead::prepare(conn).await?;
-    let retire = conn.statement(Which::RetireRoot).await?;
-    if let Err(error) = client.batch_execute(&conn.sql.begin_write).await {
-        return Err(abort(client, error.into()).await);
-    }
-    let mut steps = Vec::with_capacity(roots.len());
-    for root_run_id in roots {
-        let root_run_id = root_run_id.as_str();
-        let step = match read
-            .read(client, root_run_id)
-            .await
-            .and_then(|rows| retirement::<P>(root_run_id, rows, Some(before)))
-        {
-            Ok(RootStep::Swept(step)) => step,
-            Ok(RootStep::Named(_)) => {
-                let failure = unavailable("a sweep's rule answered as retire's").into();
-                return Err(abort(client, failure).await);
-            }
-            Err(failure) => return Err(abort(client, failure).await),
-        };
-        if let SweepStep::Retire { .. } = step {
-            let params: [Param<'_>; 1] = [&root_run_id];
-            match retire.execute(client, &params).await {
-                Ok(1) => {}
-                Ok(_) => {
-                    let failure =
-                        corrupt(root_run_id, "the root Run's row changed under its lock").into();
-                    return Err(abort(client, failure).await);
-                }
-                Err(error) => return Err(abort(client, error.into()).await),
-            }
+    let lock_roots = conn.statement(Which::LockRoots).await?;
+    let lock_runs = conn.statement(Which::LockRunsOf).await?;
+    let read_pauses = conn.statement(Which::ReadPausesOf).await?;
+    let retire = conn.statement(Which::RetireRoots).await?;
+    let all: Vec<&str> = roots.iter().map(String::as_str).collect();
+    let params: [Param<'_>; 1] = [&all];
+    let (begun, (locked, runs, pauses)) = flight2(
+        client.batch_execute(&conn.sql.begin_write),
+        flight3(
+            lock_roots.query(client, &params),
+            lock_runs.query(client, &params),
+            read_pauses.query(client, &params),
+        ),
+    )
+    .await;
+    let decided = begun.map_err(Failure::from).and_then(|()| {
+        let rows = by_root(roots, locked?, runs?, pauses?)?;
+        roots
+            .iter()
+            .zip(rows)
+            .map(
+                |(root_run_id, rows)| match retirement::<P>(root_run_id, rows, Some(before))? {
+                    RootStep::Swept(step) => Ok(step),
+                    RootStep::Named(_) => {
+                        Err(unavailable("a sweep's rule answered as retire's").into())
+                    }
+                },
+            )
+            .collect::<Result<Vec<SweepStep>, Failure>>()
+    });
+    let steps = match decided {
+        Ok(steps) => steps,
+        Err(failure) => return Err(abort(client, failure).await),
+    };
+    let retiring: Vec<&str> = roots
+        .iter()
+        .zip(&steps)
+        .filter(|(_, step)| matches!(step, SweepStep::Retire { .. }))
+        .map(|(root_run_id, _)| root_run_id.as_str())
+        .collect();
+    if retiring.is_empty() {
+        commit(client, None::<std::future::Ready<_>>).await?;
+    } else {
+        let params: [Param<'_>; 1] = [&retiring];
+        let count = commit(client, Some(retire.execute(client, &params))).await?;
+        if count != retiring.len() as u64 {
+            return Err(corrupt(retiring[0], "a root Run's row changed under its lock").into());
         }
-        steps.push(step);
     }
-    commit(client, None::<std::future::Ready<_>>).await?;
     Ok(Answer::Swept(steps))
+}
+
+/// The batch's rows, each root's as `retire` reads them ([`RootRows`]), in
+/// the order of `roots`: the locked root rows (`retired`, then the root
+/// Run), the Runs' and the pauses' rows (each with its root Run last).
+fn by_root(
+    roots: &[String],
+    locked: Vec<Row>,
+    runs: Vec<Row>,
+    pauses: Vec<Row>,
+) -> Result<Vec<RootRows>, Failure> {
+    let mut rows: HashMap<String, RootRows> = HashMap::with_capacity(roots.len());
+    for row in locked {
+        let root_run_id: String = column(&row, 1, "")?;
+        let retired = column(&row, 0, &root_run_id)?;
+        rows.insert(
+            root_run_id,
+            RootRows {
+                retired,
+                runs: Vec::new(),
+                pauses: Vec::new(),
+            },
+        );
+    }
+    for (found, at, pause) in runs
+        .into_iter()
+        .map(|row| (row, 7, false))
+        .chain(pauses.into_iter().map(|row| (row, 9, true)))
+    {
+        let root_run_id: String = column(&found, at, "")?;
+        let Some(root) = rows.get_mut(&root_run_id) else {
+            return Err(corrupt(&root_run_id, "a row of a root Run the batch did not lock").into());
+        };
+        if pause {
+            root.pauses.push(found);
+        } else {
+            root.runs.push(found);
+        }
+    }
+    roots
+        .iter()
+        .map(|root_run_id| {
+            rows.remove(root_run_id)
+                .ok_or_else(|| corrupt(root_run_id, "the root Run's row was not returned").into())
+        })
+        .collect()
 }
