@@ -289,6 +289,28 @@ mod postgres_store {
             .expect("the pause row");
     }
 
+    /// Waits (bounded) until a backend of `admin`'s database waits for a
+    /// lock: an operation another session holds up has reached that hold.
+    pub async fn until_a_backend_waits_for_a_lock(admin: &tokio_postgres::Client) {
+        within("the operation reaches the held lock", async {
+            loop {
+                let row = admin
+                    .query_one(
+                        "SELECT count(*) FROM pg_stat_activity \
+                         WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                        &[],
+                    )
+                    .await
+                    .expect("pg_stat_activity");
+                if row.get::<_, i64>(0) > 0 {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+    }
+
     /// The hold of [`HoldsReads`] on PostgreSQL, by construction: another
     /// session (the operator's) takes the pause table `ACCESS EXCLUSIVE`,
     /// so the log's read — one `REPEATABLE READ` transaction, the epoch
@@ -319,23 +341,7 @@ mod postgres_store {
             .await
             .expect("the lock");
         let writer = async {
-            within("the read reaches the locked table", async {
-                loop {
-                    let row = admin
-                        .query_one(
-                            "SELECT count(*) FROM pg_stat_activity \
-                             WHERE datname = current_database() AND wait_event_type = 'Lock'",
-                            &[],
-                        )
-                        .await
-                        .expect("pg_stat_activity");
-                    if row.get::<_, i64>(0) > 0 {
-                        break;
-                    }
-                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-                }
-            })
-            .await;
+            until_a_backend_waits_for_a_lock(&admin).await;
             let next = i64::try_from(before.next().expect("a next epoch").get()).unwrap();
             admin
                 .execute(

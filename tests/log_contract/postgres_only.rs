@@ -32,7 +32,7 @@ async fn connect(url: &str) -> Result<Log, LogError> {
     open(url, PostgresOptions::new().migrate(true)).await
 }
 
-async fn open(url: &str, options: PostgresOptions) -> Result<Log, LogError> {
+pub(crate) async fn open(url: &str, options: PostgresOptions) -> Result<Log, LogError> {
     within(
         "R5: a connect resolves",
         PostgresLog::connect_with(url.parse().unwrap(), NoTls, options),
@@ -46,7 +46,7 @@ async fn connect_with_timeout(url: &str, timeout: Duration) -> Log {
         .expect("connect")
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -96,7 +96,7 @@ async fn append(log: &Log, epoch: Epoch) -> Result<Receipt, LogError> {
     .await
 }
 
-fn pause() -> common::Pause {
+pub(crate) fn pause() -> common::Pause {
     common::pause_for(common::intent())
 }
 

@@ -22,7 +22,8 @@ use crate::common::pgbouncer::POOL_SIZE;
 use crate::common::postgres::{Cluster, USER};
 use crate::common::{self, within};
 use crate::postgres_bouncer_store::bouncer;
-use crate::postgres_store::insert_pause_row;
+use crate::postgres_only::{open, pause, runtime};
+use crate::postgres_store::{insert_pause_row, until_a_backend_waits_for_a_lock};
 
 type Log = PostgresLog<Payload>;
 
@@ -58,12 +59,7 @@ async fn one_connection_log(url: &str) -> Log {
         .migrate(true)
         .pool_size(1)
         .timeout(Duration::from_secs(7));
-    within(
-        "R5: a connect resolves",
-        PostgresLog::connect_with(url.parse().unwrap(), NoTls, options),
-    )
-    .await
-    .expect("connect")
+    open(url, options).await.expect("connect")
 }
 
 /// Each kind of operation once — a first claim and a takeover, an append
@@ -119,10 +115,6 @@ where
         .expect("the sweep");
     assert_eq!(swept.retired, 1, "{swept:?}");
     check("a batch of retention by age").await;
-}
-
-fn pause() -> common::Pause {
-    common::pause_for(common::intent())
 }
 
 /// After every kind of operation, the log's pooled connection — borrowed
@@ -202,12 +194,9 @@ fn no_setting_baton_touches_reaches_the_next_client_of_a_pgbouncer_server_connec
             .pool_size(1)
             .prepared_statements(false)
             .timeout(Duration::from_secs(7));
-        let log: Log = within(
-            "R5: a connect resolves",
-            PostgresLog::connect_with(url.parse().unwrap(), NoTls, options),
-        )
-        .await
-        .expect("connect through PgBouncer");
+        let log = open(&url, options)
+            .await
+            .expect("connect through PgBouncer");
         let mut others = Vec::new();
         for _ in 0..POOL_SIZE {
             let (client, connection) = url
@@ -244,36 +233,6 @@ fn no_setting_baton_touches_reaches_the_next_client_of_a_pgbouncer_server_connec
     });
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// Waits until a backend of the database waits for a lock: the dropped
-/// operation has reached the point the test holds it at.
-async fn until_a_backend_waits_for_a_lock(admin: &Client) {
-    within("the operation reaches the held lock", async {
-        loop {
-            let row = admin
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_activity \
-                     WHERE datname = current_database() AND wait_event_type = 'Lock'",
-                    &[],
-                )
-                .await
-                .expect("pg_stat_activity");
-            if row.get::<_, i64>(0) > 0 {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
-}
-
 /// How many backends of the database are inside a transaction, idle.
 async fn idle_in_transaction(admin: &Client) -> i64 {
     admin
@@ -298,12 +257,7 @@ async fn patient_log(url: &str) -> Log {
         .prepared_statements(false)
         .pool_size(2)
         .timeout(Duration::from_secs(30));
-    within(
-        "R5: a connect resolves",
-        PostgresLog::connect_with(url.parse().unwrap(), NoTls, options),
-    )
-    .await
-    .expect("connect")
+    open(url, options).await.expect("connect")
 }
 
 /// How soon the Run's row lock must be free again once nothing holds it:
