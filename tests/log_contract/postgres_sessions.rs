@@ -322,6 +322,163 @@ fn a_finish_dropped_between_its_flights_leaves_no_transaction_and_no_lock() {
     });
 }
 
+/// What another session holds, and which operation of the log waits for
+/// it, between the operation's flights (its `BEGIN` sent).
+#[derive(Clone, Copy, Debug)]
+enum Held {
+    /// The Run's row lock; a takeover's claim waits for it.
+    RunRowForATakeover,
+    /// The root Run's row lock; a retirement waits for it.
+    RootRowForARetirement,
+    /// The pause table, `ACCESS EXCLUSIVE`; a read of the facts waits for
+    /// it (its epoch read, its snapshot taken).
+    PauseTableForARead,
+}
+
+impl Held {
+    fn hold(self) -> String {
+        match self {
+            Held::RunRowForATakeover => format!(
+                "BEGIN; SELECT epoch FROM baton_run \
+                 WHERE root_run_id = '{ROOT}' AND run_id = 'run' FOR UPDATE"
+            ),
+            Held::RootRowForARetirement => format!(
+                "BEGIN; SELECT retired FROM baton_root WHERE root_run_id = '{ROOT}' FOR UPDATE"
+            ),
+            Held::PauseTableForARead => {
+                "BEGIN; LOCK TABLE baton_handoff_pause IN ACCESS EXCLUSIVE MODE".into()
+            }
+        }
+    }
+
+    /// The operation that waits, answered as text; whether its answer
+    /// (when it times out) is what a timeout must answer: `OutcomeUnknown`
+    /// for a write, `Unavailable` for a read.
+    async fn operation(self, log: &Log) -> (String, bool) {
+        match self {
+            Held::RunRowForATakeover => {
+                let answer = log.claim_async(ROOT, "run").await;
+                let timed_out = matches!(answer, Err(LogError::OutcomeUnknown(_)));
+                (format!("{answer:?}"), timed_out)
+            }
+            Held::RootRowForARetirement => {
+                let answer = log.retire_async(ROOT).await;
+                let timed_out = matches!(answer, Err(LogError::OutcomeUnknown(_)));
+                (format!("{answer:?}"), timed_out)
+            }
+            Held::PauseTableForARead => {
+                let answer = log.facts_async(ROOT, "run").await;
+                let timed_out = matches!(answer, Err(LogError::Unavailable(_)));
+                (format!("{answer:?}"), timed_out)
+            }
+        }
+    }
+}
+
+/// Waits until no backend of the database but `admin`'s own is inside a
+/// transaction or waiting for a lock, within [`PROMPTLY`].
+async fn until_no_transaction_is_left(admin: &Client, what: &str) {
+    let started = Instant::now();
+    loop {
+        let left: i64 = admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND pid <> pg_backend_pid() \
+                 AND (state LIKE 'idle in transaction%' OR wait_event_type = 'Lock')",
+                &[],
+            )
+            .await
+            .expect("pg_stat_activity")
+            .get(0);
+        if left == 0 {
+            return;
+        }
+        assert!(
+            started.elapsed() < PROMPTLY,
+            "{what}: {left} backend(s) still inside a transaction after {:?}",
+            started.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A takeover's claim, a retirement and a read of the facts, each held
+/// between its flights by another session, then dropped — or timed out
+/// (a log whose timeout is 1 s: a write answers `OutcomeUnknown`, a read
+/// `Unavailable`, within twice that) — leave nothing once that session
+/// lets go: no backend inside a transaction within [`PROMPTLY`] (the
+/// dropping log's timeout is 30 s), another log's takeover at once, and
+/// the Run as it was (epoch 1, not retired), read by the log itself.
+#[test]
+fn a_takeover_a_retirement_and_a_read_dropped_or_timed_out_between_flights_leave_nothing() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        for held in [
+            Held::RunRowForATakeover,
+            Held::RootRowForARetirement,
+            Held::PauseTableForARead,
+        ] {
+            for timed_out in [false, true] {
+                let case = format!(
+                    "{held:?}, {}",
+                    if timed_out { "timed out" } else { "dropped" }
+                );
+                let dbname = cluster.database().await;
+                let url = cluster.url(&dbname);
+                let log = if timed_out {
+                    let options = PostgresOptions::new()
+                        .migrate(true)
+                        .prepared_statements(false)
+                        .timeout(Duration::from_secs(1));
+                    open(&url, options).await.expect("connect")
+                } else {
+                    patient_log(&url).await
+                };
+                let log = std::sync::Arc::new(log);
+                let Ok(Claim::Owner(epoch)) = log.claim_async(ROOT, "run").await else {
+                    panic!("the claim")
+                };
+                let admin = cluster.connect(&dbname).await;
+                admin.batch_execute(&held.hold()).await.expect("the hold");
+                let waiting = tokio::spawn({
+                    let log = std::sync::Arc::clone(&log);
+                    async move { held.operation(&log).await }
+                });
+                until_a_backend_waits_for_a_lock(&admin).await;
+                if timed_out {
+                    let (answer, as_a_timeout) =
+                        within("R5: a timeout answers", waiting).await.unwrap();
+                    assert!(as_a_timeout, "{case}: {answer}");
+                } else {
+                    waiting.abort();
+                    assert!(waiting.await.unwrap_err().is_cancelled(), "{case}");
+                }
+                admin.batch_execute("ROLLBACK").await.expect("let go");
+                until_no_transaction_is_left(&admin, &case).await;
+                let other = patient_log(&url).await;
+                let started = Instant::now();
+                let taken = within("the Run's row lock is free", other.claim_async(ROOT, "run"))
+                    .await
+                    .unwrap();
+                assert!(
+                    started.elapsed() < PROMPTLY,
+                    "{case}: {:?}",
+                    started.elapsed()
+                );
+                assert_eq!(taken, Claim::Owner(epoch.next().unwrap()), "{case}");
+                let facts = within("R5", log.facts_async(ROOT, "run")).await.unwrap();
+                assert_eq!(
+                    (facts.epoch, facts.retired),
+                    (epoch.next().unwrap(), false),
+                    "{case}: only the other log's takeover is written"
+                );
+            }
+        }
+    });
+}
+
 /// An append dropped after it was sent (its one statement, which commits
 /// itself, waiting on the pause row another session is inserting for the
 /// same Run and has not committed): the log's next operation waits until
