@@ -26,6 +26,10 @@
 mod common;
 
 #[cfg(all(unix, feature = "postgres"))]
+mod postgres_commits;
+#[cfg(all(unix, feature = "postgres"))]
+mod postgres_drops;
+#[cfg(all(unix, feature = "postgres"))]
 mod postgres_only;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_sessions;
