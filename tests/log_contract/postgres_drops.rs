@@ -139,18 +139,29 @@ impl Held {
     }
 
     /// The operation that waits, answered as text; whether its answer
-    /// (when it times out) is what a timeout must answer: `OutcomeUnknown`
-    /// for a write, `Unavailable` for a read.
+    /// (when it times out) is one a timeout may answer. Two clocks run:
+    /// the log's own (its operation timeout) and the server's (the same
+    /// length, `SET LOCAL statement_timeout`), and either may end the wait
+    /// first. A write answers `OutcomeUnknown` when the log's ends it
+    /// mid-transaction, or `Unavailable` when the server cancelled the
+    /// waiting statement (its transaction aborted: nothing written); a
+    /// read answers `Unavailable` either way.
     async fn operation(self, log: &Log) -> (String, bool) {
         match self {
             Held::RunRowForATakeover => {
                 let answer = log.claim_async(ROOT, "run").await;
-                let timed_out = matches!(answer, Err(LogError::OutcomeUnknown(_)));
+                let timed_out = matches!(
+                    answer,
+                    Err(LogError::OutcomeUnknown(_) | LogError::Unavailable(_))
+                );
                 (format!("{answer:?}"), timed_out)
             }
             Held::RootRowForARetirement => {
                 let answer = log.retire_async(ROOT).await;
-                let timed_out = matches!(answer, Err(LogError::OutcomeUnknown(_)));
+                let timed_out = matches!(
+                    answer,
+                    Err(LogError::OutcomeUnknown(_) | LogError::Unavailable(_))
+                );
                 (format!("{answer:?}"), timed_out)
             }
             Held::PauseTableForARead => {
@@ -191,8 +202,8 @@ async fn until_no_transaction_is_left(admin: &Client, what: &str) {
 
 /// A takeover's claim, a retirement and a read of the facts, each held
 /// between its flights by another session, then dropped — or timed out
-/// (a log whose timeout is 1 s: a write answers `OutcomeUnknown`, a read
-/// `Unavailable`, within twice that) — leave nothing once that session
+/// (a log whose timeout is 1 s: the answers [`Held::operation`] allows,
+/// `OutcomeUnknown` or `Unavailable`) — leave nothing once that session
 /// lets go: no backend inside a transaction within [`PROMPTLY`] (the
 /// dropping log's timeout is 30 s), another log's takeover at once, and
 /// the Run as it was (epoch 1, not retired), read by the log itself.
@@ -348,8 +359,14 @@ fn a_claim_dropped_while_it_waits_for_a_connection_sent_nothing() {
             let log = std::sync::Arc::clone(&log);
             async move { log.claim_async(ROOT, "run").await }
         });
-        // The claim is parked on the pool (it has nothing else to wait for).
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // The claim is parked on the pool, seen there: by construction,
+        // not by a sleep that might end before the claim was first polled.
+        within("the claim waits for the pool's one connection", async {
+            while log.pool().status().waiting == 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
         claiming.abort();
         assert!(claiming.await.unwrap_err().is_cancelled());
         drop(held);
