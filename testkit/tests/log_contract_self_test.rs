@@ -89,16 +89,29 @@ impl HoldsReads for TwoSnapshotStore {
     ) -> Result<RunFacts<Payload>, LogError> {
         let epoch_read = log.log().0.facts(root, run)?;
         // Held here: the takeover and the handoff under its epoch commit.
-        let Claim::Owner(next) = log.claim_async(root, run).await? else {
-            panic!("the takeover");
-        };
-        assert_eq!(
-            log.append_async(root, source, next, pause).await?,
-            Receipt::Written
-        );
+        take_over_and_hand_off(log, root, run, source, pause).await?;
         let pause_read = log.log().0.facts(root, run)?;
         Ok(TwoSnapshots::mixed(epoch_read, pause_read))
     }
+}
+
+/// The writes `HoldsReads` makes while a read is held: the Run taken over
+/// (its next epoch) and handed off under that epoch.
+async fn take_over_and_hand_off<L: AsyncHandoffLog<Payload>>(
+    log: &L,
+    root: &str,
+    run: &str,
+    source: &Invocation,
+    pause: &HandoffPause<Payload>,
+) -> Result<(), LogError> {
+    let Claim::Owner(next) = log.claim_async(root, run).await? else {
+        panic!("the takeover");
+    };
+    assert_eq!(
+        log.append_async(root, source, next, pause).await?,
+        Receipt::Written
+    );
+    Ok(())
 }
 
 async fn two_snapshots() -> Option<TwoSnapshotStore> {
@@ -136,13 +149,7 @@ fn r3_the_one_snapshot_check_passes_a_read_of_one_snapshot() {
             source: &Invocation,
             pause: &HandoffPause<Payload>,
         ) -> Result<RunFacts<Payload>, LogError> {
-            let Claim::Owner(next) = log.claim_async(root, run).await? else {
-                panic!("the takeover");
-            };
-            assert_eq!(
-                log.append_async(root, source, next, pause).await?,
-                Receipt::Written
-            );
+            take_over_and_hand_off(log, root, run, source, pause).await?;
             log.facts_async(root, run).await
         }
     }
