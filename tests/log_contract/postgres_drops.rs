@@ -47,6 +47,28 @@ pub(crate) async fn patient_log(url: &str) -> Log {
     open(url, options).await.expect("connect")
 }
 
+/// A log whose timeout is 1 s, far below the bounds the tests wait for;
+/// its statements unnamed, as [`patient_log`]'s.
+async fn hasty_log(url: &str) -> Log {
+    let options = PostgresOptions::new()
+        .migrate(true)
+        .prepared_statements(false)
+        .timeout(Duration::from_secs(1));
+    open(url, options).await.expect("connect")
+}
+
+/// A fresh database and a log on it, [`hasty_log`] or [`patient_log`].
+async fn fresh_log(cluster: &Cluster, hasty: bool) -> (String, std::sync::Arc<Log>) {
+    let dbname = cluster.database().await;
+    let url = cluster.url(&dbname);
+    let log = if hasty {
+        hasty_log(&url).await
+    } else {
+        patient_log(&url).await
+    };
+    (dbname, std::sync::Arc::new(log))
+}
+
 /// How soon the Run's row lock must be free again once nothing holds it:
 /// far below the logs' timeout (30 s), where a transaction left open by a
 /// dropped operation would hold it (until the server's
@@ -223,18 +245,7 @@ fn a_takeover_a_retirement_and_a_read_dropped_or_timed_out_between_flights_leave
                     "{held:?}, {}",
                     if timed_out { "timed out" } else { "dropped" }
                 );
-                let dbname = cluster.database().await;
-                let url = cluster.url(&dbname);
-                let log = if timed_out {
-                    let options = PostgresOptions::new()
-                        .migrate(true)
-                        .prepared_statements(false)
-                        .timeout(Duration::from_secs(1));
-                    open(&url, options).await.expect("connect")
-                } else {
-                    patient_log(&url).await
-                };
-                let log = std::sync::Arc::new(log);
+                let (dbname, log) = fresh_log(cluster, timed_out).await;
                 let Ok(Claim::Owner(epoch)) = log.claim_async(ROOT, "run").await else {
                     panic!("the claim")
                 };
@@ -255,7 +266,7 @@ fn a_takeover_a_retirement_and_a_read_dropped_or_timed_out_between_flights_leave
                 }
                 admin.batch_execute("ROLLBACK").await.expect("let go");
                 until_no_transaction_is_left(&admin, &case).await;
-                let other = patient_log(&url).await;
+                let other = patient_log(&cluster.url(&dbname)).await;
                 let started = Instant::now();
                 let taken = within("the Run's row lock is free", other.claim_async(ROOT, "run"))
                     .await
@@ -376,5 +387,278 @@ fn a_claim_dropped_while_it_waits_for_a_connection_sent_nothing() {
             log.claim_async(ROOT, "run").await.unwrap(),
             Claim::Owner(Epoch::new(1))
         );
+    });
+}
+
+/// A write that times out after it was sent, held by another session:
+/// the log's one-statement forms (a Run's first claim, waiting on the
+/// Run's row another session is inserting; an append, waiting on the
+/// pause row another session is inserting) and a transaction's (a
+/// finish, waiting for the Run's row lock).
+#[derive(Clone, Copy, Debug)]
+enum TimedOut {
+    FirstClaim,
+    Append,
+    Finish,
+}
+
+/// Each write of [`TimedOut`], on a log whose timeout is 1 s, answers as
+/// a timeout may (R5: within the timeout; a write's outcome unknown, or
+/// nothing written); the log's next operation, a read of the facts, then
+/// answers at once although the other session still holds on — and
+/// what it reads is final (R4: the unknown outcome is resolved by the
+/// read): once the other session lets go, nothing of the timed-out write
+/// lands after it. No transaction is left open.
+#[test]
+fn a_write_timed_out_after_it_was_sent_is_settled_before_the_next_operation() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        for case in [TimedOut::FirstClaim, TimedOut::Append, TimedOut::Finish] {
+            let dbname = cluster.database().await;
+            let url = cluster.url(&dbname);
+            let log = hasty_log(&url).await;
+            let admin = cluster.connect(&dbname).await;
+            let epoch = Epoch::new(1);
+            if !matches!(case, TimedOut::FirstClaim) {
+                assert_eq!(
+                    log.claim_async(ROOT, "run").await.unwrap(),
+                    Claim::Owner(epoch)
+                );
+            }
+            admin.batch_execute("BEGIN").await.unwrap();
+            match case {
+                TimedOut::FirstClaim => admin
+                    .batch_execute(&format!(
+                        "INSERT INTO baton_run (root_run_id, run_id, epoch) \
+                         VALUES ('{ROOT}', 'run', 1)"
+                    ))
+                    .await
+                    .expect("the other session's row"),
+                TimedOut::Append => {
+                    let index = i64::try_from(epoch.get()).unwrap();
+                    let (table, source) = ("baton_handoff_pause", common::source());
+                    insert_pause_row(&admin, table, ROOT, &source, &pause(), index).await;
+                }
+                TimedOut::Finish => admin
+                    .batch_execute(&format!(
+                        "SELECT epoch FROM baton_run \
+                         WHERE root_run_id = '{ROOT}' AND run_id = 'run' FOR UPDATE"
+                    ))
+                    .await
+                    .expect("the Run's row lock"),
+            }
+            let answer = match case {
+                TimedOut::FirstClaim => format!("{:?}", log.claim_async(ROOT, "run").await),
+                TimedOut::Append => format!(
+                    "{:?}",
+                    log.append_async(ROOT, &common::source(), epoch, &pause())
+                        .await
+                ),
+                TimedOut::Finish => format!(
+                    "{:?}",
+                    log.finish_async(ROOT, &common::source(), epoch, &common::execution())
+                        .await
+                ),
+            };
+            assert!(
+                answer.starts_with("Err(OutcomeUnknown") || answer.starts_with("Err(Unavailable"),
+                "R5: {case:?} answers as a timeout: {answer}"
+            );
+            let started = Instant::now();
+            let read = within("R5: the next operation", log.facts_async(ROOT, "run"))
+                .await
+                .unwrap();
+            assert!(
+                started.elapsed() < PROMPTLY,
+                "{case:?}: the next operation waited {:?}",
+                started.elapsed()
+            );
+            admin.batch_execute("ROLLBACK").await.expect("let go");
+            until_no_transaction_is_left(&admin, &format!("{case:?}")).await;
+            let again = log.facts_async(ROOT, "run").await.unwrap();
+            assert_eq!(
+                (again.epoch, again.pauses.len(), again.finished.is_some()),
+                (read.epoch, read.pauses.len(), read.finished.is_some()),
+                "R4: {case:?} ({answer}) landed after the next operation read that it had not"
+            );
+        }
+    });
+}
+
+/// A write held at its commit: a deferred constraint trigger on the log's
+/// Run and pause tables waits, at the commit of any transaction that
+/// wrote them, for an advisory lock another session holds.
+#[derive(Clone, Copy, Debug)]
+enum AtItsCommit {
+    FirstClaim,
+    Takeover,
+    Append,
+    Finish,
+    Retire,
+}
+
+impl AtItsCommit {
+    /// The writes before the held one, not held.
+    async fn prepare(self, log: &Log) {
+        if matches!(self, AtItsCommit::FirstClaim) {
+            return;
+        }
+        assert_eq!(
+            log.claim_async(ROOT, "run").await.unwrap(),
+            Claim::Owner(Epoch::new(1))
+        );
+        if matches!(self, AtItsCommit::Retire) {
+            let finished = log
+                .finish_async(ROOT, &common::source(), Epoch::new(1), &common::execution())
+                .await;
+            assert_eq!(finished.unwrap(), baton::durable::Receipt::Written);
+        }
+    }
+
+    /// The held write, its answer as text.
+    async fn write(self, log: &Log) -> String {
+        let epoch = Epoch::new(1);
+        match self {
+            AtItsCommit::FirstClaim | AtItsCommit::Takeover => {
+                format!("{:?}", log.claim_async(ROOT, "run").await)
+            }
+            AtItsCommit::Append => format!(
+                "{:?}",
+                log.append_async(ROOT, &common::source(), epoch, &pause())
+                    .await
+            ),
+            AtItsCommit::Finish => format!(
+                "{:?}",
+                log.finish_async(ROOT, &common::source(), epoch, &common::execution())
+                    .await
+            ),
+            AtItsCommit::Retire => format!("{:?}", log.retire_async(ROOT).await),
+        }
+    }
+
+    /// The facts as the write leaves them, once committed: the Run's
+    /// epoch, its pauses, whether it is finished, whether retired.
+    fn written(self) -> (u64, usize, bool, bool) {
+        match self {
+            AtItsCommit::FirstClaim => (1, 0, false, false),
+            AtItsCommit::Takeover => (2, 0, false, false),
+            AtItsCommit::Append => (1, 1, false, false),
+            AtItsCommit::Finish => (1, 0, true, false),
+            AtItsCommit::Retire => (0, 0, false, true),
+        }
+    }
+}
+
+/// The facts as [`AtItsCommit::written`] lists them.
+async fn facts_of(log: &Log) -> (u64, usize, bool, bool) {
+    let facts = within("R5", log.facts_async(ROOT, "run")).await.unwrap();
+    (
+        facts.epoch.get(),
+        facts.pauses.len(),
+        facts.finished.is_some(),
+        facts.retired,
+    )
+}
+
+/// Holds every later commit of a transaction that writes the log's Run or
+/// pause table, while `admin` holds advisory lock 44.
+async fn hold_commits(admin: &Client) {
+    admin
+        .batch_execute(
+            "CREATE FUNCTION wait_for_44() RETURNS trigger LANGUAGE plpgsql AS $$ \
+             BEGIN PERFORM pg_advisory_xact_lock_shared(44); RETURN NULL; END $$; \
+             CREATE CONSTRAINT TRIGGER held AFTER INSERT OR UPDATE OR DELETE ON baton_run \
+             DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION wait_for_44(); \
+             CREATE CONSTRAINT TRIGGER held AFTER INSERT OR UPDATE OR DELETE \
+             ON baton_handoff_pause \
+             DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION wait_for_44(); \
+             SELECT pg_advisory_lock(44)",
+        )
+        .await
+        .expect("the commits held");
+}
+
+/// Every kind of write, held at its commit (sent, its transaction's
+/// writes done, the commit waiting), then dropped: the log's next
+/// operation, a read of the facts, waits — the commit may yet land —
+/// and once the other session lets go reads the write, committed (R4:
+/// the dropped write's outcome, read final). Timed out instead (a log
+/// whose timeout is 1 s): the write answers as a timeout may, the next
+/// read answers at once though the commit is still held, and nothing of
+/// the write lands after it. No transaction is left open either way.
+#[test]
+fn a_write_dropped_or_timed_out_at_its_commit_is_read_final_by_the_next_operation() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        for held in [
+            AtItsCommit::FirstClaim,
+            AtItsCommit::Takeover,
+            AtItsCommit::Append,
+            AtItsCommit::Finish,
+            AtItsCommit::Retire,
+        ] {
+            for timed_out in [false, true] {
+                let case = format!(
+                    "{held:?}, {}",
+                    if timed_out { "timed out" } else { "dropped" }
+                );
+                let (dbname, log) = fresh_log(cluster, timed_out).await;
+                held.prepare(&log).await;
+                let before = facts_of(&log).await;
+                let admin = cluster.connect(&dbname).await;
+                hold_commits(&admin).await;
+                let writing = tokio::spawn({
+                    let log = std::sync::Arc::clone(&log);
+                    async move { held.write(&log).await }
+                });
+                until_a_backend_waits_for_a_lock(&admin).await;
+                if timed_out {
+                    let answer = within("R5: a timeout answers", writing).await.unwrap();
+                    assert!(
+                        answer.starts_with("Err(OutcomeUnknown")
+                            || answer.starts_with("Err(Unavailable"),
+                        "{case}: {answer}"
+                    );
+                    let started = Instant::now();
+                    let read = facts_of(&log).await;
+                    assert!(started.elapsed() < PROMPTLY, "{case}: the next read waited");
+                    assert_eq!(read, before, "{case}: the write was cancelled");
+                    admin
+                        .batch_execute("SELECT pg_advisory_unlock(44)")
+                        .await
+                        .unwrap();
+                    until_no_transaction_is_left(&admin, &case).await;
+                    assert_eq!(
+                        facts_of(&log).await,
+                        read,
+                        "R4: {case} landed after the read"
+                    );
+                } else {
+                    writing.abort();
+                    assert!(writing.await.unwrap_err().is_cancelled(), "{case}");
+                    let mut reading = tokio::spawn({
+                        let log = std::sync::Arc::clone(&log);
+                        async move { facts_of(&log).await }
+                    });
+                    let early =
+                        tokio::time::timeout(Duration::from_millis(500), &mut reading).await;
+                    if let Ok(read) = early {
+                        panic!("{case}: the next read ran while the commit was held: {read:?}");
+                    }
+                    admin
+                        .batch_execute("SELECT pg_advisory_unlock(44)")
+                        .await
+                        .unwrap();
+                    let read = within("the next read answers", reading).await.unwrap();
+                    assert_eq!(read, held.written(), "R4: {case}: the commit landed, read");
+                    until_no_transaction_is_left(&admin, &case).await;
+                    assert_eq!(facts_of(&log).await, read, "{case}");
+                }
+            }
+        }
     });
 }

@@ -13,6 +13,7 @@ macro_rules! store_event {
 }
 
 mod in_tx;
+mod lease;
 mod schema;
 mod sweep;
 
@@ -24,14 +25,15 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, SystemTime};
 
-use deadpool_postgres::{ClientWrapper, Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use deadpool_postgres::{ClientWrapper, Manager, ManagerConfig, Pool, RecyclingMethod};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{Client, NoTls, Row, Socket, Statement};
+use tokio_postgres::{CancelToken, Client, NoTls, Row, Socket, Statement};
 
+use self::lease::{Cancel, CancelSent, Lease, Settling};
 use super::async_log::AsyncHandoffLog;
 use super::fence::{
     AppendStep, Claim, Epoch, Fate, Retirement, append_step, claim_step, finish_step, retire_step,
@@ -134,7 +136,15 @@ impl PostgresOptions {
     /// connection to its commit's answer: an operation still running then
     /// answers [`LogError::OutcomeUnknown`] (or
     /// [`LogError::Unavailable`] if it had sent nothing), and its
-    /// connection is closed. Every transaction baton runs sets its
+    /// statement still running is cancelled (a cancel request, over a
+    /// connection made as the log's are) and its transaction rolled back
+    /// before the log's next operation runs, which therefore reads the
+    /// outcome, final. A log on a caller's pool
+    /// ([`PostgresLog::with_pool`]) cannot send a cancel request: it waits
+    /// for that statement up to the timeout again, then closes the
+    /// connection, and the server ends the statement in its own time —
+    /// which a Run's first claim and an append, each a statement of its
+    /// own with no server-side timeout, may outlive. Every transaction baton runs sets its
     /// `statement_timeout`, `lock_timeout` and
     /// `idle_in_transaction_session_timeout` to it (`SET LOCAL`: nothing
     /// outlives the transaction), so a transaction whose client vanished (a
@@ -328,8 +338,8 @@ pub struct PostgresLog<P> {
     schema: PostgresSchema,
     sql: Arc<Sql>,
     prepared: bool,
-    /// How many dropped operations' connections are being settled.
-    settling: Arc<tokio::sync::watch::Sender<usize>>,
+    /// The connections of operations that ended mid-way, being settled.
+    settling: Arc<Settling>,
     /// The payload type of the pauses the log holds (`fn() -> P`: the log
     /// owns no `P`, so it is `Send` and `Sync` whatever `P` is).
     payload: PhantomData<fn() -> P>,
@@ -894,7 +904,7 @@ impl<P> PostgresLog<P> {
     {
         let manager = Manager::from_connect(
             config,
-            Connector { tls },
+            Connector { tls: tls.clone() },
             ManagerConfig {
                 // Only a closed connection is refused: a dropped
                 // operation's connection is settled before it comes back.
@@ -905,18 +915,39 @@ impl<P> PostgresLog<P> {
             .max_size(options.pool_size)
             .build()
             .map_err(unavailable)?;
-        Self::with_pool(pool, options).await
+        let cancel: Cancel = Arc::new(move |token: CancelToken| -> CancelSent {
+            let tls = tls.clone();
+            Box::pin(async move {
+                if let Err(error) = token.cancel_query(tls).await {
+                    store_event!(warn, error = %error, "cancel request not sent");
+                    let _ = error;
+                }
+            })
+        });
+        Self::open(pool, options, Some(cancel)).await
     }
 
     /// Opens a log on a pool the caller built (its size, TLS and
     /// connection hooks are the caller's; the options' pool size is
     /// ignored). Its connections must carry no open transaction when
-    /// idle; baton sets nothing on them.
+    /// idle; baton sets nothing on them. The log cannot cancel a
+    /// statement of an operation that timed out (it knows no way to reach
+    /// the server outside the pool): see [`PostgresOptions::timeout`].
     ///
     /// # Errors
     ///
     /// As [`connect_with`](Self::connect_with).
     pub async fn with_pool(pool: Pool, options: PostgresOptions) -> Result<Self, LogError> {
+        Self::open(pool, options, None).await
+    }
+
+    /// [`with_pool`](Self::with_pool), with the way to send a cancel
+    /// request to the pool's server, if known.
+    async fn open(
+        pool: Pool,
+        options: PostgresOptions,
+        cancel: Option<Cancel>,
+    ) -> Result<Self, LogError> {
         in_runtime()?;
         let log = Self {
             pool: AssertUnwindSafe(pool),
@@ -924,7 +955,7 @@ impl<P> PostgresLog<P> {
             sql: Arc::new(Sql::new(&options.schema, options.timeout)),
             schema: options.schema,
             prepared: options.prepared_statements,
-            settling: Arc::new(tokio::sync::watch::Sender::new(0)),
+            settling: Settling::new(cancel),
             payload: PhantomData,
         };
         let checked = tokio::time::timeout(log.timeout, async {
@@ -976,84 +1007,16 @@ fn in_runtime() -> Result<(), LogError> {
         .map_err(|error| unavailable(format!("a PostgresLog needs a tokio runtime: {error}")))
 }
 
-/// A connection an operation holds. Clean (no request of the operation
-/// left unanswered on it) it goes back to the pool when dropped; dirty —
-/// the operation's future was dropped mid-way — it is settled first, by a
-/// task: a `ROLLBACK` sent after whatever the operation had sent (the
-/// server runs one connection's requests in order), which ends its
-/// transaction if one is open and waits out a write in flight; then the
-/// connection goes back to the pool (or is closed, if the `ROLLBACK` fails
-/// or outlives the timeout). The log's next operation waits until every
-/// settling is done, so it sees whatever a dropped one committed.
-struct Lease {
-    object: Option<Object>,
-    dirty: bool,
-    settling: Arc<tokio::sync::watch::Sender<usize>>,
-    timeout: Duration,
-}
-
-impl Lease {
-    fn conn<'a>(&'a self, sql: &'a Sql, prepared: bool) -> Option<Conn<'a>> {
-        self.object.as_deref().map(|wrapper| Conn {
+/// The connection `lease` holds, as an operation's statements use it.
+fn conn<'a>(lease: &'a Lease, sql: &'a Sql, prepared: bool) -> Option<Conn<'a>> {
+    lease.object().map(|object| {
+        let wrapper: &ClientWrapper = object;
+        Conn {
             client: wrapper,
             cache: prepared.then_some(wrapper),
             sql,
-        })
-    }
-
-    /// The operation is done with the connection, which is clean.
-    fn release(mut self) {
-        self.dirty = false;
-    }
-
-    /// Closes the connection: it failed, or may still be inside a
-    /// transaction that nobody will end.
-    fn discard(mut self) {
-        if let Some(object) = self.object.take() {
-            drop(Object::take(object));
         }
-    }
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        let Some(object) = self.object.take() else {
-            return;
-        };
-        if !self.dirty {
-            return; // back to the pool
-        }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            drop(Object::take(object));
-            return;
-        };
-        let pending = Pending::new(Arc::clone(&self.settling));
-        let timeout = self.timeout;
-        drop(runtime.spawn(async move {
-            let _pending = pending;
-            let settled = tokio::time::timeout(timeout, object.batch_execute("ROLLBACK")).await;
-            if !matches!(settled, Ok(Ok(()))) {
-                drop(Object::take(object));
-            }
-        }));
-    }
-}
-
-/// One settling in progress, counted from its start to its end (also when
-/// its task is dropped unfinished, as at a runtime's shutdown).
-struct Pending(Arc<tokio::sync::watch::Sender<usize>>);
-
-impl Pending {
-    fn new(settling: Arc<tokio::sync::watch::Sender<usize>>) -> Self {
-        settling.send_modify(|pending| *pending += 1);
-        Self(settling)
-    }
-}
-
-impl Drop for Pending {
-    fn drop(&mut self) {
-        self.0.send_modify(|pending| *pending -= 1);
-    }
+    })
 }
 
 /// The operations: each one transaction on a connection of the pool.
@@ -1069,7 +1032,7 @@ where
         let mut held: Option<Lease> = None;
         let mut tried = 0;
         let answer = tokio::time::timeout(self.timeout, async {
-            self.settled().await;
+            self.settling.done().await;
             self.attempts(&mut held, &mut tried, &op).await
         })
         .await;
@@ -1100,8 +1063,9 @@ where
                 }));
             };
             // Timed out mid-way: the connection may be inside a
-            // transaction, or cut off. Never reuse it.
-            lease.discard();
+            // transaction, a statement in flight. Settled (cancelled,
+            // rolled back) before the log's next operation runs.
+            lease.time_out();
             Err(LogError::OutcomeUnknown(
                 format!(
                     "the operation did not finish within {:?}; its outcome is unknown",
@@ -1120,16 +1084,6 @@ where
         }
     }
 
-    /// Waits until no dropped operation's connection is being settled.
-    async fn settled(&self) {
-        if *self.settling.borrow() == 0 {
-            return;
-        }
-        let mut pending = self.settling.subscribe();
-        // The log holds the sender: the channel never closes under it.
-        let _ = pending.wait_for(|pending| *pending == 0).await;
-    }
-
     /// The tries of `op`, counted in `tried` as each gets its connection.
     async fn attempts(
         &self,
@@ -1146,13 +1100,8 @@ where
                 unavailable(error)
             })?;
             *tried = attempt;
-            let lease = held.insert(Lease {
-                object: Some(object),
-                dirty: true,
-                settling: Arc::clone(&self.settling),
-                timeout: self.timeout,
-            });
-            let outcome = match lease.conn(&self.sql, self.prepared) {
+            let lease = held.insert(Lease::new(object, &self.settling, self.timeout));
+            let outcome = match conn(lease, &self.sql, self.prepared) {
                 // Boxed: the transaction's future is large (its flights of
                 // statements), and the caller's stack need not hold it.
                 Some(conn) => Box::pin(transaction(&conn, op)).await,
