@@ -255,12 +255,12 @@ pub async fn bad_input_is_a_typed_error_and_writes_nothing<S: Store>(store: Arc<
         let claimed = within("R5", log.claim_async(root, run)).await;
         assert!(
             invalid(claimed.as_ref().err()),
-            "claim({root:?}, {run:?}): {claimed:?}"
+            "a typed error, InvalidRun: claim({root:?}, {run:?}): {claimed:?}"
         );
         let read = within("R5", log.facts_async(root, run)).await;
         assert!(
             invalid(read.as_ref().err()),
-            "facts({root:?}, {run:?}): {read:?}"
+            "a typed error, InvalidRun: facts({root:?}, {run:?}): {read:?}"
         );
         let mut bad_source = source("run");
         bad_source.run_id = run.into();
@@ -271,7 +271,7 @@ pub async fn bad_input_is_a_typed_error_and_writes_nothing<S: Store>(store: Arc<
         .await;
         assert!(
             invalid(appended.as_ref().err()),
-            "append({root:?}, {run:?}): {appended:?}"
+            "a typed error, InvalidRun: append({root:?}, {run:?}): {appended:?}"
         );
     }
     // The source's other ids too, before anything else is looked at: a NUL
@@ -302,7 +302,7 @@ pub async fn bad_input_is_a_typed_error_and_writes_nothing<S: Store>(store: Arc<
         .await;
         assert!(
             matches!(&appended, Err(LogError::InvalidRun { field: f, error: e }) if *f == field && *e == error),
-            "append from a source with a bad {field}: {appended:?}"
+            "a typed error, InvalidRun: append from a source with a bad {field}: {appended:?}"
         );
     }
     assert!(
@@ -384,7 +384,7 @@ pub async fn r3_the_facts_read_back_exactly_what_was_appended_and_each_run_is_it
     assert_eq!(
         read.pauses,
         row("a", &hop),
-        "the row whole, payload included"
+        "R3: the row whole, payload included"
     );
     let read = facts(&log, "a-next").await;
     assert_eq!(
@@ -792,10 +792,11 @@ pub async fn r8_a_finished_run_is_never_resumed_and_takes_no_other_fate<S: Store
         Receipt::AlreadyDurable,
         "the identical finish again is idempotent"
     );
-    assert!(matches!(
-        finish(&other, &run, epoch, &outcome(2)).await,
-        Err(LogError::AlreadyFinished { .. })
-    ));
+    let again = finish(&other, &run, epoch, &outcome(2)).await;
+    assert!(
+        matches!(again, Err(LogError::AlreadyFinished { .. })),
+        "R8: a finished Run takes no other outcome: {again:?}"
+    );
     assert!(
         matches!(
             append(&other, &run, epoch, &pause("run", "h")).await,
