@@ -1,8 +1,26 @@
 //! A dropped or timed-out `PostgresLog` operation (issue 44), at each
-//! point where a caller can drop it: waiting for a connection, between its
-//! flights, and after its commit was sent. Each point is reached by
-//! construction: another session holds the lock the operation waits for,
-//! seen waiting in `pg_stat_activity` before the drop.
+//! point where a caller can drop it or its time can run out: waiting for a
+//! connection, between its flights, after its statement was sent, and at
+//! its commit. Each point is reached by construction: another session
+//! holds what the operation waits for (a row lock, a row it is inserting,
+//! a table lock, or an advisory lock a deferred trigger waits for at the
+//! commit), seen waiting in `pg_stat_activity` before the drop.
+//!
+//! | operation | waiting for a connection | between flights | statement sent | at its commit |
+//! |---|---|---|---|---|
+//! | first claim | dropped | (one flight) | timed out | dropped, timed out |
+//! | takeover | (the same code) | dropped, timed out | — | dropped, timed out |
+//! | append | (the same code) | (one flight) | dropped, timed out | dropped, timed out |
+//! | finish | (the same code) | dropped | timed out | dropped, timed out |
+//! | retire | (the same code) | dropped, timed out | — | dropped, timed out |
+//! | sweep batch | (the same code) | — | — | dropped, timed out |
+//! | facts | (the same code) | dropped, timed out | — | (writes nothing) |
+//!
+//! What each asserts: a dropped write's next operation on the log waits
+//! until the write has ended and reads its outcome; a timed-out write's
+//! next operation answers at once and reads it final (nothing lands after
+//! it); no backend is left inside a transaction; another log takes the
+//! Run's row lock within [`PROMPTLY`], far below the logs' timeout.
 
 use std::time::{Duration, Instant};
 
@@ -497,6 +515,8 @@ enum AtItsCommit {
     Append,
     Finish,
     Retire,
+    /// A batch of retention by age.
+    Sweep,
 }
 
 impl AtItsCommit {
@@ -509,7 +529,7 @@ impl AtItsCommit {
             log.claim_async(ROOT, "run").await.unwrap(),
             Claim::Owner(Epoch::new(1))
         );
-        if matches!(self, AtItsCommit::Retire) {
+        if matches!(self, AtItsCommit::Retire | AtItsCommit::Sweep) {
             let finished = log
                 .finish_async(ROOT, &common::source(), Epoch::new(1), &common::execution())
                 .await;
@@ -535,6 +555,10 @@ impl AtItsCommit {
                     .await
             ),
             AtItsCommit::Retire => format!("{:?}", log.retire_async(ROOT).await),
+            AtItsCommit::Sweep => {
+                let later = std::time::SystemTime::now() + Duration::from_secs(60);
+                format!("{:?}", log.retire_ended_async(later, None, 10).await)
+            }
         }
     }
 
@@ -546,7 +570,7 @@ impl AtItsCommit {
             AtItsCommit::Takeover => (2, 0, false, false),
             AtItsCommit::Append => (1, 1, false, false),
             AtItsCommit::Finish => (1, 0, true, false),
-            AtItsCommit::Retire => (0, 0, false, true),
+            AtItsCommit::Retire | AtItsCommit::Sweep => (0, 0, false, true),
         }
     }
 }
@@ -600,6 +624,7 @@ fn a_write_dropped_or_timed_out_at_its_commit_is_read_final_by_the_next_operatio
             AtItsCommit::Append,
             AtItsCommit::Finish,
             AtItsCommit::Retire,
+            AtItsCommit::Sweep,
         ] {
             for timed_out in [false, true] {
                 let case = format!(
