@@ -6,10 +6,13 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_postgres::{Client, Transaction};
 
-use super::{
-    ATTEMPTS, Answer, Conn, Failure, Op, PostgresLog, RootRead, RunRead, Which, decide, retirement,
-    unavailable, unexpected,
-};
+use super::PostgresLog;
+use super::attempts::ATTEMPTS;
+use super::decide::{decide, retirement};
+use super::failure::{Failure, unavailable};
+use super::op::{Answer, Op, unexpected};
+use super::read::{RootRead, RunRead};
+use super::sql::{Conn, Which};
 use crate::durable::fence::{Claim, Epoch, Retirement};
 use crate::durable::log::{
     LogError, Receipt, check_append, check_finish, check_root, check_run, encode_checked,

@@ -11,11 +11,17 @@ use serde::de::DeserializeOwned;
 use tokio_postgres::Row;
 use tokio_postgres::types::Type;
 
-use super::{
-    Answer, Conn, Failure, Op, Param, PostgresLog, RootRows, RootStep, Which, abort, column,
-    commit, corrupt, flight2, flight3, in_runtime, retirement, unavailable, unexpected,
-};
+use super::PostgresLog;
+use super::connect::in_runtime;
+use super::decide::{RootStep, retirement};
+use super::end::{abort, commit};
+use super::failure::{Failure, column, unavailable};
+use super::flight::{flight2, flight3};
+use super::op::{Answer, Op, unexpected};
+use super::read::RootRows;
+use super::sql::{Conn, Param, Which};
 use crate::durable::log::LogError;
+use crate::durable::row::corrupt;
 use crate::durable::sweep::{Sweep, SweepCursor, SweepStep, candidates};
 
 impl<P> PostgresLog<P>

@@ -1,0 +1,127 @@
+//! How a `PostgresLog` is opened: [`PostgresOptions`].
+
+use std::time::Duration;
+
+use super::schema::PostgresSchema;
+
+/// How a [`PostgresLog`](super::PostgresLog) is opened: the size of its pool, its operation
+/// timeout, the schema its tables are in, whether opening it migrates that
+/// schema, and whether it prepares its statements.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use baton::durable::{PostgresOptions, PostgresSchema};
+///
+/// let options = PostgresOptions::new()
+///     .pool_size(16)
+///     .timeout(Duration::from_secs(5))
+///     .schema(PostgresSchema::named("baton")?)
+///     .migrate(true);
+/// assert_eq!(options.get_pool_size(), 16);
+/// # Ok::<_, baton::durable::InvalidSchemaName>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct PostgresOptions {
+    pub(super) pool_size: usize,
+    pub(super) timeout: Duration,
+    pub(super) schema: PostgresSchema,
+    pub(super) migrate: bool,
+    pub(super) prepared_statements: bool,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PostgresOptions {
+    /// The defaults: a pool of [`DEFAULT_POOL_SIZE`](Self::DEFAULT_POOL_SIZE)
+    /// connections, an operation timeout of
+    /// [`DEFAULT_TIMEOUT`](Self::DEFAULT_TIMEOUT), the tables found by the
+    /// `search_path`, no migration, prepared statements.
+    pub fn new() -> Self {
+        Self {
+            pool_size: Self::DEFAULT_POOL_SIZE,
+            timeout: Self::DEFAULT_TIMEOUT,
+            schema: PostgresSchema::search_path(),
+            migrate: false,
+            prepared_statements: true,
+        }
+    }
+
+    /// How many connections a log's pool holds at most, unless set.
+    pub const DEFAULT_POOL_SIZE: usize = 16;
+
+    /// How long one operation may take, unless set.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+    /// At most `size` connections (at least 1), opened as operations need
+    /// them: up to `size` operations of different Runs run at once, and one
+    /// Run's slow operation (a row lock held elsewhere, a connection cut
+    /// off) holds one connection, never the others. Ignored by
+    /// [`PostgresLog::with_pool`](super::PostgresLog::with_pool), whose pool is sized by its builder.
+    pub fn pool_size(mut self, size: usize) -> Self {
+        self.pool_size = size.max(1);
+        self
+    }
+
+    /// How long one operation may take (at least 1 ms), from waiting for a
+    /// connection to its commit's answer: an operation still running then
+    /// answers [`LogError::OutcomeUnknown`](crate::durable::LogError::OutcomeUnknown) (or
+    /// [`LogError::Unavailable`](crate::durable::LogError::Unavailable) if it had sent nothing), and its
+    /// statement still running is cancelled (a cancel request, over a
+    /// connection made as the log's are) and its transaction rolled back
+    /// before the log's next operation runs, which therefore reads the
+    /// outcome, final. A log on a caller's pool
+    /// ([`PostgresLog::with_pool`](super::PostgresLog::with_pool)) cannot send a cancel request: it waits
+    /// for that statement up to the timeout again, then closes the
+    /// connection, and the server ends the statement in its own time —
+    /// which a Run's first claim and an append, each a statement of its
+    /// own with no server-side timeout, may outlive. Every transaction baton runs sets its
+    /// `statement_timeout`, `lock_timeout` and
+    /// `idle_in_transaction_session_timeout` to it (`SET LOCAL`: nothing
+    /// outlives the transaction), so a transaction whose client vanished (a
+    /// paused or cut-off host) does not hold a Run's row lock for longer.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The schema (namespace) of the log's tables.
+    pub fn schema(mut self, schema: PostgresSchema) -> Self {
+        self.schema = schema;
+        self
+    }
+
+    /// Whether opening the log first runs [`PostgresSchema::migrate`]
+    /// (default: no, and opening runs no DDL; a database at another schema
+    /// version is then refused with [`LogError::UnknownSchema`](crate::durable::LogError::UnknownSchema)). Meant for
+    /// development and tests; a fleet migrates once, as a deploy step.
+    pub fn migrate(mut self, migrate: bool) -> Self {
+        self.migrate = migrate;
+        self
+    }
+
+    /// Whether the log prepares its statements, once per connection
+    /// (default: yes). Say no behind a pooler in transaction mode that
+    /// does not keep prepared statements (PgBouncer before 1.21, or
+    /// without `max_prepared_statements`): each statement is then sent
+    /// with its parameters' types and parsed by the server every time, in
+    /// the same single round trip.
+    pub fn prepared_statements(mut self, prepared: bool) -> Self {
+        self.prepared_statements = prepared;
+        self
+    }
+
+    /// The pool size set.
+    pub fn get_pool_size(&self) -> usize {
+        self.pool_size
+    }
+
+    /// The operation timeout set.
+    pub fn get_timeout(&self) -> Duration {
+        self.timeout
+    }
+}

@@ -1,0 +1,175 @@
+//! Reading what an operation's rule decides on: a Run's facts under
+//! its row lock (or in one snapshot), a root's Runs under a retirement's
+//! locks; and decoding their JSON.
+
+use serde::de::DeserializeOwned;
+use tokio_postgres::{Client, Row};
+
+use crate::durable::reconcile::{Appended, Finished, RunFacts};
+use crate::durable::row::{checked_row, corrupt, decoded_outcome};
+use crate::facts::Invocation;
+
+use super::failure::{Failure, column, epoch_of};
+use super::flight::flight3;
+use super::sql::{Conn, Param, Stmt, Which};
+
+/// The reads of one Run, prepared: its row (locked, for a write), its
+/// pause, its root Run's tombstone.
+pub(super) struct RunRead<'a> {
+    pub(super) run: Stmt<'a>,
+    pub(super) pause: Stmt<'a>,
+    pub(super) root: Stmt<'a>,
+}
+
+impl<'a> RunRead<'a> {
+    /// The statements; `read_only`: the Run's row unlocked (a read of the
+    /// facts, in its `REPEATABLE READ` snapshot).
+    pub(super) async fn prepare(conn: &Conn<'a>, read_only: bool) -> Result<Self, Failure> {
+        let run = if read_only {
+            Which::ReadEpoch
+        } else {
+            Which::LockRun
+        };
+        Ok(Self {
+            run: conn.statement(run).await?,
+            pause: conn.statement(Which::ReadPause).await?,
+            root: conn.statement(Which::ReadRoot).await?,
+        })
+    }
+
+    /// The three reads, in one flight, in this order (the Run's row lock
+    /// first), all sent at the first poll; whether the Run has a row, and
+    /// its facts.
+    pub(super) async fn read<P: DeserializeOwned>(
+        &self,
+        client: &Client,
+        root_run_id: &str,
+        run_id: &str,
+    ) -> Result<(bool, RunFacts<P>), Failure> {
+        let key: [Param<'_>; 2] = [&root_run_id, &run_id];
+        let root: [Param<'_>; 1] = [&root_run_id];
+        let (run_row, pause_row, root_row) = flight3(
+            self.run.query_opt(client, &key),
+            self.pause.query_opt(client, &key),
+            self.root.query_opt(client, &root),
+        )
+        .await;
+        let (run_row, pause_row, root_row) = (run_row?, pause_row?, root_row?);
+        let mut facts = RunFacts::empty(root_run_id, run_id);
+        if let Some(row) = &run_row {
+            facts.epoch = epoch_of(row, 0, run_id)?;
+            facts.finished = decode_finish(row, 1, run_id)?;
+        }
+        facts
+            .pauses
+            .extend(decode_pause(pause_row.as_ref(), 0, root_run_id, run_id)?);
+        if let Some(row) = &root_row {
+            facts.retired = column(row, 0, run_id)?;
+        }
+        Ok((run_row.is_some(), facts))
+    }
+}
+
+/// What a retirement reads, prepared: the root Run's row (locked, made if
+/// missing), then every Run of it (locked) with its finish, then their
+/// pauses.
+pub(super) struct RootRead<'a> {
+    pub(super) root: Stmt<'a>,
+    pub(super) runs: Stmt<'a>,
+    pub(super) pauses: Stmt<'a>,
+}
+
+/// What a retirement read: whether the root Run is retired, its Runs' rows
+/// and their pauses' rows.
+pub(super) struct RootRows {
+    pub(super) retired: bool,
+    pub(super) runs: Vec<Row>,
+    pub(super) pauses: Vec<Row>,
+}
+
+impl<'a> RootRead<'a> {
+    pub(super) async fn prepare(conn: &Conn<'a>) -> Result<Self, Failure> {
+        Ok(Self {
+            root: conn.statement(Which::LockRoot).await?,
+            runs: conn.statement(Which::LockRuns).await?,
+            pauses: conn.statement(Which::ReadPauses).await?,
+        })
+    }
+
+    /// The three reads, in one flight, in this order: once the root Run's
+    /// row is locked no new Run of it is inserted, and once its Runs' rows
+    /// are locked no pause or finish of them is written, so the pauses read
+    /// last are all there are.
+    pub(super) async fn read(
+        &self,
+        client: &Client,
+        root_run_id: &str,
+    ) -> Result<RootRows, Failure> {
+        let root: [Param<'_>; 1] = [&root_run_id];
+        let (root_row, runs, pauses) = flight3(
+            self.root.query_opt(client, &root),
+            self.runs.query(client, &root),
+            self.pauses.query(client, &root),
+        )
+        .await;
+        let retired = match root_row? {
+            Some(row) => column(&row, 0, root_run_id)?,
+            None => return Err(corrupt(root_run_id, "the root Run's row was not returned").into()),
+        };
+        Ok(RootRows {
+            retired,
+            runs: runs?,
+            pauses: pauses?,
+        })
+    }
+}
+
+/// The pause row read for a Run (its seven columns from `at` on), decoded
+/// and checked against its columns.
+pub(super) fn decode_pause<P: DeserializeOwned>(
+    row: Option<&Row>,
+    at: usize,
+    root_run_id: &str,
+    run_id: &str,
+) -> Result<Option<Appended<P>>, Failure> {
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let source = Invocation {
+        session_id: column(row, at, run_id)?,
+        turn_id: column(row, at + 1, run_id)?,
+        run_id: run_id.to_owned(),
+        invocation_id: column(row, at + 2, run_id)?,
+    };
+    let columns = [
+        column(row, at + 3, run_id)?,
+        column(row, at + 4, run_id)?,
+        column(row, at + 5, run_id)?,
+    ];
+    let json: String = column(row, at + 6, run_id)?;
+    Ok(Some(checked_row(root_run_id, source, columns, &json)?))
+}
+
+/// The finish kept on a Run's row (its four columns from `at` on: the
+/// source's ids and the outcome's JSON text, all set or none), decoded.
+pub(super) fn decode_finish<P: DeserializeOwned>(
+    row: &Row,
+    at: usize,
+    run_id: &str,
+) -> Result<Option<Finished<P>>, Failure> {
+    let Some(json) = column::<Option<String>>(row, at + 3, run_id)? else {
+        return Ok(None);
+    };
+    let id = |index: usize| -> Result<String, Failure> {
+        column::<Option<String>>(row, index, run_id)?
+            .ok_or_else(|| corrupt(run_id, "the Run's finish is not whole").into())
+    };
+    let source = Invocation {
+        session_id: id(at)?,
+        turn_id: id(at + 1)?,
+        run_id: run_id.to_owned(),
+        invocation_id: id(at + 2)?,
+    };
+    let outcome = decoded_outcome(run_id, &json)?;
+    Ok(Some(Finished { source, outcome }))
+}

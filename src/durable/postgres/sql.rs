@@ -1,0 +1,302 @@
+//! The SQL of the operations: each statement's text for a log's schema
+//! and timeout, its parameter types, and a connection's cache of them.
+
+use std::time::Duration;
+
+use deadpool_postgres::ClientWrapper;
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{Client, Row, Statement};
+
+use super::failure::Failure;
+use super::schema::PostgresSchema;
+
+/// The statements of the operations, by what they do.
+#[derive(Clone, Copy)]
+pub(super) enum Which {
+    LockRun,
+    ReadEpoch,
+    ReadPause,
+    InsertRun,
+    UpdateEpoch,
+    InsertPause,
+    AppendIfCurrent,
+    ReadRoot,
+    FinishRun,
+    LockRoot,
+    LockRuns,
+    ReadPauses,
+    RetireRoot,
+    LockRoots,
+    LockRunsOf,
+    ReadPausesOf,
+    RetireRoots,
+}
+
+pub(super) const TEXT1: &[Type] = &[Type::TEXT];
+pub(super) const TEXT2: &[Type] = &[Type::TEXT, Type::TEXT];
+pub(super) const PAUSE_ROW: &[Type] = &[
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::TEXT,
+    Type::INT8,
+];
+
+impl Which {
+    /// The types of the statement's parameters, as it is prepared or sent.
+    pub(super) fn types(self) -> &'static [Type] {
+        match self {
+            Which::LockRun | Which::ReadEpoch | Which::ReadPause => TEXT2,
+            Which::InsertRun => &[Type::TEXT, Type::TEXT, Type::INT8],
+            Which::UpdateEpoch => &[Type::TEXT, Type::TEXT, Type::INT8, Type::INT8],
+            Which::InsertPause | Which::AppendIfCurrent => PAUSE_ROW,
+            Which::ReadRoot
+            | Which::LockRoot
+            | Which::LockRuns
+            | Which::ReadPauses
+            | Which::RetireRoot => TEXT1,
+            Which::LockRoots | Which::LockRunsOf | Which::ReadPausesOf | Which::RetireRoots => {
+                &[Type::TEXT_ARRAY]
+            }
+            Which::FinishRun => &[
+                Type::TEXT,
+                Type::TEXT,
+                Type::TEXT,
+                Type::TEXT,
+                Type::TEXT,
+                Type::TEXT,
+                Type::INT8,
+            ],
+        }
+    }
+}
+
+/// The texts of a log's statements, for its schema and timeout.
+pub(super) struct Sql {
+    pub(super) begin_write: String,
+    pub(super) begin_read: String,
+    pub(super) statements: [String; 17],
+}
+
+impl Sql {
+    pub(super) fn new(schema: &PostgresSchema, timeout: Duration) -> Self {
+        let s = schema.prefix();
+        let key = "WHERE root_run_id = $1 AND run_id = $2";
+        let millis = u32::try_from(timeout.as_millis())
+            .unwrap_or(u32::MAX)
+            .clamp(1, i32::MAX as u32);
+        let timeouts = format!(
+            "SET LOCAL statement_timeout = {millis}; SET LOCAL lock_timeout = {millis}; \
+             SET LOCAL idle_in_transaction_session_timeout = {millis}"
+        );
+        let pause_columns = "root_run_id, run_id, session_id, turn_id, invocation_id, \
+                             handoff_id, successor_run_id, successor_invocation_id, pause, epoch";
+        // A Run's epoch and its finish, as `run_facts` reads them.
+        let run_columns =
+            "epoch, finish_session_id, finish_turn_id, finish_invocation_id, outcome::text";
+        let pause_read = "session_id, turn_id, invocation_id, handoff_id, \
+                          successor_run_id, successor_invocation_id, pause::text";
+        Self {
+            begin_write: format!("BEGIN ISOLATION LEVEL READ COMMITTED; {timeouts}"),
+            begin_read: format!("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; {timeouts}"),
+            statements: [
+                format!("SELECT {run_columns} FROM {s}baton_run {key} FOR UPDATE"),
+                format!("SELECT {run_columns} FROM {s}baton_run {key}"),
+                format!("SELECT {pause_read} FROM {s}baton_handoff_pause {key}"),
+                // A new Run's row, only under a live root Run (R9): the
+                // root's row is made here if it has none (a root Run's
+                // first claim), else held `FOR SHARE` unless retired. A
+                // retirement takes that row exclusively before it reads
+                // the root's Runs, so the two are ordered: a claim that
+                // waited for a retirement's commit finds the row, as the
+                // server re-reads it then, retired (no row: nothing
+                // inserted, and the claim's transaction reads the
+                // tombstone); a retirement that waited for this claim's
+                // commit reads its Run, open. Both in this one statement,
+                // so a Run's first claim stays one write.
+                format!(
+                    "WITH new_root AS ( \
+                         INSERT INTO {s}baton_root (root_run_id) VALUES ($1) \
+                         ON CONFLICT (root_run_id) DO NOTHING RETURNING 1), \
+                     live_root AS ( \
+                         SELECT 1 FROM {s}baton_root WHERE root_run_id = $1 AND NOT retired \
+                         FOR SHARE) \
+                     INSERT INTO {s}baton_run (root_run_id, run_id, epoch) \
+                     SELECT $1, $2, $3 \
+                     WHERE EXISTS (SELECT 1 FROM new_root) OR EXISTS (SELECT 1 FROM live_root) \
+                     ON CONFLICT (root_run_id, run_id) DO NOTHING"
+                ),
+                format!("UPDATE {s}baton_run SET epoch = $3 {key} AND epoch = $4"),
+                format!(
+                    "INSERT INTO {s}baton_handoff_pause ({pause_columns}) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CAST($9::text AS json), $10)"
+                ),
+                // The append's one-statement form: the row lock of the Run
+                // at the append's epoch, unfinished, and the insert only if
+                // it holds; a pause already there fails it on the pause's
+                // key (the facts for which the rule writes: no pause, no
+                // finish). A finish committed while this waited for the
+                // row's lock is seen: the server re-reads the locked row's
+                // newest version against the qualifiers; a retirement's
+                // delete leaves no row. No `ON CONFLICT`: its speculative
+                // insertion costs every append (pgbench here: 0.313-0.330
+                // ms with it, 0.292-0.298 ms without), while the key's
+                // refusal costs only the rare append that finds a pause.
+                format!(
+                    "WITH run AS (SELECT epoch FROM {s}baton_run {key} AND epoch = $10 \
+                                  AND outcome IS NULL FOR UPDATE) \
+                     INSERT INTO {s}baton_handoff_pause ({pause_columns}) \
+                     SELECT $1, $2, $3, $4, $5, $6, $7, $8, CAST($9::text AS json), $10 \
+                     FROM run"
+                ),
+                format!("SELECT retired FROM {s}baton_root WHERE root_run_id = $1"),
+                format!(
+                    "UPDATE {s}baton_run SET finish_session_id = $3, finish_turn_id = $4, \
+                            finish_invocation_id = $5, outcome = CAST($6::text AS json), \
+                            ended_at = now() \
+                     {key} AND epoch = $7 AND outcome IS NULL"
+                ),
+                // A retirement's lock: the root Run's row, made if missing,
+                // locked exclusively (`FOR NO KEY UPDATE`, which waits for
+                // and blocks every new Run's `FOR SHARE` and insert of it),
+                // answering whether it is retired already.
+                format!(
+                    "INSERT INTO {s}baton_root AS root (root_run_id) VALUES ($1) \
+                     ON CONFLICT (root_run_id) DO UPDATE SET retired = root.retired \
+                     RETURNING retired"
+                ),
+                format!(
+                    "SELECT run_id, {run_columns}, ended_at FROM {s}baton_run \
+                     WHERE root_run_id = $1 ORDER BY run_id FOR UPDATE"
+                ),
+                format!(
+                    "SELECT run_id, {pause_read}, ended_at FROM {s}baton_handoff_pause \
+                     WHERE root_run_id = $1"
+                ),
+                format!(
+                    "WITH pauses AS (DELETE FROM {s}baton_handoff_pause WHERE root_run_id = $1), \
+                          runs AS (DELETE FROM {s}baton_run WHERE root_run_id = $1) \
+                     UPDATE {s}baton_root SET retired = true WHERE root_run_id = $1"
+                ),
+                // A sweep's batch, set-based: the four statements above
+                // over an array of root Runs (the roots' rows locked in
+                // their order, so two batches never lock them crosswise),
+                // each row with its root Run last.
+                format!(
+                    "INSERT INTO {s}baton_root AS root (root_run_id) \
+                     SELECT unnest($1::text[]) ORDER BY 1 \
+                     ON CONFLICT (root_run_id) DO UPDATE SET retired = root.retired \
+                     RETURNING retired, root_run_id"
+                ),
+                format!(
+                    "SELECT run_id, {run_columns}, ended_at, root_run_id FROM {s}baton_run \
+                     WHERE root_run_id = ANY($1) ORDER BY root_run_id, run_id FOR UPDATE"
+                ),
+                format!(
+                    "SELECT run_id, {pause_read}, ended_at, root_run_id \
+                     FROM {s}baton_handoff_pause WHERE root_run_id = ANY($1)"
+                ),
+                format!(
+                    "WITH pauses AS (DELETE FROM {s}baton_handoff_pause \
+                                     WHERE root_run_id = ANY($1)), \
+                          runs AS (DELETE FROM {s}baton_run WHERE root_run_id = ANY($1)) \
+                     UPDATE {s}baton_root SET retired = true WHERE root_run_id = ANY($1)"
+                ),
+            ],
+        }
+    }
+
+    pub(super) fn text(&self, which: Which) -> &str {
+        &self.statements[which as usize]
+    }
+}
+
+/// One statement, ready to send: prepared on the connection, or its text
+/// and its parameters' types (parsed by the server each time, into the
+/// unnamed statement: nothing outlives the request).
+pub(super) enum Stmt<'a> {
+    Prepared(Statement),
+    Unnamed(&'a str, &'static [Type]),
+}
+
+pub(super) type Param<'a> = &'a (dyn ToSql + Sync);
+
+impl Stmt<'_> {
+    /// Executes the statement: the request is sent when the future is
+    /// first polled (so [`flight2`] keeps the order), in both forms.
+    pub(super) async fn execute(
+        &self,
+        client: &Client,
+        params: &[Param<'_>],
+    ) -> Result<u64, tokio_postgres::Error> {
+        match self {
+            Stmt::Prepared(statement) => client.execute(statement, params).await,
+            Stmt::Unnamed(text, types) => {
+                let typed: Vec<(Param<'_>, Type)> =
+                    params.iter().copied().zip(types.iter().cloned()).collect();
+                client.execute_typed(text, &typed).await
+            }
+        }
+    }
+
+    /// Runs the query for its rows, sent at the first poll.
+    pub(super) async fn query(
+        &self,
+        client: &Client,
+        params: &[Param<'_>],
+    ) -> Result<Vec<Row>, tokio_postgres::Error> {
+        match self {
+            Stmt::Prepared(statement) => client.query(statement, params).await,
+            Stmt::Unnamed(text, types) => {
+                let typed: Vec<(Param<'_>, Type)> =
+                    params.iter().copied().zip(types.iter().cloned()).collect();
+                client.query_typed(text, &typed).await
+            }
+        }
+    }
+
+    /// Runs the query for at most one row, sent at the first poll.
+    pub(super) async fn query_opt(
+        &self,
+        client: &Client,
+        params: &[Param<'_>],
+    ) -> Result<Option<Row>, tokio_postgres::Error> {
+        match self {
+            Stmt::Prepared(statement) => client.query_opt(statement, params).await,
+            Stmt::Unnamed(text, types) => {
+                let typed: Vec<(Param<'_>, Type)> =
+                    params.iter().copied().zip(types.iter().cloned()).collect();
+                client.query_typed_opt(text, &typed).await
+            }
+        }
+    }
+}
+
+/// A connection with what an operation needs to use it: one of the pool's,
+/// or the one a caller's transaction is on.
+pub(super) struct Conn<'a> {
+    pub(super) client: &'a Client,
+    /// The pool's connection with its statement cache, if the log prepares
+    /// its statements; `None`: every statement is sent by its text.
+    pub(super) cache: Option<&'a ClientWrapper>,
+    pub(super) sql: &'a Sql,
+}
+
+impl<'a> Conn<'a> {
+    /// The statement `which`: prepared on this connection once (then from
+    /// its cache), or sent by its text.
+    pub(super) async fn statement(&self, which: Which) -> Result<Stmt<'a>, Failure> {
+        let text = self.sql.text(which);
+        match self.cache {
+            Some(cache) => Ok(Stmt::Prepared(
+                cache.prepare_typed_cached(text, which.types()).await?,
+            )),
+            None => Ok(Stmt::Unnamed(text, which.types())),
+        }
+    }
+}
