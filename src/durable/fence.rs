@@ -29,69 +29,9 @@
 //! open: so once a fate is final no epoch is issued, and once a newer
 //! epoch is issued no older epoch's write succeeds (R1, R6, R7, R8).
 
-use super::log::{LogError, Receipt};
-use super::reconcile::{Appended, Decision, Finished, RunFacts, reconcile};
+use super::contract::{Appended, Claim, Epoch, Finished, LogError, Receipt, Retirement, RunFacts};
+use super::reconcile::{Decision, reconcile};
 use crate::facts::{HandoffPause, Invocation};
-
-/// An owner epoch of one Run: its fencing token. [`claim`](super::HandoffLog::claim)
-/// issues them in increasing order, `1` first; [`Epoch::NONE`] (`0`) is the
-/// epoch of a Run never claimed, and never a valid epoch to append with.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Epoch(u64);
-
-impl Epoch {
-    /// The epoch of a Run never claimed.
-    pub const NONE: Epoch = Epoch(0);
-
-    /// The epoch numbered `value` (as stored by a log).
-    pub const fn new(value: u64) -> Self {
-        Self(value)
-    }
-
-    /// Its number.
-    pub const fn get(self) -> u64 {
-        self.0
-    }
-
-    /// The last epoch a claim ever issues, in every store: `i64::MAX`, the
-    /// largest a SQL store's `bigint` holds, so that `MemoryLog`,
-    /// `SqliteLog` and `PostgresLog` run out at the same claim.
-    pub const LAST: Epoch = Epoch(i64::MAX as u64);
-
-    /// The epoch a claim issues after this one; `None` from
-    /// [`Epoch::LAST`] on (the Run's epochs are spent).
-    pub const fn next(self) -> Option<Epoch> {
-        if self.0 >= Self::LAST.0 {
-            None
-        } else {
-            Some(Epoch(self.0 + 1))
-        }
-    }
-}
-
-impl std::fmt::Display for Epoch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-/// What a [`claim`](super::HandoffLog::claim) answered.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-#[must_use = "a claim is what the owner must act on"]
-pub enum Claim<P> {
-    /// The Run is open and now belongs to this epoch: start (or resume) its
-    /// worker with it. Every older epoch's append is refused from now on.
-    Owner(Epoch),
-    /// A pause is durable: the handoff is final, the successor owns the Run,
-    /// and nobody may resume it. Nothing was written.
-    HandedOff(HandoffPause<P>),
-    /// The Run finished with this outcome: it is over, and nobody may
-    /// resume it. Nothing was written.
-    Finished(P),
-    /// The Run's root Run was retired: every Run of it was final and its
-    /// rows are gone. Nobody may resume it. Nothing was written.
-    Retired,
-}
 
 /// The fate a log holds for one Run, as the write rules ([`append_step`],
 /// [`finish_step`], [`retire_step`]) read it inside their transaction.
@@ -284,20 +224,6 @@ fn retired(root_run_id: &str) -> LogError {
     LogError::Retired {
         root_run_id: root_run_id.to_owned(),
     }
-}
-
-/// What a [`retire`](super::HandoffLog::retire) did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[must_use = "a retirement says whether it removed anything"]
-pub enum Retirement {
-    /// The root Run is retired now: this many Runs' rows were removed, and
-    /// one tombstone written for the root.
-    Retired {
-        /// How many Runs were removed.
-        runs: usize,
-    },
-    /// The root Run was already retired; nothing was written.
-    AlreadyRetired,
 }
 
 /// The rule of `retire`, from what the log holds under the root Run, read

@@ -7,9 +7,7 @@
 
 use thiserror::Error;
 
-use super::async_log::AsyncHandoffLog;
-use super::fence::Epoch;
-use super::log::{HandoffLog, LogError, Receipt};
+use super::contract::{AsyncHandoffLog, Epoch, HandoffLog, LogError, Receipt};
 use crate::gate::HandoffGate;
 use crate::gate::core::StateKind;
 

@@ -53,10 +53,10 @@
 //!  worker suspected (crashed, or only paused) ─▶ owner: claim(run) again
 //! ```
 
-mod async_log;
+mod contract;
 mod fence;
 mod finish;
-mod log;
+mod memory;
 #[cfg(feature = "sqlite")]
 mod offload;
 #[cfg(feature = "postgres")]
@@ -69,22 +69,20 @@ mod sqlite;
 mod sweep;
 mod worker;
 
-pub use async_log::AsyncHandoffLog;
-pub use fence::{
-    AppendStep, Claim, ClaimStep, Epoch, Fate, Retirement, append_step, claim_step, finish_step,
-    retire_step,
+pub use contract::{
+    Appended, AsyncHandoffLog, Claim, Epoch, Finished, HandoffLog, LogError, Receipt,
+    ReconcileError, Retirement, RunFacts, RunField, check_append, check_finish, encode_checked,
 };
+pub use fence::{AppendStep, ClaimStep, Fate, append_step, claim_step, finish_step, retire_step};
 pub use finish::{FinishError, close_step, finish_then_close, finish_then_close_async};
-pub use log::{
-    HandoffLog, LogError, MemoryLog, Receipt, check_append, check_finish, encode_checked,
-};
+pub use memory::MemoryLog;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::{
     InvalidSchemaName, POSTGRES_SCHEMA_VERSION, PostgresConfig, PostgresLog, PostgresOptions,
     PostgresSchema, deadpool_postgres, tokio_postgres,
 };
-pub use reconcile::{Appended, Decision, Finished, ReconcileError, RunFacts, RunField, reconcile};
+pub use reconcile::{Decision, reconcile};
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub use sqlite::{SCHEMA_VERSION, SqliteLog, rusqlite};

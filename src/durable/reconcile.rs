@@ -10,69 +10,9 @@
 //! have been handed off would run it twice, and handing off on a pause the
 //! log contradicts would forge authority.
 
-use thiserror::Error;
+use super::contract::{Appended, Epoch, ReconcileError, RunFacts, RunField};
 
-use super::fence::Epoch;
-use crate::facts::{Field, HandoffPause, IdError, IntentError, Invocation, check_id};
-
-/// One durable pause row as read back: the pause and the invocation that
-/// appended it (the source the pause hands off).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Appended<P> {
-    /// The worker's invocation that appended the pause.
-    pub source: Invocation,
-    /// The pause, as stored.
-    pub pause: HandoffPause<P>,
-}
-
-/// One durable finish row as read back: the outcome and the invocation that
-/// recorded it (the Run that finished).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Finished<P> {
-    /// The worker's invocation that finished the Run.
-    pub source: Invocation,
-    /// The Run's outcome, as stored.
-    pub outcome: P,
-}
-
-/// What the canonical log holds about one Run: the Run asked about, its
-/// owner epoch, the durable pause rows read back for it in log order, its
-/// finish if any, and whether its root Run is retired.
-///
-/// A **Run** here is the source Run `run_id` within the logical Run
-/// `root_run_id`: each Run may be handed off at most once, so a chain of
-/// handoffs (A → B → C, all within root Run A) is one row per hop.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct RunFacts<P> {
-    /// The logical Run.
-    pub root_run_id: String,
-    /// The Run asked about: the one whose worker may have crashed.
-    pub run_id: String,
-    /// The Run's current owner epoch ([`Epoch::NONE`] if never claimed).
-    pub epoch: Epoch,
-    /// The pauses the log holds for this Run, in log order.
-    pub pauses: Vec<Appended<P>>,
-    /// The Run's finish, if it finished.
-    pub finished: Option<Finished<P>>,
-    /// Whether the root Run is retired (then the log holds nothing else
-    /// about the Run).
-    pub retired: bool,
-}
-
-impl<P> RunFacts<P> {
-    /// The facts of a Run the log holds nothing for: never claimed, no
-    /// pause.
-    pub fn empty(root_run_id: impl Into<String>, run_id: impl Into<String>) -> Self {
-        Self {
-            root_run_id: root_run_id.into(),
-            run_id: run_id.into(),
-            epoch: Epoch::NONE,
-            pauses: Vec::new(),
-            finished: None,
-            retired: false,
-        }
-    }
-}
+use crate::facts::{HandoffPause, IntentError, check_id};
 
 /// What the owner of a Run does after its worker exited without confirming
 /// the seal.
@@ -94,96 +34,6 @@ pub enum Decision<P> {
     Finished(P),
     /// The Run's root Run is retired: nobody may resume it.
     Retired,
-}
-
-/// Which id of a Run is at fault, named as on the wire: of the Run asked
-/// about, or of the source invocation an append hands off.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum RunField {
-    /// `root_run_id`: the logical Run.
-    RootRunId,
-    /// `run_id`: the Run within it.
-    RunId,
-    /// `session_id` of the appending source.
-    SessionId,
-    /// `turn_id` of the appending source.
-    TurnId,
-    /// `invocation_id` of the appending source.
-    InvocationId,
-}
-
-impl RunField {
-    /// The field's name on the wire.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::RootRunId => "root_run_id",
-            Self::RunId => "run_id",
-            Self::SessionId => "session_id",
-            Self::TurnId => "turn_id",
-            Self::InvocationId => "invocation_id",
-        }
-    }
-}
-
-impl std::fmt::Display for RunField {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The facts contradict each other or the Run asked about. Reconciliation
-/// refuses to guess; an operator must look.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Error)]
-#[non_exhaustive]
-pub enum ReconcileError {
-    /// The query names an invalid Run id (the field is `root_run_id` or
-    /// `run_id`), so no fact could be about it.
-    #[error("the Run asked about has an invalid {field}: {error}")]
-    InvalidRun {
-        /// Which of the two ids.
-        field: RunField,
-        /// What is wrong with it.
-        error: IdError,
-    },
-    /// A row was appended by another Run than the one asked about.
-    #[error("a pause was appended by Run {found:?}, not by Run {expected:?}")]
-    OtherRun {
-        /// The Run asked about.
-        expected: String,
-        /// The row's source Run.
-        found: String,
-    },
-    /// A row's pause names another logical Run than the one asked about.
-    #[error("a pause names root Run {found:?}, not root Run {expected:?}")]
-    OtherRootRun {
-        /// The root Run asked about.
-        expected: String,
-        /// The pause's `root_run_id`.
-        found: String,
-    },
-    /// A row's pause hands the Run to itself (the field is
-    /// `successor_run_id` or `successor_invocation_id`).
-    #[error("a pause's {0} equals its source's")]
-    SuccessorIsSource(Field),
-    /// A row's pause is not a valid intent (an empty, over-long or
-    /// control-character id).
-    #[error("a pause is invalid: {0}")]
-    InvalidPause(IntentError),
-    /// The log holds more than one final fate for the Run: a pause and a
-    /// finish, or rows of a Run whose root Run is retired.
-    #[error("the log holds more than one final fate for Run {run_id:?}")]
-    TwoFates {
-        /// The Run asked about.
-        run_id: String,
-    },
-    /// The log holds two different pauses for one Run: two handoffs cannot
-    /// both be final.
-    #[error("the log holds {count} different pauses for one Run")]
-    ConflictingPauses {
-        /// How many distinct pauses were read back.
-        count: usize,
-    },
 }
 
 /// Decides what the owner of a Run does, from the canonical facts alone.

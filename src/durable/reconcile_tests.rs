@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::durable::tests::{pause, source};
+use crate::facts::{Field, IdError};
 
 fn row(pause: HandoffPause<u32>) -> Appended<u32> {
     Appended {

@@ -3,8 +3,7 @@
 
 use serde::de::DeserializeOwned;
 
-use super::log::LogError;
-use super::reconcile::Appended;
+use super::contract::{Appended, LogError};
 use crate::facts::{HandoffPause, Invocation, from_json};
 
 /// A row whose columns disagree with its pause, or whose pause does not

@@ -14,16 +14,13 @@ use rusqlite::{
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::async_log::AsyncHandoffLog;
-use super::fence::{
-    AppendStep, Claim, Epoch, Fate, Retirement, append_step, claim_step, finish_step, retire_step,
-};
-use super::log::{
-    HandoffLog, LogError, Receipt, check_append, check_finish, check_root, check_run,
+use super::contract::{
+    Appended, AsyncHandoffLog, Claim, Epoch, Finished, HandoffLog, LogError, Receipt,
+    ReconcileError, Retirement, RunFacts, check_append, check_finish, check_root, check_run,
     encode_checked,
 };
+use super::fence::{AppendStep, Fate, append_step, claim_step, finish_step, retire_step};
 use super::offload::Offload;
-use super::reconcile::{Appended, Finished, ReconcileError, RunFacts};
 use super::row::{checked_row, corrupt, decoded_outcome};
 use crate::facts::{HandoffPause, Invocation};
 use crate::sync::{Arc, Mutex, lock};

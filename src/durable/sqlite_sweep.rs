@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::{SqliteLog, fates_of, storage};
-use crate::durable::log::LogError;
+use crate::durable::contract::LogError;
 use crate::durable::sweep::{Sweep, SweepCursor, SweepStep, candidates, sweep_step};
 
 /// A time as the log stores it: microseconds since the UNIX epoch

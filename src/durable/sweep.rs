@@ -22,8 +22,9 @@
 use std::collections::HashSet;
 use std::time::SystemTime;
 
-use super::fence::{Fate, Retirement, retire_step};
-use super::log::LogError;
+use super::contract::{LogError, Retirement};
+
+use super::fence::{Fate, retire_step};
 
 /// Where a sweep goes on from: the end time and the root Run of the last
 /// candidate a batch looked at. Batches look at candidates in the order

@@ -3,8 +3,8 @@
 use std::time::{Duration, SystemTime};
 
 use super::*;
+use crate::durable::contract::{Appended, Finished};
 use crate::durable::fence::Fate;
-use crate::durable::reconcile::{Appended, Finished};
 use crate::durable::tests::{pause, source};
 
 fn at(seconds: u64) -> SystemTime {
@@ -108,7 +108,8 @@ mod agrees_with_retire {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::durable::fence::{Retirement, retire_step};
+    use crate::durable::contract::Retirement;
+    use crate::durable::fence::retire_step;
     use crate::facts::HandoffPause;
 
     const NAMES: [&str; 4] = ["a", "b", "c", "d"];

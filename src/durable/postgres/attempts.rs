@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_postgres::error::SqlState;
 
-use crate::durable::log::LogError;
+use crate::durable::contract::LogError;
 
 use super::PostgresLog;
 use super::connect::in_runtime;

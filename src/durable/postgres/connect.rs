@@ -6,7 +6,7 @@ use std::pin::Pin;
 use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
 use tokio_postgres::{Client, Config as PostgresConfig, Socket};
 
-use crate::durable::log::LogError;
+use crate::durable::contract::LogError;
 
 use super::failure::unavailable;
 

@@ -5,10 +5,9 @@ use std::time::SystemTime;
 
 use serde::de::DeserializeOwned;
 
-use crate::durable::fence::{
-    AppendStep, Fate, Retirement, append_step, claim_step, finish_step, retire_step,
-};
-use crate::durable::reconcile::{Appended, Finished, RunFacts};
+use crate::durable::contract::{Appended, Finished, Retirement, RunFacts};
+
+use crate::durable::fence::{AppendStep, Fate, append_step, claim_step, finish_step, retire_step};
 use crate::durable::row::corrupt;
 use crate::durable::sweep::{SweepStep, sweep_step};
 use crate::facts::{HandoffPause, Invocation};

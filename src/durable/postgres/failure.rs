@@ -5,8 +5,7 @@
 use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
 
-use crate::durable::fence::Epoch;
-use crate::durable::log::LogError;
+use crate::durable::contract::{Epoch, LogError};
 use crate::durable::row::corrupt;
 
 pub(super) fn unavailable(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> LogError {

@@ -13,9 +13,9 @@ use super::failure::{Failure, unavailable};
 use super::op::{Answer, Op, unexpected};
 use super::read::{RootRead, RunRead};
 use super::sql::{Conn, Which};
-use crate::durable::fence::{Claim, Epoch, Retirement};
-use crate::durable::log::{
-    LogError, Receipt, check_append, check_finish, check_root, check_run, encode_checked,
+use crate::durable::contract::{
+    Claim, Epoch, LogError, Receipt, Retirement, check_append, check_finish, check_root, check_run,
+    encode_checked,
 };
 use crate::facts::{HandoffPause, Invocation};
 

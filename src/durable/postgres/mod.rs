@@ -45,13 +45,11 @@ use self::flight::flight2;
 use self::lease::{Cancel, CancelSent, Settling};
 use self::op::{Answer, Op, unexpected};
 use self::sql::{Param, Sql};
-use super::async_log::AsyncHandoffLog;
-use super::fence::{Claim, Epoch, Retirement};
-use super::log::{
-    LogError, Receipt, check_append, check_finish, check_root, check_run, encode_checked,
-};
-use super::reconcile::RunFacts;
 use super::row::corrupt;
+use crate::durable::contract::{
+    AsyncHandoffLog, Claim, Epoch, LogError, Receipt, Retirement, RunFacts, check_append,
+    check_finish, check_root, check_run, encode_checked,
+};
 use crate::facts::{HandoffPause, Invocation};
 
 pub use options::PostgresOptions;

@@ -3,9 +3,7 @@
 
 use std::time::SystemTime;
 
-use crate::durable::fence::{Claim, Epoch, Retirement};
-use crate::durable::log::{LogError, Receipt};
-use crate::durable::reconcile::RunFacts;
+use crate::durable::contract::{Claim, Epoch, LogError, Receipt, Retirement, RunFacts};
 use crate::durable::sweep::SweepStep;
 use crate::facts::{HandoffPause, Invocation};
 

@@ -5,7 +5,7 @@
 use serde::de::DeserializeOwned;
 use tokio_postgres::{Client, Row};
 
-use crate::durable::reconcile::{Appended, Finished, RunFacts};
+use crate::durable::contract::{Appended, Finished, RunFacts};
 use crate::durable::row::{checked_row, corrupt, decoded_outcome};
 use crate::facts::Invocation;
 

@@ -6,7 +6,7 @@ use std::fmt;
 use tokio_postgres::Client;
 use tokio_postgres::types::Type;
 
-use super::super::log::LogError;
+use crate::durable::contract::LogError;
 
 /// The schema version this baton writes and reads, kept in the one row of
 /// the table `baton_schema` (a database without that table has no schema:

@@ -20,7 +20,7 @@ use super::flight::{flight2, flight3};
 use super::op::{Answer, Op, unexpected};
 use super::read::RootRows;
 use super::sql::{Conn, Param, Which};
-use crate::durable::log::LogError;
+use crate::durable::contract::LogError;
 use crate::durable::row::corrupt;
 use crate::durable::sweep::{Sweep, SweepCursor, SweepStep, candidates};
 

@@ -6,8 +6,8 @@ use serde::de::DeserializeOwned;
 use tokio_postgres::Client;
 use tokio_postgres::error::SqlState;
 
+use crate::durable::contract::RunFacts;
 use crate::durable::fence::{AppendStep, Fate, append_step, claim_step};
-use crate::durable::reconcile::RunFacts;
 use crate::durable::row::corrupt;
 
 use super::decide::{decide, pause_params, retirement};

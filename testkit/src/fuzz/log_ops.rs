@@ -6,7 +6,8 @@ use std::fmt;
 
 use arbitrary::{Arbitrary, Unstructured};
 
-use super::log_ghost::Payload;
+use super::log_ghost::{Payload, id_fault};
+use baton::durable::Epoch;
 use baton::facts::{HandoffIntent, HandoffPause, Invocation, MAX_ID_BYTES};
 
 /// The most operations one input may hold; longer inputs are rejected.
@@ -259,5 +260,36 @@ pub(super) fn make_pause(
 impl fmt::Debug for Ops {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         super::write_ops(f, "Op", &self.0)
+    }
+}
+
+/// An operation with every pick resolved: what is sent to the stores.
+#[derive(Clone, Debug)]
+pub enum Call {
+    /// `claim(root, run)`.
+    Claim(String, String),
+    /// `append(root, source, epoch, pause)`.
+    Append(String, Invocation, Epoch, HandoffPause<Payload>),
+    /// `facts(root, run)`.
+    Facts(String, String),
+    /// Close and reopen.
+    Reopen,
+    /// `finish(root, source, epoch, outcome)`.
+    Finish(String, Invocation, Epoch, Payload),
+    /// `retire(root)`.
+    Retire(String),
+}
+
+impl Call {
+    /// The Run the call names, if its ids are valid.
+    pub(super) fn run(&self) -> Option<(&str, &str)> {
+        let (root, run) = match self {
+            Call::Claim(root, run) | Call::Facts(root, run) => (root.as_str(), run.as_str()),
+            Call::Append(root, source, ..) | Call::Finish(root, source, ..) => {
+                (root.as_str(), source.run_id.as_str())
+            }
+            Call::Reopen | Call::Retire(_) => return None,
+        };
+        (id_fault(root).is_none() && id_fault(run).is_none()).then_some((root, run))
     }
 }

@@ -8,7 +8,7 @@
 
 use super::Violation;
 use super::log_ghost::{Answer, Payload, Refusal};
-use super::log_table::Call;
+use super::log_ops::Call;
 use baton::durable::{HandoffLog, MemoryLog, RunFacts};
 
 /// Every store of one input.

@@ -27,46 +27,15 @@
 
 pub use super::log_ghost::{Answer, Payload, Refusal};
 pub use super::log_ops::{
-    EpochPick, FieldPick, Flaw, IdPick, MAX_OPS, Op, Ops, PausePick, RunPick, SourcePick,
+    Call, EpochPick, FieldPick, Flaw, IdPick, MAX_OPS, Op, Ops, PausePick, RunPick, SourcePick,
 };
 
-use super::log_ghost::{Ghost, id_fault};
+use super::log_ghost::Ghost;
 use super::log_ops::{make_outcome, make_pause};
 use super::log_stores::Stores;
 use super::{Rejected, Violation};
 use baton::durable::{Appended, Claim, Epoch, Finished, HandoffLog, Receipt, Retirement, RunFacts};
-use baton::facts::{HandoffPause, Invocation};
-
-/// An operation with every pick resolved: what is sent to the stores.
-#[derive(Clone, Debug)]
-pub enum Call {
-    /// `claim(root, run)`.
-    Claim(String, String),
-    /// `append(root, source, epoch, pause)`.
-    Append(String, Invocation, Epoch, HandoffPause<Payload>),
-    /// `facts(root, run)`.
-    Facts(String, String),
-    /// Close and reopen.
-    Reopen,
-    /// `finish(root, source, epoch, outcome)`.
-    Finish(String, Invocation, Epoch, Payload),
-    /// `retire(root)`.
-    Retire(String),
-}
-
-impl Call {
-    /// The Run the call names, if its ids are valid.
-    fn run(&self) -> Option<(&str, &str)> {
-        let (root, run) = match self {
-            Call::Claim(root, run) | Call::Facts(root, run) => (root.as_str(), run.as_str()),
-            Call::Append(root, source, ..) | Call::Finish(root, source, ..) => {
-                (root.as_str(), source.run_id.as_str())
-            }
-            Call::Reopen | Call::Retire(_) => return None,
-        };
-        (id_fault(root).is_none() && id_fault(run).is_none()).then_some((root, run))
-    }
-}
+use baton::facts::Invocation;
 
 /// The harness's books on one Run: what the log issued and acknowledged.
 #[derive(Clone, Debug)]

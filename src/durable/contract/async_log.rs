@@ -1,14 +1,15 @@
-//! [`AsyncHandoffLog`]: the canonical log for async code, whose operations
-//! never block the executor they are awaited on.
+//! The canonical log's async trait, [`AsyncHandoffLog`].
 
 use std::future::Future;
 
-use super::fence::{Claim, Epoch, Retirement};
-use super::log::{HandoffLog, LogError, MemoryLog, Receipt};
-use super::reconcile::RunFacts;
 use crate::facts::{HandoffPause, Invocation};
 
-/// The async form of [`HandoffLog`]: the same five operations, the same
+use super::answer::{Claim, Receipt, Retirement};
+use super::epoch::Epoch;
+use super::error::LogError;
+use super::facts::RunFacts;
+
+/// The async form of [`HandoffLog`](crate::durable::HandoffLog): the same five operations, the same
 /// rule and the same errors (see each method's blocking twin), awaited
 /// instead of waited for. A store whose operations block (`SqliteLog`: a
 /// transaction and an fsync) runs that work off the executor, so the other
@@ -53,7 +54,7 @@ use crate::facts::{HandoffPause, Invocation};
 /// have issued an epoch, fencing older ones: claim again. A future dropped
 /// before its first poll does nothing.
 pub trait AsyncHandoffLog<P> {
-    /// [`HandoffLog::claim`], awaited: starts or takes over the Run, in one
+    /// [`HandoffLog::claim`](crate::durable::HandoffLog::claim), awaited: starts or takes over the Run, in one
     /// transaction.
     ///
     /// # Cancel safety
@@ -63,14 +64,14 @@ pub trait AsyncHandoffLog<P> {
     ///
     /// # Errors
     ///
-    /// As [`HandoffLog::claim`].
+    /// As [`HandoffLog::claim`](crate::durable::HandoffLog::claim).
     fn claim_async(
         &self,
         root_run_id: &str,
         run_id: &str,
     ) -> impl Future<Output = Result<Claim<P>, LogError>> + Send;
 
-    /// [`HandoffLog::append`], awaited: resolves once `pause` is durable
+    /// [`HandoffLog::append`](crate::durable::HandoffLog::append), awaited: resolves once `pause` is durable
     /// under `epoch`, or refused.
     ///
     /// # Cancel safety
@@ -81,7 +82,7 @@ pub trait AsyncHandoffLog<P> {
     ///
     /// # Errors
     ///
-    /// As [`HandoffLog::append`].
+    /// As [`HandoffLog::append`](crate::durable::HandoffLog::append).
     fn append_async(
         &self,
         root_run_id: &str,
@@ -90,7 +91,7 @@ pub trait AsyncHandoffLog<P> {
         pause: &HandoffPause<P>,
     ) -> impl Future<Output = Result<Receipt, LogError>> + Send;
 
-    /// [`HandoffLog::finish`], awaited: resolves once the Run's finish is
+    /// [`HandoffLog::finish`](crate::durable::HandoffLog::finish), awaited: resolves once the Run's finish is
     /// durable under `epoch`, or refused.
     ///
     /// # Cancel safety
@@ -100,7 +101,7 @@ pub trait AsyncHandoffLog<P> {
     ///
     /// # Errors
     ///
-    /// As [`HandoffLog::finish`].
+    /// As [`HandoffLog::finish`](crate::durable::HandoffLog::finish).
     fn finish_async(
         &self,
         root_run_id: &str,
@@ -109,7 +110,7 @@ pub trait AsyncHandoffLog<P> {
         outcome: &P,
     ) -> impl Future<Output = Result<Receipt, LogError>> + Send;
 
-    /// [`HandoffLog::retire`], awaited: retires the root Run once every Run
+    /// [`HandoffLog::retire`](crate::durable::HandoffLog::retire), awaited: retires the root Run once every Run
     /// of it is final.
     ///
     /// # Cancel safety
@@ -119,13 +120,13 @@ pub trait AsyncHandoffLog<P> {
     ///
     /// # Errors
     ///
-    /// As [`HandoffLog::retire`].
+    /// As [`HandoffLog::retire`](crate::durable::HandoffLog::retire).
     fn retire_async(
         &self,
         root_run_id: &str,
     ) -> impl Future<Output = Result<Retirement, LogError>> + Send;
 
-    /// [`HandoffLog::facts`], awaited: what the log holds about the Run.
+    /// [`HandoffLog::facts`](crate::durable::HandoffLog::facts), awaited: what the log holds about the Run.
     ///
     /// # Cancel safety
     ///
@@ -133,50 +134,10 @@ pub trait AsyncHandoffLog<P> {
     ///
     /// # Errors
     ///
-    /// As [`HandoffLog::facts`].
+    /// As [`HandoffLog::facts`](crate::durable::HandoffLog::facts).
     fn facts_async(
         &self,
         root_run_id: &str,
         run_id: &str,
     ) -> impl Future<Output = Result<RunFacts<P>, LogError>> + Send;
-}
-
-/// Each operation runs when its future is first polled, under the log's
-/// lock, and resolves at that poll: a [`MemoryLog`] never blocks for
-/// longer than its lock.
-impl<P> AsyncHandoffLog<P> for MemoryLog<P>
-where
-    P: PartialEq + Clone + serde::Serialize + serde::de::DeserializeOwned + Send + Sync,
-{
-    async fn claim_async(&self, root_run_id: &str, run_id: &str) -> Result<Claim<P>, LogError> {
-        HandoffLog::claim(self, root_run_id, run_id)
-    }
-
-    async fn append_async(
-        &self,
-        root_run_id: &str,
-        source: &Invocation,
-        epoch: Epoch,
-        pause: &HandoffPause<P>,
-    ) -> Result<Receipt, LogError> {
-        HandoffLog::append(self, root_run_id, source, epoch, pause)
-    }
-
-    async fn finish_async(
-        &self,
-        root_run_id: &str,
-        source: &Invocation,
-        epoch: Epoch,
-        outcome: &P,
-    ) -> Result<Receipt, LogError> {
-        HandoffLog::finish(self, root_run_id, source, epoch, outcome)
-    }
-
-    async fn retire_async(&self, root_run_id: &str) -> Result<Retirement, LogError> {
-        HandoffLog::retire(self, root_run_id)
-    }
-
-    async fn facts_async(&self, root_run_id: &str, run_id: &str) -> Result<RunFacts<P>, LogError> {
-        HandoffLog::facts(self, root_run_id, run_id)
-    }
 }
