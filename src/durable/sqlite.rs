@@ -16,8 +16,7 @@ use serde::de::DeserializeOwned;
 
 use super::contract::{
     Appended, AsyncHandoffLog, Claim, Epoch, Finished, HandoffLog, LogError, Receipt,
-    ReconcileError, Retirement, RunFacts, check_append, check_finish, check_root, check_run,
-    encode_checked,
+    ReconcileError, Retirement, RunFacts, check_run,
 };
 use super::fence::{AppendStep, Fate, append_step, claim_step, finish_step, retire_step};
 use super::offload::Offload;
@@ -30,6 +29,11 @@ use crate::sync::{Arc, Mutex, lock};
 /// ([`SqliteLog::claim_in`] and its siblings) names the very version whose
 /// [`Transaction`] they take.
 pub use rusqlite;
+
+#[path = "sqlite_op.rs"]
+mod op;
+
+use self::op::{Answer, Op};
 
 /// The schema version this baton writes and reads, kept in SQLite's
 /// `PRAGMA user_version` (0 means "no schema yet"). A file of version 1
@@ -667,9 +671,11 @@ where
         root_run_id: &str,
         run_id: &str,
     ) -> Result<Claim<P>, LogError> {
-        check_run(root_run_id, run_id)?;
-        callers(tx)?;
-        Self::claim_locked(tx, root_run_id, run_id).map(|(answer, _)| answer)
+        let op = Op::Claim {
+            root_run_id,
+            run_id,
+        };
+        Self::in_callers(tx, op)?.claim()
     }
 
     /// [`append`](HandoffLog::append) inside the caller's transaction `tx`
@@ -690,11 +696,13 @@ where
         epoch: Epoch,
         pause: &HandoffPause<P>,
     ) -> Result<Receipt, LogError> {
-        check_append(root_run_id, source, pause)?;
-        let json = encode_checked(pause)?;
-        callers(tx)?;
-        Self::append_locked(tx, root_run_id, source, epoch, pause, &json)
-            .map(|(receipt, _)| receipt)
+        let op = Op::Append {
+            root_run_id,
+            source,
+            epoch,
+            pause,
+        };
+        Self::in_callers(tx, op)?.receipt()
     }
 
     /// [`finish`](HandoffLog::finish) inside the caller's transaction `tx`
@@ -715,11 +723,13 @@ where
         epoch: Epoch,
         outcome: &P,
     ) -> Result<Receipt, LogError> {
-        check_finish(root_run_id, source)?;
-        let json = encode_checked(outcome)?;
-        callers(tx)?;
-        Self::finish_locked(tx, root_run_id, source, epoch, outcome, &json)
-            .map(|(receipt, _)| receipt)
+        let op = Op::Finish {
+            root_run_id,
+            source,
+            epoch,
+            outcome,
+        };
+        Self::in_callers(tx, op)?.receipt()
     }
 
     /// [`retire`](HandoffLog::retire) inside the caller's transaction `tx`
@@ -736,9 +746,7 @@ where
     /// [section above](#inside-the-callers-transaction) says; never
     /// [`LogError::OutcomeUnknown`].
     pub fn retire_in(tx: &Transaction<'_>, root_run_id: &str) -> Result<Retirement, LogError> {
-        check_root(root_run_id)?;
-        callers(tx)?;
-        Self::retire_locked(tx, root_run_id).map(|(retirement, _)| retirement)
+        Self::in_callers(tx, Op::Retire { root_run_id })?.retirement()
     }
 }
 
@@ -950,6 +958,53 @@ where
     /// writes), committing it if it wrote. With `synchronous = FULL`,
     /// `COMMIT` returns after the WAL is synced: only then is the write
     /// acknowledged.
+    /// The one body of every write, on a connection that holds the write
+    /// lock from before its first read (the log's own transaction, or the
+    /// caller's), `json` what it writes, encoded: the reads, the rule, the
+    /// write. Beside the answer, whether it wrote.
+    fn locked(tx: &Connection, op: &Op<'_, P>, json: &str) -> Result<(Answer<P>, bool), LogError> {
+        match *op {
+            Op::Claim {
+                root_run_id,
+                run_id,
+            } => Self::claim_locked(tx, root_run_id, run_id)
+                .map(|(claim, wrote)| (Answer::Claim(claim), wrote)),
+            Op::Append {
+                root_run_id,
+                source,
+                epoch,
+                pause,
+            } => Self::append_locked(tx, root_run_id, source, epoch, pause, json)
+                .map(|(receipt, wrote)| (Answer::Receipt(receipt), wrote)),
+            Op::Finish {
+                root_run_id,
+                source,
+                epoch,
+                outcome,
+            } => Self::finish_locked(tx, root_run_id, source, epoch, outcome, json)
+                .map(|(receipt, wrote)| (Answer::Receipt(receipt), wrote)),
+            Op::Retire { root_run_id } => Self::retire_locked(tx, root_run_id)
+                .map(|(retirement, wrote)| (Answer::Retirement(retirement), wrote)),
+        }
+    }
+
+    /// A write on the log's connection (its blocking form on the caller's
+    /// thread, its async form on the log's): checked, then in a `BEGIN
+    /// IMMEDIATE` transaction of its own.
+    fn on(connection: &Mutex<Connection>, op: Op<'_, P>) -> Result<Answer<P>, LogError> {
+        let json = op.checked()?;
+        Self::immediate(connection, |tx| Self::locked(tx, &op, &json))
+    }
+
+    /// A write inside the caller's transaction: checked, then the
+    /// caller's transaction checked ([`callers`]); no `BEGIN`, `COMMIT` or
+    /// `ROLLBACK`.
+    fn in_callers(tx: &Transaction<'_>, op: Op<'_, P>) -> Result<Answer<P>, LogError> {
+        let json = op.checked()?;
+        callers(tx)?;
+        Self::locked(tx, &op, &json).map(|(answer, _)| answer)
+    }
+
     fn immediate<T>(
         connection: &Mutex<Connection>,
         body: impl FnOnce(&Connection) -> Result<(T, bool), LogError>,
@@ -963,51 +1018,6 @@ where
             transaction.commit().map_err(commit_failed)?;
         }
         Ok(answer)
-    }
-
-    fn claim_on(
-        connection: &Mutex<Connection>,
-        root_run_id: &str,
-        run_id: &str,
-    ) -> Result<Claim<P>, LogError> {
-        check_run(root_run_id, run_id)?;
-        Self::immediate(connection, |tx| Self::claim_locked(tx, root_run_id, run_id))
-    }
-
-    fn append_on(
-        connection: &Mutex<Connection>,
-        root_run_id: &str,
-        source: &Invocation,
-        epoch: Epoch,
-        pause: &HandoffPause<P>,
-    ) -> Result<Receipt, LogError> {
-        check_append(root_run_id, source, pause)?;
-        let json = encode_checked(pause)?;
-        Self::immediate(connection, |tx| {
-            Self::append_locked(tx, root_run_id, source, epoch, pause, &json)
-        })
-    }
-
-    fn finish_on(
-        connection: &Mutex<Connection>,
-        root_run_id: &str,
-        source: &Invocation,
-        epoch: Epoch,
-        outcome: &P,
-    ) -> Result<Receipt, LogError> {
-        check_finish(root_run_id, source)?;
-        let json = encode_checked(outcome)?;
-        Self::immediate(connection, |tx| {
-            Self::finish_locked(tx, root_run_id, source, epoch, outcome, &json)
-        })
-    }
-
-    fn retire_on(
-        connection: &Mutex<Connection>,
-        root_run_id: &str,
-    ) -> Result<Retirement, LogError> {
-        check_root(root_run_id)?;
-        Self::immediate(connection, |tx| Self::retire_locked(tx, root_run_id))
     }
 
     fn facts_on(
@@ -1038,7 +1048,11 @@ where
     P: PartialEq + Clone + Serialize + DeserializeOwned,
 {
     fn claim(&self, root_run_id: &str, run_id: &str) -> Result<Claim<P>, LogError> {
-        Self::claim_on(&self.connection, root_run_id, run_id)
+        let op = Op::Claim {
+            root_run_id,
+            run_id,
+        };
+        Self::on(&self.connection, op)?.claim()
     }
 
     fn append(
@@ -1048,7 +1062,13 @@ where
         epoch: Epoch,
         pause: &HandoffPause<P>,
     ) -> Result<Receipt, LogError> {
-        Self::append_on(&self.connection, root_run_id, source, epoch, pause)
+        let op = Op::Append {
+            root_run_id,
+            source,
+            epoch,
+            pause,
+        };
+        Self::on(&self.connection, op)?.receipt()
     }
 
     fn finish(
@@ -1058,11 +1078,17 @@ where
         epoch: Epoch,
         outcome: &P,
     ) -> Result<Receipt, LogError> {
-        Self::finish_on(&self.connection, root_run_id, source, epoch, outcome)
+        let op = Op::Finish {
+            root_run_id,
+            source,
+            epoch,
+            outcome,
+        };
+        Self::on(&self.connection, op)?.receipt()
     }
 
     fn retire(&self, root_run_id: &str) -> Result<Retirement, LogError> {
-        Self::retire_on(&self.connection, root_run_id)
+        Self::on(&self.connection, Op::Retire { root_run_id })?.retirement()
     }
 
     fn facts(&self, root_run_id: &str, run_id: &str) -> Result<RunFacts<P>, LogError> {
@@ -1086,8 +1112,13 @@ where
     ) -> impl Future<Output = Result<Claim<P>, LogError>> + Send {
         let connection = Arc::clone(&self.connection);
         let (root_run_id, run_id) = (root_run_id.to_owned(), run_id.to_owned());
-        self.thread
-            .run(move || Self::claim_on(&connection, &root_run_id, &run_id))
+        self.thread.run(move || {
+            let op = Op::Claim {
+                root_run_id: &root_run_id,
+                run_id: &run_id,
+            };
+            Self::on(&connection, op)?.claim()
+        })
     }
 
     fn append_async(
@@ -1099,8 +1130,15 @@ where
     ) -> impl Future<Output = Result<Receipt, LogError>> + Send {
         let connection = Arc::clone(&self.connection);
         let (root_run_id, source, pause) = (root_run_id.to_owned(), source.clone(), pause.clone());
-        self.thread
-            .run(move || Self::append_on(&connection, &root_run_id, &source, epoch, &pause))
+        self.thread.run(move || {
+            let op = Op::Append {
+                root_run_id: &root_run_id,
+                source: &source,
+                epoch,
+                pause: &pause,
+            };
+            Self::on(&connection, op)?.receipt()
+        })
     }
 
     fn finish_async(
@@ -1113,8 +1151,15 @@ where
         let connection = Arc::clone(&self.connection);
         let (root_run_id, source, outcome) =
             (root_run_id.to_owned(), source.clone(), outcome.clone());
-        self.thread
-            .run(move || Self::finish_on(&connection, &root_run_id, &source, epoch, &outcome))
+        self.thread.run(move || {
+            let op = Op::Finish {
+                root_run_id: &root_run_id,
+                source: &source,
+                epoch,
+                outcome: &outcome,
+            };
+            Self::on(&connection, op)?.receipt()
+        })
     }
 
     fn retire_async(
@@ -1123,8 +1168,12 @@ where
     ) -> impl Future<Output = Result<Retirement, LogError>> + Send {
         let connection = Arc::clone(&self.connection);
         let root_run_id = root_run_id.to_owned();
-        self.thread
-            .run(move || Self::retire_on(&connection, &root_run_id))
+        self.thread.run(move || {
+            let op = Op::Retire {
+                root_run_id: &root_run_id,
+            };
+            Self::on(&connection, op)?.retirement()
+        })
     }
 
     fn facts_async(
