@@ -9,7 +9,9 @@ use rusqlite::{Connection, params};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{SqliteLog, fates_of, storage};
+use super::SqliteLog;
+use super::error::storage;
+use super::write::fates_of;
 use crate::durable::contract::LogError;
 use crate::durable::sweep::{Sweep, SweepCursor, SweepStep, candidates, sweep_step};
 

@@ -4,9 +4,11 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use super::read::{RETIRED, RUNS_OF};
 use super::*;
 use crate::durable::tests::{ViaAsync, pause, source, the_final_fates_hold, the_log_rules_hold};
-use crate::durable::{Decision, reconcile};
+use crate::durable::{Decision, Finished, reconcile};
+use rusqlite::params;
 
 /// Claims `(root, run)` in `log`: the epoch its worker holds.
 fn owner(log: &SqliteLog<u32>) -> Epoch {
