@@ -14,8 +14,9 @@
 
 use std::collections::VecDeque;
 
-use crate::explore::{Fairness, Graph, Model, Trace};
 use crate::paths::path_to;
+use crate::space::{Fairness, Graph, Model};
+use crate::verdict::Trace;
 
 const UNSEEN: u32 = u32::MAX;
 

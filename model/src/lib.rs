@@ -43,6 +43,7 @@ pub mod lasso;
 pub mod ledger;
 mod paths;
 pub mod report;
+mod space;
 pub mod trace;
 mod verdict;
 mod visited;

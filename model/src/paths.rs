@@ -1,6 +1,7 @@
 //! Rebuilding shortest traces from the stored graph's parent pointers.
 
-use crate::explore::{Found, Graph, Model, ROOT, Trace};
+use crate::space::{Found, Graph, Model, ROOT};
+use crate::verdict::Trace;
 
 /// The ids on the parent path from an initial state to `id`, inclusive.
 pub(crate) fn path_to<S>(graph: &Graph<S>, id: u32) -> Vec<u32> {

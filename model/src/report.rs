@@ -299,12 +299,7 @@ pub struct CaughtDurable {
 /// The durable system `setup` running `variant`'s worker protocol and
 /// reconciliation around the real `step`.
 pub fn durable_model(variant: &DurableVariant, setup: Setup) -> GateModel {
-    let setup = variant.setup(setup);
-    let mut model = GateModel::new(setup);
-    if let Some(reconcile) = variant.reconcile {
-        model.core = model.core.with_reconcile(reconcile);
-    }
-    model
+    GateModel::durable(variant, setup)
 }
 
 /// Runs the checker on every broken durable variant in `setup`.

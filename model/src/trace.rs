@@ -202,7 +202,7 @@ pub fn replay(recorded: &Recorded, variant: &str) -> (Replay, Trace<Sys, Step>) 
     // A durable variant breaks the worker's protocol (recorded in the
     // setup) or reconciliation; its step is the real one.
     let model = match crate::gate::durable::by_name(variant) {
-        Some(v) => crate::report::durable_model(&v, recorded.setup),
+        Some(v) => GateModel::durable(&v, recorded.setup),
         None => {
             let step =
                 variants::by_name(variant).unwrap_or_else(|| panic!("unknown variant {variant}"));

@@ -16,9 +16,20 @@ use baton::durable::{self, Appended, Decision, ReconcileError, RunFacts};
 use baton::facts::{HandoffIntent, HandoffPause, Invocation};
 use baton::gate::core::{self, Config, Event, Outcome, State, Ticket, Wait};
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 
 pub use super::compact::{Answer, Begun, Ev, Gate, Out, Query, Refusal};
-use super::state::Decided;
+
+/// What the restart's reconciliation decided (durable configurations).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Decided {
+    /// `Ok(Decision::HandedOff(pause))`: the successor owns the Run.
+    HandedOff(u8),
+    /// `Ok(Decision::Resumable)`: a new worker resumes the Run.
+    Resumable,
+    /// `Err(ReconcileError)`: the facts contradict each other.
+    Contradiction,
+}
 
 /// A step function with the real core's signature; the model explores the
 /// real [`core::step`] or a deliberately broken wrapper around it.

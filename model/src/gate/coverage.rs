@@ -3,8 +3,8 @@
 
 use super::GateModel;
 use super::codec::{Ev, Out, Refusal};
-use super::props::{moved_to, refused, sometimes};
-use super::system::{Act, Phase};
+use super::predicate::{moved_to, refused, sometimes};
+use super::state::{Act, Phase};
 use crate::explore::Property;
 
 /// The coverage properties, in report order.

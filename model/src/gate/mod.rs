@@ -10,6 +10,7 @@ pub mod compact;
 pub mod coverage;
 pub mod durable;
 pub mod pack;
+mod predicate;
 pub mod props;
 pub mod state;
 pub mod symmetry;
@@ -114,6 +115,16 @@ impl GateModel {
     /// The system around baton's real `step`.
     pub fn new(setup: Setup) -> Self {
         Self::with_step(setup, baton::gate::core::step::<u8>)
+    }
+
+    /// The durable system `setup` running `variant`'s worker protocol and
+    /// reconciliation around the real `step`.
+    pub fn durable(variant: &durable::Variant, setup: Setup) -> Self {
+        let mut model = Self::new(variant.setup(setup));
+        if let Some(reconcile) = variant.reconcile {
+            model.core = model.core.with_reconcile(reconcile);
+        }
+        model
     }
 
     /// The system around `step` (a broken variant, for self-tests).

@@ -9,8 +9,9 @@
 //! is about"; every arm that decides something is written out.
 
 use super::GateModel;
-use super::codec::{Answer, Ev, Gate, Out, Query, Refusal};
-use super::system::{Act, Owner, Phase, Step, Sys, WORKER, Worker, pause};
+use super::codec::{Answer, Ev, Gate, Query, Refusal};
+use super::predicate::refused;
+use super::state::{Act, Owner, Phase, Step, Sys, WORKER, Worker, pause};
 use crate::explore::{Check, Property};
 
 type M = GateModel;
@@ -46,24 +47,6 @@ fn step(name: &'static str, check: fn(&M, &Sys, &Step, &Sys) -> bool) -> Propert
         name,
         check: Check::AlwaysStep(check),
     }
-}
-
-pub(super) fn sometimes(
-    name: &'static str,
-    check: fn(&M, &Sys, &Step, &Sys) -> bool,
-) -> Property<M> {
-    Property {
-        name,
-        check: Check::Sometimes(check),
-    }
-}
-
-pub(super) fn moved_to(t: &Step, kind: &str) -> bool {
-    matches!(t.outcome, Some(Out::Moved(g)) if g.kind() == kind)
-}
-
-pub(super) fn refused(t: &Step, refusal: Refusal) -> bool {
-    t.outcome == Some(Out::Refused(refusal))
 }
 
 /// Every property of the handoff system, in report order.

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::codec::Decided;
 use super::codec::{Ev, Gate, Out};
 
 /// The most requesters a state has room for.
@@ -171,17 +172,6 @@ pub enum CrashPoint {
     AfterSealBeforeAppend,
     /// Appended and sealed, before it exited.
     AfterSeal,
-}
-
-/// What the restart's reconciliation decided (durable configurations).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Decided {
-    /// `Ok(Decision::HandedOff(pause))`: the successor owns the Run.
-    HandedOff(u8),
-    /// `Ok(Decision::Resumable)`: a new worker resumes the Run.
-    Resumable,
-    /// `Err(ReconcileError)`: the facts contradict each other.
-    Contradiction,
 }
 
 /// Who owns the Run after the restart (durable configurations).

@@ -46,7 +46,7 @@ pub mod props;
 use baton::durable::{Decision, ReconcileError, RunFacts};
 
 use super::codec::{Core, Ev, Gate, ReconcileFn};
-use super::system::{
+use super::state::{
     Act, CrashPoint, Decided, Durable, Owner, RESTART, Setup, Step, Sys, WORKER, Worker, pause,
 };
 use crate::explore::Fairness;

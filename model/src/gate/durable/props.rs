@@ -25,8 +25,8 @@
 use crate::explore::{Check, Property};
 use crate::gate::GateModel;
 use crate::gate::codec::{Gate, Out};
-use crate::gate::props::sometimes;
-use crate::gate::system::{Act, CrashPoint, Decided, Owner, Phase, Step, Sys, Worker};
+use crate::gate::predicate::sometimes;
+use crate::gate::state::{Act, CrashPoint, Decided, Owner, Phase, Step, Sys, Worker};
 
 type M = GateModel;
 
