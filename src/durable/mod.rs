@@ -57,8 +57,6 @@ mod contract;
 mod fence;
 mod finish;
 mod memory;
-#[cfg(feature = "sqlite")]
-mod offload;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod reconcile;

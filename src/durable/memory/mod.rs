@@ -279,8 +279,7 @@ where
     }
 }
 
-#[path = "memory_sweep.rs"]
-mod memory_sweep;
+mod sweep;
 
 #[cfg(test)]
 mod edge_tests {

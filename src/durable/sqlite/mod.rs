@@ -12,10 +12,10 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use self::offload::Offload;
 use super::contract::{
     AsyncHandoffLog, Claim, Epoch, HandoffLog, LogError, Receipt, Retirement, RunFacts,
 };
-use super::offload::Offload;
 use crate::facts::{HandoffPause, Invocation};
 use crate::sync::{Arc, Mutex, lock};
 
@@ -25,19 +25,13 @@ use crate::sync::{Arc, Mutex, lock};
 /// [`Transaction`] they take.
 pub use rusqlite;
 
-#[path = "sqlite_error.rs"]
 mod error;
-#[path = "sqlite_in_tx.rs"]
 mod in_tx;
-#[path = "sqlite_op.rs"]
+mod offload;
 mod op;
-#[path = "sqlite_read.rs"]
 mod read;
-#[path = "sqlite_schema.rs"]
 mod schema;
-#[path = "sqlite_set_up.rs"]
 mod set_up;
-#[path = "sqlite_write.rs"]
 mod write;
 
 use self::error::{commit_failed, is_busy, not_a_log_or_storage, storage};
@@ -518,17 +512,13 @@ pub(super) mod inside {
     }
 }
 
-#[path = "sqlite_sweep.rs"]
 mod sweep;
 
 #[cfg(test)]
-#[path = "sqlite_tests.rs"]
 mod tests;
 
 #[cfg(test)]
-#[path = "sqlite_commit_tests.rs"]
 mod commit_tests;
 
 #[cfg(test)]
-#[path = "sqlite_set_up_tests.rs"]
 mod set_up_tests;

@@ -13,7 +13,7 @@ use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::thread;
 
-use super::contract::LogError;
+use crate::durable::contract::LogError;
 use crate::sync::{Arc, mpsc};
 use crate::waiter::WatchCell;
 

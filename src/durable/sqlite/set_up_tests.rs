@@ -12,7 +12,7 @@ use super::*;
 use crate::durable::tests::{pause, source};
 use crate::durable::{Decision, reconcile};
 
-const V1: &[u8] = include_bytes!("../../tests/data/durable/v1.sqlite");
+const V1: &[u8] = include_bytes!("../../../tests/data/durable/v1.sqlite");
 
 /// The file's schema version, read by a plain connection.
 fn version(path: &Path) -> i64 {

@@ -398,7 +398,7 @@ fn claims_from_two_connections_issue_distinct_epochs() {
 /// final (the version-1 pause, which has no epoch row, included).
 #[test]
 fn a_version_1_file_opens_and_upgrades_in_place() {
-    const V1: &[u8] = include_bytes!("../../tests/data/durable/v1.sqlite");
+    const V1: &[u8] = include_bytes!("../../../tests/data/durable/v1.sqlite");
     let db = TempDb::new();
     std::fs::write(&db.0, V1).unwrap();
     let version = |path: &PathBuf| -> i64 {
@@ -495,7 +495,7 @@ fn r6_the_last_epoch_is_epoch_last_and_a_claim_past_it_writes_nothing() {
     );
 }
 
-#[path = "sqlite_async_tests.rs"]
+#[path = "async_tests.rs"]
 mod async_tests;
 
 /// Runs `held` on a thread whose claim or append is stopped inside its write
