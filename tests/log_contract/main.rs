@@ -32,6 +32,8 @@ mod postgres_drops;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_only;
 #[cfg(all(unix, feature = "postgres"))]
+mod postgres_scale;
+#[cfg(all(unix, feature = "postgres"))]
 mod postgres_sessions;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_tls_bouncer;

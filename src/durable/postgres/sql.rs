@@ -11,7 +11,7 @@ use super::failure::Failure;
 use super::schema::PostgresSchema;
 
 /// The statements of the operations, by what they do.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub(super) enum Which {
     LockRun,
     ReadEpoch,
@@ -300,3 +300,7 @@ impl<'a> Conn<'a> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "sql_tests.rs"]
+mod tests;
