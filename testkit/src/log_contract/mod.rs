@@ -96,11 +96,18 @@ use baton::{
 
 use crate::within::within;
 
+mod fates;
+mod fencing;
 mod guarantees;
+mod races;
+mod reads;
 mod suite;
 
+pub use fates::*;
+pub use fencing::*;
 pub use guarantees::*;
-pub use suite::*;
+pub use races::*;
+pub use reads::*;
 
 /// The payload every test of the contract appends.
 pub type Payload = HandoffExecution;
