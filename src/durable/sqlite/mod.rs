@@ -518,6 +518,18 @@ mod sweep;
 mod tests;
 
 #[cfg(test)]
+mod fate_tests;
+
+#[cfg(test)]
+mod in_tx_tests;
+
+#[cfg(test)]
+mod race_tests;
+
+#[cfg(test)]
+mod sweep_tests;
+
+#[cfg(test)]
 mod commit_tests;
 
 #[cfg(test)]
