@@ -1,6 +1,8 @@
 //! The SQLite log's schema: its version, the statements that create it
 //! and upgrade it, and the file's recorded version.
 
+use std::time::SystemTime;
+
 use rusqlite::Connection;
 
 use crate::durable::contract::LogError;
@@ -88,4 +90,13 @@ pub(super) fn version(connection: &Connection) -> Result<i64, LogError> {
     connection
         .pragma_query_value(None, "user_version", |row| row.get(0))
         .map_err(storage)
+}
+
+/// A time as the log stores it: microseconds since the UNIX epoch
+/// (negative before it), saturating far outside.
+pub(super) fn micros(time: SystemTime) -> i64 {
+    match time.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(after) => i64::try_from(after.as_micros()).unwrap_or(i64::MAX),
+        Err(before) => i64::try_from(before.duration().as_micros()).map_or(i64::MIN, |m| -m),
+    }
 }

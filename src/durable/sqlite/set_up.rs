@@ -11,8 +11,9 @@ use super::SqliteLog;
 use super::error::{not_a_log_or_storage, storage};
 #[cfg(test)]
 use super::inside;
-use super::schema::{MIGRATE_V2, MIGRATE_V3, MIGRATE_V4, SCHEMA_V1, SCHEMA_VERSION, version};
-use super::sweep;
+use super::schema::{
+    MIGRATE_V2, MIGRATE_V3, MIGRATE_V4, SCHEMA_V1, SCHEMA_VERSION, micros, version,
+};
 
 impl<P> SqliteLog<P> {
     /// The WAL journal, `synchronous = FULL`, and the schema at
@@ -81,7 +82,7 @@ impl<P> SqliteLog<P> {
         if version(&transaction)? < 3 {
             transaction.execute_batch(MIGRATE_V3).map_err(storage)?;
         }
-        let now = sweep::micros(SystemTime::now());
+        let now = micros(SystemTime::now());
         transaction
             .execute_batch(&MIGRATE_V4.replace("{now}", &now.to_string()))
             .map_err(storage)?;

@@ -11,18 +11,10 @@ use serde::de::DeserializeOwned;
 
 use super::SqliteLog;
 use super::error::storage;
+use super::schema::micros;
 use super::write::fates_of;
 use crate::durable::contract::LogError;
 use crate::durable::sweep::{Sweep, SweepCursor, SweepStep, candidates, sweep_step};
-
-/// A time as the log stores it: microseconds since the UNIX epoch
-/// (negative before it), saturating far outside.
-pub(super) fn micros(time: SystemTime) -> i64 {
-    match time.duration_since(SystemTime::UNIX_EPOCH) {
-        Ok(after) => i64::try_from(after.as_micros()).unwrap_or(i64::MAX),
-        Err(before) => i64::try_from(before.duration().as_micros()).map_or(i64::MIN, |m| -m),
-    }
-}
 
 /// The time `micros` stores.
 fn time_of(micros: i64) -> SystemTime {

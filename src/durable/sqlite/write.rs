@@ -17,7 +17,7 @@ use super::SqliteLog;
 use super::error::storage;
 #[cfg(test)]
 use super::inside;
-use super::sweep;
+use super::schema::micros;
 
 /// The Run's epoch and [`Fate`] in `facts`, as the write rules read them:
 /// [`Fate::Retired`] under a tombstone, else its pause or its finish.
@@ -114,7 +114,7 @@ where
                 intent.successor_invocation_id,
                 json,
                 stored,
-                sweep::micros(SystemTime::now()),
+                micros(SystemTime::now()),
             ],
         )
         .map_err(storage)?;
@@ -153,7 +153,7 @@ where
                 source.invocation_id,
                 json,
                 stored,
-                sweep::micros(SystemTime::now()),
+                micros(SystemTime::now()),
             ],
         )
         .map_err(storage)?;
