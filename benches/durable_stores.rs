@@ -43,6 +43,10 @@
 //! `cargo bench --features sqlite,postgres --bench durable_stores`; it
 //! prints Markdown. `BATON_BENCH_OPS` sets the operations per cell of the
 //! table (default 800), `BATON_BENCH_RUNS` the fleet's N (default 1000).
+//!
+//! Kept whole, past 600 lines: one criterion binary — its fixture, its
+//! measured loops and the table it prints, which benches/README.md
+//! quotes section by section.
 
 #[path = "../tests/common/postgres.rs"]
 #[allow(dead_code)]

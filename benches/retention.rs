@@ -53,6 +53,10 @@
 //! it prints Markdown. Without the PostgreSQL server programs its rows are
 //! skipped. Every wait of PostgreSQL is bounded (a phase past its limit
 //! panics); SQLite's waits are the log's busy timeout.
+//!
+//! Kept whole, past 600 lines: one criterion binary — its fixture, its
+//! measured loops and the table it prints, which benches/README.md
+//! quotes section by section.
 
 mod durable_common;
 #[path = "../tests/common/postgres.rs"]

@@ -1,4 +1,8 @@
 //! The log rules on [`MemoryLog`], and the worker helper's two paths.
+//!
+//! Kept whole, past 600 lines: the rule tests every store runs
+//! (`the_log_rules_hold`, `the_final_fates_hold`, called by each store's
+//! own tests) and the helpers they share.
 
 use std::sync::Arc;
 

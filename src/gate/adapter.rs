@@ -5,6 +5,11 @@
 //! ([`core::reserve_refusal`], [`StateKind::boundary_may_act`]) are read
 //! from a copy of the kind kept beside the lock, without taking it, in
 //! every kind but `Held` ([`StateKind::copy_may_answer`]).
+//!
+//! Kept whole, past 600 lines: every handle and future here locks the one
+//! cell and wakes its waiters, and their `Drop`s are the rows of SPEC's
+//! cancel-safety table; in one file a reader sees every lock and wake of
+//! the gate together.
 
 use std::any::Any;
 use std::fmt;

@@ -14,6 +14,10 @@
 //! matches on them (the model checker, the fuzzers, a runtime's own
 //! diagnostics) must also fail to compile when a state or event is added,
 //! until it decides the new cells. A new variant is a breaking change.
+//!
+//! Kept whole, past 600 lines: the table is read cell by cell against
+//! SPEC §2's, and each cell sits beside its neighbours in one exhaustive
+//! `match`, with the waiters' answers that read the same states.
 
 // The core shares pauses immutably; `Arc` here is a plain reference count,
 // not a synchronisation point, so it is `std`'s even under loom.

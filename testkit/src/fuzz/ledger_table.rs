@@ -8,6 +8,9 @@
 //! keeps the books D3 needs: every child it made is in the ledger, ended by
 //! the harness (when the ledger hands it back to be ended), or taken after
 //! its outcome arrived — never lost, never in two places.
+//!
+//! Kept whole, past 600 lines: the harness's books and its step are one
+//! state machine, checked against the ghost step by step.
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
