@@ -159,11 +159,12 @@ pub enum IntentError {
     /// The successor would be the source itself.
     #[error("{0} equals the source's")]
     SuccessorIsSource(Field),
-    /// The intent names another logical Run than the gate's ("handoff changes
-    /// the logical Run").
-    #[error("root_run_id {found:?} is not this gate's root Run {expected:?}")]
+    /// The intent names another logical Run than the one it is used with
+    /// (the gate's, or the root Run of the log's append): "handoff changes
+    /// the logical Run".
+    #[error("the intent names root Run {found:?}, not {expected:?}, the root Run it is used with")]
     OtherRootRun {
-        /// The gate's root Run.
+        /// The root Run the intent is used with.
         expected: String,
         /// The intent's `root_run_id`.
         found: String,

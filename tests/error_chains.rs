@@ -161,3 +161,57 @@ fn no_ledger_cancel_or_payload_error_repeats_its_source_in_its_message() {
     assert_prints_each_cause_once(&ExecutionError::ToolName(1));
     assert_prints_each_cause_once(&Phase::from_str("Turn").unwrap_err());
 }
+
+/// The log's refusals name what happened to the operation that was sent,
+/// not to another: a finish refused on a handed-off Run speaks of no
+/// pause it never offered, and an intent for another root Run appended
+/// straight to the log speaks of no gate.
+#[test]
+fn the_logs_refusals_name_the_operation_they_refuse() {
+    use baton::durable::{Claim, HandoffLog, LogError, MemoryLog};
+
+    let log: MemoryLog<u32> = MemoryLog::new();
+    let source = baton::Invocation {
+        session_id: "session".into(),
+        turn_id: "turn".into(),
+        run_id: "run".into(),
+        invocation_id: "invocation".into(),
+    };
+    let intent = |root: &str| HandoffIntent {
+        handoff_id: "handoff".into(),
+        host_epoch: "host".into(),
+        root_run_id: root.into(),
+        successor_run_id: "successor".into(),
+        successor_invocation_id: "successor-invocation".into(),
+        claim_id: "claim".into(),
+    };
+    let Ok(Claim::Owner(epoch)) = log.claim("root", "run") else {
+        panic!("the claim")
+    };
+    let other_root = log.append(
+        "root",
+        &source,
+        epoch,
+        &HandoffPause::new(intent("elsewhere"), 1),
+    );
+    let Err(error @ LogError::InvalidPause(_)) = other_root else {
+        panic!("{other_root:?}")
+    };
+    let message = chain(&error).join(": ");
+    assert!(
+        message.contains("\"elsewhere\"") && !message.contains("gate"),
+        "{message}"
+    );
+    log.append(
+        "root",
+        &source,
+        epoch,
+        &HandoffPause::new(intent("root"), 1),
+    )
+    .expect("the handoff");
+    let finished = log.finish("root", &source, epoch, &2);
+    let Err(error @ LogError::AlreadyHandedOff { .. }) = finished else {
+        panic!("{finished:?}")
+    };
+    assert!(!error.to_string().contains("pause"), "{error}");
+}

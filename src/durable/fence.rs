@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | epoch `c`, no pause (`Open`) | epoch := `c + 1`; answers [`Claim::Owner`]`(c + 1)`: every older epoch is fenced (at `c` = [`Epoch::LAST`]: [`LogError::EpochsExhausted`], nothing written) | `e == c`: write the row, [`Receipt::Written`] |
 //! | epoch `c`, pause `p` (`HandedOff`) | answers [`Claim::HandedOff`]`(p)`, writes nothing: a handed-off Run is never resumed | `e == c` and the row is `p`'s: [`Receipt::AlreadyDurable`]; another row: [`LogError::AlreadyHandedOff`] |
-//! | epoch `c`, outcome `o` (`Finished`) | answers [`Claim::Finished`]`(o)`, writes nothing: a finished Run is never resumed | another pause: [`LogError::AlreadyFinished`] |
+//! | epoch `c`, outcome `o` (`Finished`) | answers [`Claim::Finished`]`(o)`, writes nothing: a finished Run is never resumed | any pause: [`LogError::AlreadyFinished`] |
 //! | the root Run is retired | answers [`Claim::Retired`], writes nothing | [`LogError::Retired`] |
 //! | any | contradictory facts: [`LogError::Contradictory`], nothing written | `e < c`: [`LogError::Fenced`]; `e == 0` or `e > c`: [`LogError::EpochNotIssued`]; nothing written |
 //!

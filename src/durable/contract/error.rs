@@ -31,7 +31,7 @@ pub enum LogError {
     },
     /// Final refusal: a different pause is already durable for this Run; it
     /// was handed off once and for all. Nothing was written.
-    #[error("Run {run_id:?} of root Run {root_run_id:?} is already handed off by another pause")]
+    #[error("Run {run_id:?} of root Run {root_run_id:?} is already handed off")]
     AlreadyHandedOff {
         /// The root Run.
         root_run_id: String,
