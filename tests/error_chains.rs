@@ -202,13 +202,13 @@ fn the_logs_refusals_name_the_operation_they_refuse() {
         message.contains("\"elsewhere\"") && !message.contains("gate"),
         "{message}"
     );
-    log.append(
+    let handed_off = log.append(
         "root",
         &source,
         epoch,
         &HandoffPause::new(intent("root"), 1),
-    )
-    .expect("the handoff");
+    );
+    assert_eq!(handed_off.unwrap(), baton::durable::Receipt::Written);
     let finished = log.finish("root", &source, epoch, &2);
     let Err(error @ LogError::AlreadyHandedOff { .. }) = finished else {
         panic!("{finished:?}")
