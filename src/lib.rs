@@ -17,7 +17,7 @@
 //! | residue report | the work still running when a task ends, as an A2A `Artifact` | [`residue::Residue`] |
 //!
 //! Every rule these machines keep has an id (S1–S9 and L1–L3 for the gate,
-//! R1–R7 for the durable log, D1–D6 for the ledger), and each is checked
+//! R1–R10 for the durable log, D1–D6 for the ledger), and each is checked
 //! over every reachable state of bounded systems by a model checker that
 //! drives the real tables, and by tests; most also under every interleaving
 //! by loom, by fuzzing or by property tests, and mutation testing checks

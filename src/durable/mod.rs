@@ -10,10 +10,11 @@
 //! resumed.
 //!
 //! - [`HandoffLog`] is the canonical log. [`claim`](HandoffLog::claim)
-//!   starts or takes over a Run: it answers [`Claim::HandedOff`] if a pause
-//!   is durable, else issues a new [`Epoch`] and fences every older one;
-//!   [`append`](HandoffLog::append) writes a pause only under the Run's
-//!   current epoch. [`MemoryLog`] keeps it in memory (tests); `SqliteLog`
+//!   starts or takes over a Run: it answers [`Claim::HandedOff`],
+//!   [`Claim::Finished`] or [`Claim::Retired`] once the Run has a final
+//!   fate or its root Run is retired, else issues a new [`Epoch`] and
+//!   fences every older one; [`append`](HandoffLog::append) writes a pause
+//!   only under the current epoch of an open Run. [`MemoryLog`] keeps it in memory (tests); `SqliteLog`
 //!   (feature `sqlite`) in one SQLite file; `PostgresLog` (feature
 //!   `postgres`, async only) on a PostgreSQL server, for runtimes on
 //!   several hosts.
@@ -36,8 +37,9 @@
 //!   R10).
 //! - [`reconcile`] is the pure decision a claim makes inside its
 //!   transaction, from what the log holds about one Run ([`RunFacts`]):
-//!   [`Decision::HandedOff`] or [`Decision::Resumable`], or a
-//!   [`ReconcileError`] for contradictory facts.
+//!   [`Decision::HandedOff`], [`Decision::Finished`], [`Decision::Retired`]
+//!   or [`Decision::Resumable`], or a [`ReconcileError`] for contradictory
+//!   facts.
 //! - [`append_then_seal`] is the worker's last step: append under its
 //!   epoch, and only then seal; if the append fails, close without sealing
 //!   ([`SealError::Fenced`]: a newer epoch owns the Run, stop). The rule
@@ -46,7 +48,7 @@
 //!   step over an [`AsyncHandoffLog`].
 //!
 //! ```text
-//!  owner:   claim(run) ─▶ Owner(epoch) ─▶ start a worker with epoch   | HandedOff(pause): never resume
+//!  owner:   claim(run) ─▶ Owner(epoch) ─▶ start a worker with epoch   | HandedOff, Finished, Retired: never resume
 //!  worker:  boundary ─▶ Some(pause) ─▶ log.append(epoch, pause) ─ok─▶ gate.sealed(pause) ─▶ exit
 //!                                             │ err (Fenced, …)         (wait() = Ok(pause))
 //!                                             └──▶ gate.close()  (wait() = Err(Closed))

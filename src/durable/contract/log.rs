@@ -241,7 +241,9 @@ pub trait HandoffLog<P> {
     /// intent), [`LogError::Encode`] (the pause does not encode),
     /// [`LogError::EpochNotIssued`] (an epoch no claim of this Run issued),
     /// [`LogError::Fenced`] (a newer epoch owns the Run: the worker must
-    /// stop), [`LogError::AlreadyHandedOff`] (another pause is durable) and
+    /// stop), [`LogError::AlreadyHandedOff`] (another pause is durable),
+    /// [`LogError::AlreadyFinished`] (the Run finished),
+    /// [`LogError::Retired`] (its root Run is retired) and
     /// [`LogError::Corrupt`] (a stored row that does not decode).
     /// [`LogError::Unavailable`]: nothing written, the same append may be
     /// sent again. [`LogError::OutcomeUnknown`] leaves the outcome unknown

@@ -47,7 +47,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// The durable handoff log in one SQLite file: WAL journal,
 /// `synchronous = FULL` (a commit returns only after the WAL is synced, so an
 /// acknowledged append survives a crash of the process and of the machine),
-/// one row per handed-off or finished Run and per retired root Run, the
+/// one row per claimed Run (its epoch), per pause, per finish and per
+/// retired root Run, the
 /// schema version in `PRAGMA user_version`.
 ///
 /// Several processes may open the same file. Each claim, append, finish
