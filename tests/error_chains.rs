@@ -215,3 +215,22 @@ fn the_logs_refusals_name_the_operation_they_refuse() {
     };
     assert!(!error.to_string().contains("pause"), "{error}");
 }
+
+/// `Unavailable` says what happened in its message and why in its
+/// `source()`, which a reporter walking the chain prints (README.md,
+/// "Errors say what to do").
+#[cfg(feature = "sqlite")]
+#[test]
+fn an_unavailable_store_says_why_in_its_source() {
+    let dir = std::env::temp_dir().join(format!("baton-no-such-dir-{}", std::process::id()));
+    let opened = baton::durable::SqliteLog::<u32>::open(dir.join("log.sqlite"));
+    let Err(error @ baton::durable::LogError::Unavailable(_)) = opened else {
+        panic!("{opened:?}")
+    };
+    let messages = chain(&error);
+    assert!(
+        messages.len() >= 2,
+        "a cause below the message: {messages:?}"
+    );
+    assert_prints_each_cause_once(&error);
+}
