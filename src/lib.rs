@@ -170,7 +170,7 @@
 //!   (bundled: no system library needed).
 //! - `postgres`: `durable::PostgresLog`, the canonical log on a PostgreSQL
 //!   server, for workers and owners on several hosts (tokio-postgres; its
-//!   futures need a tokio runtime). The README's "More than one host" says
+//!   futures need a tokio runtime). The guide's "More than one host" (docs/guide/fleet.md) says
 //!   what is guaranteed under which faults.
 //! - `tokio-util`: [`Cancellation`] for `tokio_util::sync::CancellationToken`,
 //!   so a token can stand where a [`CancelSignal`] does.
@@ -270,6 +270,36 @@ pub mod spec {}
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The guide's chapter `docs/guide/gate.md`, its examples compiled and run
+/// as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/guide/gate.md")]
+pub struct GuideGateDoctests;
+
+/// The guide's chapter `docs/guide/durable.md`, its examples compiled and run
+/// as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/guide/durable.md")]
+pub struct GuideDurableDoctests;
+
+/// The guide's chapter `docs/guide/fleet.md`, its examples compiled and run
+/// as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/guide/fleet.md")]
+pub struct GuideFleetDoctests;
+
+/// The guide's chapter `docs/guide/ledger.md`, its examples compiled and run
+/// as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/guide/ledger.md")]
+pub struct GuideLedgerDoctests;
+
+/// The guide's chapter `docs/guide/checking.md`, its examples compiled and run
+/// as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/guide/checking.md")]
+pub struct GuideCheckingDoctests;
 
 pub use cancel::{CancelSignal, Cancellation, Phase};
 pub use facts::{HandoffExecution, HandoffIntent, HandoffPause, IntentError, Invocation};

@@ -82,17 +82,18 @@ const EVENT_ORDER: [&str; 10] = [
     "Close",
 ];
 
-/// The diagram as the README embeds it, between its markers.
+/// The diagram as the guide (docs/guide/checking.md) embeds it, between
+/// its markers.
 pub fn readme_block(diagram: &str) -> String {
     format!("```mermaid\n{diagram}```\n")
 }
 
-/// The line before the README's copy of the diagram.
+/// The line before the guide's copy of the diagram.
 pub const BEGIN: &str = "<!-- model-diagram:begin -->";
 /// The line after it.
 pub const END: &str = "<!-- model-diagram:end -->";
 
-/// What a README says about the diagram.
+/// What a page that embeds the diagram holds of it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Readme {
     /// It has no markers (yet).

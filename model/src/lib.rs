@@ -21,7 +21,7 @@
 //!
 //! ```text
 //! cargo run --release -p baton-model                 # the report (the gate's CI configuration with and without the closer, the durable ones, the ledger's)
-//! cargo run --release -p baton-model -- --diagram    # the Mermaid stateDiagram-v2 the README embeds
+//! cargo run --release -p baton-model -- --diagram    # the Mermaid stateDiagram-v2 the guide embeds (docs/guide/checking.md)
 //! cargo run --release -p baton-model -- --requesters 4 --tries 2 [--symmetry] [--no-closer]
 //! cargo run --release -p baton-model -- --requesters 2 --tries 1 --durable   # with the log, crashes, restart
 //! cargo run --release -p baton-model -- --variant d_failed_preflight_rerequests   # see a counterexample

@@ -60,7 +60,7 @@ pub fn check_model(named: &Named, symmetry: bool, model: GateModel) -> Checked {
 }
 
 /// The Mermaid diagram of the core transitions the CI configuration takes
-/// (what `--diagram` prints and the README embeds).
+/// (what `--diagram` prints and docs/guide/checking.md embeds).
 pub fn diagram() -> String {
     let model = GateModel::new(crate::gate::CI.setup);
     let _ = explore(&model, &[], Options::default());

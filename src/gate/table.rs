@@ -150,7 +150,7 @@ fn describe(outcome: Outcome<u8>) -> String {
 /// core's [`step`] on one state of each kind (live ticket T*) with the event
 /// of each row, once with T = T* and once with a stale ticket.
 ///
-/// The copy in the crate docs and the README is checked against this.
+/// The copy in the crate docs and in docs/guide/gate.md is checked against this.
 pub fn render_table() -> String {
     let sample = Sample::new();
     let mut out = String::from("| event ↓ / state → |");
