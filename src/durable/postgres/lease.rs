@@ -66,8 +66,9 @@ impl Settling {
 /// (a write in flight may still commit: its caller let it go, not the
 /// log); a timed-out one's not at all, if the log can cancel it. Past that, a cancel request ends
 /// the statement (a write cancelled before its commit writes nothing), and
-/// the `ROLLBACK` is waited for once more, up to the timeout; a connection
-/// still busy then, or whose `ROLLBACK` failed, is closed. The log's next
+/// the `ROLLBACK` is waited for once more, up to the timeout, and the
+/// connection is closed (a late cancel could otherwise land on its next
+/// statement), as is one whose `ROLLBACK` failed. The log's next
 /// operation waits until every settling is done (see [`Settling::done`]),
 /// so it reads whatever the ended one committed.
 pub(super) struct Lease {
@@ -164,10 +165,14 @@ async fn settle(
     };
     let token = object.cancel_token();
     let _ = tokio::time::timeout(timeout, cancel(token)).await;
-    matches!(
-        tokio::time::timeout(timeout, &mut rollback).await,
-        Ok(Ok(()))
-    )
+    // Waited for, so that the cancelled statement has ended before the
+    // log's next operation runs; then the connection is closed, never
+    // reused: the server acts on a cancel request's signal when its
+    // backend next looks, which may be during whatever the connection runs
+    // next (seen: a read after a timed-out write answered "canceling
+    // statement due to user request").
+    let _ = tokio::time::timeout(timeout, &mut rollback).await;
+    false
 }
 
 /// One settling in progress, counted from its start to its end (also when
