@@ -51,18 +51,13 @@
 //!
 //! # loom
 //!
-//! ```ignore
-//! // tests/loom_handoff.rs, run with RUSTFLAGS="--cfg loom" cargo test --release
-//! #![cfg(loom)]
-//! use baton_testkit::loom::{Coverage, model};
-//!
-//! #[test]
-//! fn a_handoff_is_never_reported_before_it_is_sealed() {
-//!     model("my runtime: report after seal", Coverage::Exhaustive, || {
-//!         // create the gate, your runtime and its threads in here
-//!     });
-//! }
-//! ```
+//! The `loom` module exists only under `--cfg loom`, so no doctest can
+//! build a model of it. A model of your own is a test file of your crate,
+//! `#![cfg(loom)]`, whose `#[test]` calls `baton_testkit::loom::model(name,
+//! Coverage::Exhaustive, || { … })` and creates the gate, your runtime and
+//! its threads inside the closure; run it with `RUSTFLAGS="--cfg loom"
+//! cargo test --release`. `examples/downstream/tests/loom_runtime.rs` in
+//! baton's repository is one, built and run by its CI (`scripts/downstream`).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

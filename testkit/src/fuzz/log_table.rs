@@ -441,19 +441,22 @@ pub fn log_table(input: Ops) -> Result<(), Rejected> {
 /// (a store whose restart you want fuzzed reopens in its own target).
 /// Panics on a violation, with the trace of the steps before it.
 ///
-/// A fuzz target of your own (`fuzz/fuzz_targets/my_log.rs`):
+/// The body of a fuzz target of your own (`fuzz/fuzz_targets/my_log.rs`
+/// wraps it in libfuzzer-sys's `fuzz_target!(|input: Ops| -> Corpus {
+/// … })`, keeping an input the body accepts and rejecting one it answers
+/// `Err(Rejected)`, as baton's `fuzz/fuzz_targets/log_table.rs` does),
+/// here on `MemoryLog` where yours names your store:
 ///
-/// ```ignore
-/// #![no_main]
+/// ```
+/// use baton::durable::MemoryLog;
+/// use baton_testkit::fuzz::log_store;
 /// use baton_testkit::fuzz::log_table::Ops;
-/// use libfuzzer_sys::{Corpus, fuzz_target};
 ///
-/// fuzz_target!(|input: Ops| -> Corpus {
-///     match baton_testkit::fuzz::log_store(input, &my_runtime::MapLog::default()) {
-///         Ok(()) => Corpus::Keep,
-///         Err(_) => Corpus::Reject,
-///     }
-/// });
+/// /// Whether the fuzzer keeps `input` (a violation panics instead).
+/// fn my_log_target(input: Ops) -> bool {
+///     log_store(input, &MemoryLog::new()).is_ok()
+/// }
+/// assert!(my_log_target(Ops(Vec::new())));
 /// ```
 pub fn log_store<L: HandoffLog<Payload>>(input: Ops, log: &L) -> Result<(), Rejected> {
     drive(&input, Stores::theirs(std::any::type_name::<L>(), log))
