@@ -68,7 +68,7 @@ fn advice(error: &LogError) -> &'static str {
 }
 
 /// The rustls connector trusting the CA certificates in the PEM file `ca`.
-fn rustls_trusting(
+pub fn rustls_trusting(
     ca: &str,
 ) -> Result<tokio_postgres_rustls::MakeRustlsConnect, Box<dyn std::error::Error>> {
     let mut roots = rustls::RootCertStore::empty();
@@ -93,14 +93,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let config: PostgresConfig = url.parse()?;
     match std::env::var("BATON_PG_CA") {
-        Ok(ca) => host(config, rustls_trusting(&ca)?).await,
-        Err(_) => host(config, NoTls).await,
-    }
+        Ok(ca) => host(config, rustls_trusting(&ca)?).await?,
+        Err(_) => host(config, NoTls).await?,
+    };
+    Ok(())
 }
 
 /// The deploy step, then one host's Runs through its one log, every
-/// connection made with `tls`.
-async fn host<T>(config: PostgresConfig, tls: T) -> Result<(), Box<dyn std::error::Error>>
+/// connection made with `tls`; answers how many Runs it handed off.
+/// (`tests/log_contract/postgres_example.rs` runs it on the tests' own
+/// servers, plain and over TLS.)
+pub async fn host<T>(config: PostgresConfig, tls: T) -> Result<usize, Box<dyn std::error::Error>>
 where
     T: MakeTlsConnect<Socket> + Clone + Send + Sync + 'static,
     T::Stream: Send + Sync,
@@ -161,5 +164,5 @@ where
             Claim::Owner(_) => "open (not expected)",
         }
     );
-    Ok(())
+    Ok(handed_off)
 }

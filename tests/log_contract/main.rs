@@ -30,6 +30,8 @@ mod postgres_commits;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_drops;
 #[cfg(all(unix, feature = "postgres"))]
+mod postgres_example;
+#[cfg(all(unix, feature = "postgres"))]
 mod postgres_only;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_scale;

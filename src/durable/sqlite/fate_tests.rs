@@ -22,6 +22,26 @@ fn r8_r9_r10_the_sqlite_log_keeps_the_final_fates_and_retention() {
     assert_eq!(rows(&log), tables(0, 1, 1, 0), "R10: no history kept");
 }
 
+/// `SqliteLog::rows` counts what the file keeps as `MemoryLog::rows`
+/// counts what it holds (R10), after the same operations: the Runs with a
+/// record and the tombstones, read on the file's own tables above.
+#[test]
+fn r10_the_sqlite_log_counts_its_rows_as_the_memory_log_does() {
+    let db = TempDb::new();
+    let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    let memory = crate::durable::MemoryLog::new();
+    assert_eq!(log.rows().unwrap(), (0, 0), "a new file holds nothing");
+    the_final_fates_hold(&log);
+    the_final_fates_hold(&memory);
+    assert_eq!(log.rows().unwrap(), memory.rows());
+    assert_eq!(log.rows().unwrap(), (1, 1), "one open Run, one tombstone");
+    assert!(matches!(
+        log.claim("another root", "run"),
+        Ok(Claim::Owner(_))
+    ));
+    assert_eq!(log.rows().unwrap(), (2, 1), "another root's Run is counted");
+}
+
 #[test]
 fn r8_r9_r10_the_sqlite_log_keeps_the_final_fates_and_retention_through_its_async_form() {
     let db = TempDb::new();

@@ -29,7 +29,36 @@ pub(super) const RUNS_OF: &str = "SELECT run_id FROM run_epoch WHERE root_run_id
      UNION SELECT run_id FROM run_finish WHERE root_run_id = ?1 \
      ORDER BY run_id";
 
+/// Every Run the log holds a row for, each once (as [`RUNS_OF`], over
+/// every root), and the retired roots' tombstones: what it keeps (R10).
+const ROWS: &str = "SELECT \
+     (SELECT count(*) FROM (SELECT root_run_id, run_id FROM run_epoch \
+      UNION SELECT root_run_id, run_id FROM handoff_pause \
+      UNION SELECT root_run_id, run_id FROM run_finish)), \
+     (SELECT count(*) FROM retired_root)";
+
 impl<P> SqliteLog<P> {
+    /// What the log keeps (R10), counted as [`MemoryLog::rows`] counts
+    /// it: the number of Runs it holds a record for (an epoch, a pause or
+    /// a finish), and the number of retired root Runs' tombstones. One
+    /// read of one snapshot, which scans the tables: for tests and an
+    /// operator's checks, not a worker's path.
+    ///
+    /// # Errors
+    ///
+    /// [`LogError::Unavailable`] if the file cannot be read.
+    ///
+    /// [`MemoryLog::rows`]: crate::durable::MemoryLog::rows
+    pub fn rows(&self) -> Result<(usize, usize), LogError> {
+        let connection = lock(&self.connection);
+        let (runs, retired): (i64, i64) = connection
+            .query_row(ROWS, [], |row| Ok((row.get(0)?, row.get(1)?)))
+            .map_err(storage)?;
+        // `count(*)` is never negative.
+        let count = |n: i64| usize::try_from(n).unwrap_or_default();
+        Ok((count(runs), count(retired)))
+    }
+
     /// The Run's current epoch ([`Epoch::NONE`] if never claimed).
     pub(super) fn epoch(
         connection: &Connection,
