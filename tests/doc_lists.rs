@@ -1,8 +1,10 @@
 //! The guide's lists held against the code (issue 46): the log's blocking
 //! and async methods, as docs/guide/durable.md names them, are exactly
 //! the traits' methods; and the SQLite schema versions it says are
-//! upgraded in place are every version before the current one. A method or
-//! a version added without the guide saying so fails here.
+//! upgraded in place are every version before the current one; and
+//! docs/guide/fleet.md says what a caller does with every `LogError`. A
+//! method, a version or an error added without the guide saying so fails
+//! here.
 
 use std::collections::BTreeSet;
 
@@ -92,5 +94,57 @@ fn the_guide_names_every_older_sqlite_schema_version_as_upgraded() {
         named,
         (1..current).collect::<BTreeSet<u32>>(),
         "docs/guide/durable.md: every version before {current} is upgraded"
+    );
+}
+
+/// The variants of `enum_name` declared in `source` (each at four spaces'
+/// indent, followed by its fields, its cause or a comma).
+fn enum_variants(source: &str, enum_name: &str) -> BTreeSet<String> {
+    let start = source
+        .find(&format!("pub enum {enum_name} {{"))
+        .unwrap_or_else(|| panic!("no enum {enum_name}"));
+    let body = &source[start..];
+    let end = body.find("\n}\n").expect("the enum's end");
+    body[..end]
+        .lines()
+        .filter_map(|line| line.strip_prefix("    "))
+        .filter(|rest| rest.starts_with(|c: char| c.is_ascii_uppercase()))
+        .map(|rest| {
+            rest.split([' ', '(', ','])
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect()
+}
+
+/// The fleet chapter's "Errors say what to do" sorts every `LogError` into
+/// what to do: a refusal or an operator's error (listed in the bullet),
+/// `Unavailable` or `OutcomeUnknown` (its own sentences). A variant added
+/// without the bullet saying what a caller does with it fails here.
+#[test]
+fn the_fleet_chapter_says_what_to_do_with_every_log_error() {
+    let fleet = read("docs/guide/fleet.md");
+    let at = fleet
+        .find("- **Errors say what to do.**")
+        .expect("the fleet chapter's errors bullet");
+    let bullet = &fleet[at..];
+    // The bullet ends at the blank line after it (the list's last).
+    let bullet = &bullet[..bullet.find("\n\n").unwrap_or(bullet.len())];
+    let bullet = bullet.split_whitespace().collect::<Vec<_>>().join(" ");
+    let named: BTreeSet<String> = bullet
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|word| word.trim_start_matches("LogError::").to_owned())
+        .filter(|word| word.starts_with(|c: char| c.is_ascii_uppercase()))
+        .filter(|word| !matches!(word.as_str(), "MemoryLog" | "SqliteLog" | "PostgresLog"))
+        .collect();
+    let declared = enum_variants(&read("src/durable/contract/error.rs"), "LogError");
+    let missing: Vec<_> = declared.difference(&named).collect();
+    let unknown: Vec<_> = named.difference(&declared).collect();
+    assert!(
+        missing.is_empty() && unknown.is_empty(),
+        "docs/guide/fleet.md's errors bullet: says nothing of {missing:?}; names {unknown:?}, which LogError has not"
     );
 }

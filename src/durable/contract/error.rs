@@ -29,8 +29,9 @@ pub enum LogError {
         /// What is wrong with it.
         error: IdError,
     },
-    /// Final refusal: a different pause is already durable for this Run; it
-    /// was handed off once and for all. Nothing was written.
+    /// Final refusal: the Run was handed off once and for all (a pause is
+    /// durable for it), and this append's pause is a different one, or
+    /// this is a finish. Nothing was written.
     #[error("Run {run_id:?} of root Run {root_run_id:?} is already handed off")]
     AlreadyHandedOff {
         /// The root Run.

@@ -27,8 +27,8 @@ use super::facts::RunFacts;
 ///   changes nothing; else it
 ///   advances the epoch and answers [`Claim::Owner`], and every older
 ///   epoch is fenced from then on;
-/// - [`append`](Self::append) writes only under the Run's current epoch,
-///   while no pause is durable; it returns `Ok` only once the pause is
+/// - [`append`](Self::append) writes only under the current epoch of an
+///   open Run (no pause, no finish, its root Run not retired); it returns `Ok` only once the pause is
 ///   durable, and every `Err` except [`LogError::OutcomeUnknown`] means
 ///   nothing was written;
 /// - appending the identical row again under the same epoch is an

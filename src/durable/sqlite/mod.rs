@@ -62,7 +62,9 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Finishing and retirement are transactions of the same shape:
 /// [`finish`](HandoffLog::finish) is fenced as an append and writes the
 /// Run's outcome; [`retire`](HandoffLog::retire) reads every Run of a root
-/// Run, and once all are final deletes their rows and writes one
+/// Run, and once its work has ended (every Run final, and every
+/// successor a pause names claimed and final; else `RunOpen`, and a root
+/// it holds nothing of is `NothingToRetire`) deletes their rows and writes one
 /// tombstone for the root, so a claim under it answers
 /// [`Claim::Retired`] and a zombie's write is refused
 /// ([`LogError::Retired`]).
