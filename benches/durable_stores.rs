@@ -47,7 +47,10 @@
 //! (a measurement past 5 minutes panics). Run it with
 //! `cargo bench --features sqlite,postgres --bench durable_stores`; it
 //! prints Markdown. `BATON_BENCH_OPS` sets the operations per cell of the
-//! table (default 800), `BATON_BENCH_RUNS` the fleet's N (default 1000).
+//! table (default 800), `BATON_BENCH_RUNS` the fleet's N (default 1000);
+//! `BATON_BENCH_SECTIONS` (`sqlite,postgres,fleet`) and
+//! `BATON_BENCH_OPERATIONS` (`append,claim,handoff`) pick what runs
+//! (default: all).
 //!
 //! The table's cells are in `durable_stores/sqlite.rs` and
 //! `durable_stores/postgres.rs`, the fleet section in
@@ -187,13 +190,24 @@ fn main() {
         setting("BATON_BENCH_RUNS", 1000),
         setting("BATON_BENCH_ROUNDS", 3).max(1),
     );
+    // The sections to run (default all): `sqlite`, `postgres`, `fleet`,
+    // and the table's operations (default all of OPERATIONS).
+    let chosen = |name: &str, all: &[&'static str]| -> Vec<&'static str> {
+        let asked = std::env::var(name).unwrap_or_default();
+        all.iter()
+            .copied()
+            .filter(|item| asked.is_empty() || asked.split(',').any(|a| a == *item))
+            .collect()
+    };
+    let sections = chosen("BATON_BENCH_SECTIONS", &["sqlite", "postgres", "fleet"]);
+    let operations = chosen("BATON_BENCH_OPERATIONS", &OPERATIONS);
     println!(
         "| store | operation | workers | baton median / p99 (ms) | bare median / p99 (ms) | \
          ratio (medians) | baton ops/s | bare ops/s |"
     );
     println!("|---|---|---|---|---|---|---|---|");
     let (log_file, bare_file) = (sqlite::TempFile::new("log"), sqlite::TempFile::new("bare"));
-    for op in OPERATIONS {
+    for &op in operations.iter().filter(|_| sections.contains(&"sqlite")) {
         for workers in CONCURRENCY {
             let baton = sqlite::baton(&log_file.0, op, workers, ops);
             let tag = format!("{op}-{workers}");
@@ -215,7 +229,7 @@ fn main() {
         // Alternating rounds (baton, bare, baton, bare, …): the server's
         // own drift (its WAL, checkpoints, the disk's flushes) falls on
         // both sides; the row is the round of the median ratio.
-        for op in OPERATIONS {
+        for &op in operations.iter().filter(|_| sections.contains(&"postgres")) {
             for workers in CONCURRENCY {
                 let mut cells = Vec::new();
                 for round in 0..rounds {
@@ -237,6 +251,8 @@ fn main() {
                 );
             }
         }
-        fleet::fleet_host(&cluster, runs, rounds).await;
+        if sections.contains(&"fleet") {
+            fleet::fleet_host(&cluster, runs, rounds).await;
+        }
     });
 }

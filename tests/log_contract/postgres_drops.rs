@@ -11,7 +11,7 @@
 //! | first claim | dropped | (one flight) | timed out | dropped, timed out |
 //! | takeover | (the same code) | dropped, timed out | — | dropped, timed out |
 //! | append | (the same code) | (one flight) | dropped, timed out | dropped, timed out |
-//! | finish | (the same code) | dropped | timed out | dropped, timed out |
+//! | finish | (the same code) | (one flight) | dropped, timed out | dropped, timed out |
 //! | retire | (the same code) | dropped, timed out | — | dropped, timed out |
 //! | sweep batch | (the same code) | — | — | dropped, timed out |
 //! | facts | (the same code) | dropped, timed out | — | (writes nothing) |
@@ -93,13 +93,14 @@ async fn fresh_log(cluster: &Cluster, hasty: bool) -> (String, std::sync::Arc<Lo
 /// `idle_in_transaction_session_timeout`, which is that timeout).
 const PROMPTLY: Duration = Duration::from_secs(5);
 
-/// A finish dropped between its flights — its `BEGIN` and the Run's row
-/// lock sent, the lock held by another session — leaves no transaction
-/// open: once that session lets go, another log takes the Run's row lock
-/// at once, no backend is left idle inside a transaction, and the log's
-/// next operation answers as if the finish had never been sent.
+/// A finish dropped once its one flight was sent — its `BEGIN`, the Run's
+/// row lock (held by another session), the finish and `COMMIT` — ends as
+/// sent: the log's next operation waits until it has ended and reads its
+/// outcome (the finish, committed once the other session let go), no
+/// transaction is left open, and another log takes the Run's row lock at
+/// once and finds the Run finished.
 #[test]
-fn a_finish_dropped_between_its_flights_leaves_no_transaction_and_no_lock() {
+fn a_finish_dropped_with_its_flight_sent_ends_and_the_next_operation_reads_it() {
     let Some(cluster) = Cluster::shared() else {
         return;
     };
@@ -128,7 +129,17 @@ fn a_finish_dropped_between_its_flights_leaves_no_transaction_and_no_lock() {
         until_a_backend_waits_for_a_lock(&admin).await;
         finishing.abort();
         assert!(finishing.await.unwrap_err().is_cancelled());
+        let next = tokio::spawn({
+            let log = std::sync::Arc::clone(&log);
+            async move { log.facts_async(ROOT, "run").await }
+        });
         admin.batch_execute("ROLLBACK").await.expect("let go");
+        let facts = within("the next operation", next).await.unwrap().unwrap();
+        assert_eq!(
+            facts.finished.map(|finished| finished.outcome),
+            Some(common::execution()),
+            "the next operation reads the dropped finish, ended"
+        );
         let other = patient_log(&url).await;
         let started = Instant::now();
         let taken = within("the Run's row lock is free", other.claim_async(ROOT, "run")).await;
@@ -137,15 +148,12 @@ fn a_finish_dropped_between_its_flights_leaves_no_transaction_and_no_lock() {
             "the dropped finish's transaction held the Run's row lock for {:?}",
             started.elapsed()
         );
-        assert_eq!(taken.unwrap(), Claim::Owner(epoch.next().unwrap()));
+        assert_eq!(taken.unwrap(), Claim::Finished(common::execution()));
         assert_eq!(
             idle_in_transaction(&admin).await,
             0,
             "a transaction was left open"
         );
-        let facts = log.facts_async(ROOT, "run").await.unwrap();
-        assert_eq!(facts.finished, None, "the dropped finish never wrote");
-        assert_eq!(facts.epoch, epoch.next().unwrap());
     });
 }
 
@@ -411,8 +419,8 @@ fn a_claim_dropped_while_it_waits_for_a_connection_sent_nothing() {
 /// A write that times out after it was sent, held by another session:
 /// the log's one-statement forms (a Run's first claim, waiting on the
 /// Run's row another session is inserting; an append, waiting on the
-/// pause row another session is inserting) and a transaction's (a
-/// finish, waiting for the Run's row lock).
+/// pause row another session is inserting) and a finish's one flight
+/// (waiting for the Run's row lock).
 #[derive(Clone, Copy, Debug)]
 enum TimedOut {
     FirstClaim,

@@ -130,7 +130,10 @@ pub use tokio_postgres;
 /// row lock and the pause read together; then the write and `COMMIT`
 /// together (`COMMIT` alone when there is nothing to write, `ROLLBACK`
 /// after a refusal). The pure rule decides in between, in Rust, as in
-/// every store.
+/// every store. A finish at the Run's current epoch is one round trip
+/// too, though not one statement: its whole transaction goes in one flight
+/// (`BEGIN`, the row lock, the finish only on the facts for which the rule
+/// writes, `COMMIT`; see `finish_in_one_flight`).
 ///
 /// **Errors say what to do.** A refusal ([`LogError::Fenced`],
 /// [`LogError::AlreadyHandedOff`], …) is the log's answer and is never

@@ -30,6 +30,7 @@ pub(super) enum Which {
     LockRunsOf,
     ReadPausesOf,
     RetireRoots,
+    FinishIfNoPause,
 }
 
 pub(super) const TEXT1: &[Type] = &[Type::TEXT];
@@ -63,7 +64,7 @@ impl Which {
             Which::LockRoots | Which::LockRunsOf | Which::ReadPausesOf | Which::RetireRoots => {
                 &[Type::TEXT_ARRAY]
             }
-            Which::FinishRun => &[
+            Which::FinishRun | Which::FinishIfNoPause => &[
                 Type::TEXT,
                 Type::TEXT,
                 Type::TEXT,
@@ -80,7 +81,7 @@ impl Which {
 pub(super) struct Sql {
     pub(super) begin_write: String,
     pub(super) begin_read: String,
-    pub(super) statements: [String; 17],
+    pub(super) statements: [String; 18],
 }
 
 impl Sql {
@@ -206,6 +207,21 @@ impl Sql {
                                      WHERE root_run_id = ANY($1)), \
                           runs AS (DELETE FROM {s}baton_run WHERE root_run_id = ANY($1)) \
                      UPDATE {s}baton_root SET retired = true WHERE root_run_id = ANY($1)"
+                ),
+                // The finish of the one-flight form, after the Run's row
+                // lock (`LockRun`, the statement before it in the same
+                // transaction): it writes only on the facts for which the
+                // rule writes — the finish's epoch current, no finish, no
+                // pause. Its snapshot is taken when it starts, once the
+                // lock is held, so it sees a pause an append committed
+                // while the lock was awaited (no other writer of the Run
+                // gets past that lock meanwhile).
+                format!(
+                    "UPDATE {s}baton_run SET finish_session_id = $3, finish_turn_id = $4, \
+                            finish_invocation_id = $5, outcome = CAST($6::text AS json), \
+                            ended_at = now() \
+                     {key} AND epoch = $7 AND outcome IS NULL \
+                     AND NOT EXISTS (SELECT 1 FROM {s}baton_handoff_pause {key})"
                 ),
             ],
         }

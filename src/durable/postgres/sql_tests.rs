@@ -9,7 +9,7 @@ use super::{Sql, Which};
 use crate::durable::postgres::PostgresSchema;
 
 /// Every statement, by what it does.
-const ALL: [Which; 17] = [
+const ALL: [Which; 18] = [
     Which::LockRun,
     Which::ReadEpoch,
     Which::ReadPause,
@@ -27,6 +27,7 @@ const ALL: [Which; 17] = [
     Which::LockRunsOf,
     Which::ReadPausesOf,
     Which::RetireRoots,
+    Which::FinishIfNoPause,
 ];
 
 /// The sweep's batch: many root Runs in one transaction (docs/SCALE.md).

@@ -7,13 +7,13 @@ use tokio_postgres::Client;
 use tokio_postgres::error::SqlState;
 
 use crate::durable::contract::RunFacts;
-use crate::durable::fence::{AppendStep, Fate, append_step, claim_step};
+use crate::durable::fence::{AppendStep, Fate, append_step, claim_step, finish_step};
 use crate::durable::row::corrupt;
 
-use super::decide::{decide, pause_params, retirement};
+use super::decide::{decide, finish_params, pause_params, retirement};
 use super::end::{abort, commit};
 use super::failure::{Failure, stored};
-use super::flight::flight2;
+use super::flight::{flight2, flight3};
 use super::op::{Answer, Op};
 use super::read::{RootRead, RunRead};
 use super::sql::{Conn, Param, Which};
@@ -137,9 +137,8 @@ where
 {
     let client: &Client = conn.client;
     let (written, answer) = match *op {
-        Op::Facts { .. } | Op::Finish { .. } | Op::Retire { .. } | Op::Sweep { .. } => {
-            return Ok(None);
-        }
+        Op::Facts { .. } | Op::Retire { .. } | Op::Sweep { .. } => return Ok(None),
+        Op::Finish { .. } => return finish_in_one_flight(conn, op).await,
         Op::Claim {
             root_run_id,
             run_id,
@@ -196,5 +195,77 @@ where
             Failure::Lost(error) | Failure::Unknown(error) => Failure::Unknown(error),
             other @ (Failure::Answer(_) | Failure::Raced) => other,
         }),
+    }
+}
+
+/// The one-flight form of a finish, tried first: the pure rule is asked
+/// what it does for the facts a finish usually finds — its epoch current,
+/// the Run open — and one flight sends its whole transaction: `BEGIN`
+/// (with its `SET LOCAL` timeouts), the Run's row lock (`LockRun`), the
+/// finish only if the Run's facts are those (`FinishIfNoPause`: its epoch,
+/// no finish, no pause), and `COMMIT`. One round trip, where the
+/// transaction's two flights take two. A finish cannot be one statement
+/// as an append is: an append holds the Run's row lock without changing
+/// the row, so a statement that waited for it would still read the pause
+/// table with the snapshot it took before waiting and miss the pause. Here
+/// the finish is a statement of its own, after the lock: its snapshot sees
+/// whatever the lock's holder committed. `None` when the facts are not
+/// those (no row updated; the `COMMIT` committed nothing): the operation
+/// then runs its transaction, which reads the facts under the lock and
+/// asks the rule again.
+///
+/// A failure of the lock (a lock timeout, a deadlock) aborted the
+/// transaction before the finish, and the `COMMIT` sent after it rolled
+/// back: it is answered as the lock's failure. Any other failure is read
+/// as a commit's.
+async fn finish_in_one_flight<P>(
+    conn: &Conn<'_>,
+    op: &Op<'_, P>,
+) -> Result<Option<Answer<P>>, Failure>
+where
+    P: PartialEq + Clone + Serialize + DeserializeOwned + Send + Sync,
+{
+    let Op::Finish {
+        root_run_id,
+        source,
+        epoch,
+        outcome,
+        ref json,
+    } = *op
+    else {
+        return Ok(None);
+    };
+    let step = match finish_step(root_run_id, epoch, Fate::Open, epoch, (source, outcome)) {
+        Ok(step) => step,
+        Err(_) => return Ok(None),
+    };
+    if step != AppendStep::Write {
+        return Ok(None);
+    }
+    let Ok(at) = stored(epoch) else {
+        return Ok(None); // no such epoch is stored: the rule refuses it
+    };
+    let client: &Client = conn.client;
+    let lock = conn.statement(Which::LockRun).await?;
+    let finish = conn.statement(Which::FinishIfNoPause).await?;
+    let key: [Param<'_>; 2] = [&root_run_id, &source.run_id];
+    let params = finish_params(&root_run_id, source, json, &at);
+    let (begun, locked, committed) = flight3(
+        client.batch_execute(&conn.sql.begin_write),
+        lock.query_opt(client, &key),
+        commit(client, Some(finish.execute(client, &params))),
+    )
+    .await;
+    let aborted = [begun.err(), locked.err()]
+        .into_iter()
+        .flatten()
+        .find(|error| error.code().is_some());
+    if let Some(error) = aborted {
+        return Err(error.into());
+    }
+    match committed? {
+        1 => Ok(Some(Answer::Receipt(step.receipt()))),
+        0 => Ok(None),
+        _ => Err(corrupt(&source.run_id, "one Run's write affected several rows").into()),
     }
 }

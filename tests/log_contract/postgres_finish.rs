@@ -1,0 +1,145 @@
+//! A finish's one-flight form (`BEGIN`, the Run's row lock, the finish only
+//! on the facts for which the rule writes, `COMMIT`, sent together) against
+//! the writers it races, decided by construction: another session holds
+//! the Run's row lock, as an append or a claim does, and writes what that
+//! writer would (a pause; a new epoch) before it commits, while the log's
+//! finish is seen waiting for the lock (`pg_stat_activity`). The finish must
+//! then see what the holder committed (R8: one final fate; R6/R7: a fenced
+//! epoch writes nothing) — a finish that read the pause table with a
+//! snapshot taken before its wait would write a finish beside the pause.
+//! And the common case costs one transaction and no retry.
+
+use baton::durable::{AsyncHandoffLog, Claim, Epoch, LogError, PostgresLog, Receipt};
+
+use crate::Payload;
+use crate::common::postgres::Cluster;
+use crate::common::{self, within};
+use crate::postgres_only::{log_through_a_proxy, open, pause, runtime};
+use crate::postgres_store::{insert_pause_row, until_a_backend_waits_for_a_lock};
+
+type Log = PostgresLog<Payload>;
+
+const ROOT: &str = "run";
+
+/// A fresh database, a log on it, the Run `(ROOT, "run")` claimed (its
+/// epoch), and the test's own connection.
+async fn claimed(cluster: &Cluster) -> (Log, Epoch, tokio_postgres::Client) {
+    let dbname = cluster.database().await;
+    let options = baton::durable::PostgresOptions::new().migrate(true);
+    let log = open(&cluster.url(&dbname), options).await.unwrap();
+    let Ok(Claim::Owner(epoch)) = within("R5", log.claim_async(ROOT, "run")).await else {
+        panic!("a fresh Run is open");
+    };
+    (log, epoch, cluster.connect(&dbname).await)
+}
+
+/// Holds the Run's row lock in `admin`'s transaction, runs `write` in it
+/// (what the lock's holder commits), starts the log's finish under `epoch`,
+/// lets it reach the lock, commits: the finish's answer.
+async fn finish_behind(
+    log: &Log,
+    admin: &tokio_postgres::Client,
+    epoch: Epoch,
+    write: impl std::future::Future<Output = ()>,
+) -> Result<Receipt, LogError> {
+    admin
+        .batch_execute(
+            "BEGIN; SELECT 1 FROM baton_run WHERE root_run_id = 'run' AND run_id = 'run' FOR UPDATE",
+        )
+        .await
+        .unwrap();
+    write.await;
+    let outcome = common::execution();
+    let source = common::source();
+    let finish = log.finish_async(ROOT, &source, epoch, &outcome);
+    let mut finish = std::pin::pin!(finish);
+    let waited = async {
+        until_a_backend_waits_for_a_lock(admin).await;
+        admin.batch_execute("COMMIT").await.unwrap();
+    };
+    let (answer, ()) = tokio::join!(within("R5", &mut finish), waited);
+    answer
+}
+
+#[test]
+fn r8_a_finish_that_waited_for_an_appends_lock_sees_its_pause_and_writes_nothing() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (log, epoch, admin) = claimed(cluster).await;
+        let at = i64::try_from(epoch.get()).unwrap();
+        let (source, pause) = (common::source(), pause());
+        let append = insert_pause_row(&admin, "baton_handoff_pause", ROOT, &source, &pause, at);
+        let answer = finish_behind(&log, &admin, epoch, append).await;
+        assert!(
+            matches!(answer, Err(LogError::AlreadyHandedOff { .. })),
+            "R8: the pause committed while the finish waited is its final fate: {answer:?}"
+        );
+        let facts = within("R5", log.facts_async(ROOT, "run")).await.unwrap();
+        assert_eq!((facts.pauses.len(), facts.finished), (1, None), "R8");
+        assert!(matches!(
+            within("R5", log.claim_async(ROOT, "run")).await,
+            Ok(Claim::HandedOff(_))
+        ));
+    });
+}
+
+#[test]
+fn r7_a_finish_that_waited_for_a_takeovers_lock_is_fenced_and_writes_nothing() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (log, epoch, admin) = claimed(cluster).await;
+        let takeover = async {
+            admin
+                .batch_execute(
+                    "UPDATE baton_run SET epoch = epoch + 1 \
+                     WHERE root_run_id = 'run' AND run_id = 'run'",
+                )
+                .await
+                .unwrap();
+        };
+        let answer = finish_behind(&log, &admin, epoch, takeover).await;
+        assert!(
+            matches!(answer, Err(LogError::Fenced { epoch: e, .. }) if e == epoch),
+            "R7: the epoch the takeover committed while the finish waited fences it: {answer:?}"
+        );
+        let facts = within("R5", log.facts_async(ROOT, "run")).await.unwrap();
+        assert_eq!(facts.finished, None, "R7: a fenced finish writes nothing");
+    });
+}
+
+/// The common case: a finish at the current epoch of an open Run is one
+/// transaction (its `BEGIN`, and no one-statement write), answered
+/// `Written`; the identical finish again takes the transaction's path
+/// (the one-flight form wrote nothing) and is `AlreadyDurable`.
+#[test]
+fn a_finish_at_the_current_epoch_is_one_transaction() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (proxy, log) = log_through_a_proxy(cluster).await;
+        let Ok(Claim::Owner(epoch)) = within("R5", log.claim_async(ROOT, "run")).await else {
+            panic!("a fresh Run is open");
+        };
+        let (outcome, source) = (common::execution(), common::source());
+        let (begun, own) = (proxy.transactions(), proxy.own_commits());
+        let finish = within("R5", log.finish_async(ROOT, &source, epoch, &outcome)).await;
+        assert_eq!(finish.unwrap(), Receipt::Written);
+        assert_eq!(
+            (proxy.transactions() - begun, proxy.own_commits() - own),
+            (1, 0),
+            "a finish at the current epoch: one transaction"
+        );
+        let again = within("R5", log.finish_async(ROOT, &source, epoch, &outcome)).await;
+        assert_eq!(again.unwrap(), Receipt::AlreadyDurable);
+        assert_eq!(
+            (proxy.transactions() - begun, proxy.own_commits() - own),
+            (3, 0),
+            "the identical finish again: the one-flight try, then the transaction"
+        );
+    });
+}
