@@ -453,6 +453,73 @@ impl Cluster {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+
+    /// A hot standby of this cluster (the primary), streaming its WAL: a
+    /// base backup (`pg_basebackup -R -X stream`, which writes the
+    /// standby's `primary_conninfo`) started on a port of its own, removed
+    /// as every cluster is. Asynchronous until the primary names it in
+    /// `synchronous_standby_names`.
+    pub fn standby(&self) -> Cluster {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "baton-pg-standby-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("the standby's temp dir");
+        // The server programs' own directory (PATH may hold links to
+        // initdb and pg_ctl alone), where pg_basebackup is too.
+        let bin = std::fs::canonicalize(self.bin.join("initdb"))
+            .ok()
+            .and_then(|initdb| initdb.parent().map(Path::to_path_buf))
+            .unwrap_or_else(|| self.bin.clone());
+        let mut standby = Cluster {
+            dir,
+            port: 0,
+            bin,
+            as_postgres: self.as_postgres,
+            tls: None,
+            watchdog: None,
+        };
+        if standby.as_postgres {
+            standby.run(Command::new("chown").arg("postgres").arg(&standby.dir));
+        }
+        standby.start_watchdog();
+        let mut backup = standby.command("pg_basebackup");
+        backup
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                USER,
+                "-D",
+            ])
+            .arg(standby.data())
+            .args(["-R", "-X", "stream", "--no-sync", "--checkpoint=fast"]);
+        standby.run(&mut backup);
+        for attempt in 0.. {
+            standby.port = free_port();
+            if standby.try_start() {
+                break;
+            }
+            assert!(attempt < 3, "the standby did not start: {}", standby.log());
+        }
+        standby
+    }
+
+    /// Promotes a standby to a primary (`pg_ctl promote`, waiting until it
+    /// accepts writes).
+    pub fn promote(&self) {
+        let mut promote = self.command("pg_ctl");
+        promote
+            .arg("-D")
+            .arg(self.data())
+            .args(["-w", "-t", "30", "promote"]);
+        self.run(&mut promote);
+    }
 }
 
 impl Drop for Cluster {

@@ -32,6 +32,8 @@ mod postgres_drops;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_example;
 #[cfg(all(unix, feature = "postgres"))]
+mod postgres_failover;
+#[cfg(all(unix, feature = "postgres"))]
 mod postgres_finish;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_only;

@@ -1,0 +1,130 @@
+//! A fleet's PostgreSQL fails over (issue 49): a primary and its hot
+//! standby (`Cluster::standby`: a base backup streaming the primary's WAL),
+//! one `PostgresLog` given both hosts with `target_session_attrs =
+//! read-write`, the primary's postmaster killed (SIGKILL) and the standby
+//! promoted. With synchronous replication (`synchronous_standby_names =
+//! '*'` on the primary), the same log object answers again once the
+//! standby is promoted, without being reopened, and every write it
+//! acknowledged before the failover is there: each acknowledged handoff
+//! reads back and its Run is claimed `HandedOff` (G1, G2, R1), each open
+//! Run keeps the epoch last answered, and its next claim answers a greater
+//! one (G4: no epoch answered to two claims). What an asynchronous standby
+//! keeps is its replication's, not baton's (docs/SPEC.md §6, "Replication").
+
+use std::time::Duration;
+
+use baton::durable::{AsyncHandoffLog, Claim, Epoch, PostgresOptions, Receipt};
+
+use crate::common::postgres::{Cluster, USER};
+use crate::common::{self, within};
+use crate::postgres_only::{open, pause, runtime};
+
+const ROOT: &str = "run";
+
+/// The invocation of Run `run` of [`ROOT`].
+fn source_of(run: &str) -> baton::Invocation {
+    let mut source = common::source();
+    source.run_id = run.into();
+    source.invocation_id = format!("{run}-invocation");
+    source
+}
+
+#[test]
+fn g1_g2_g4_a_synchronous_failover_keeps_every_acknowledged_write_and_the_fence() {
+    let Some(primary) = Cluster::start() else {
+        return;
+    };
+    runtime().block_on(async {
+        let dbname = primary.database().await;
+        let standby = primary.standby();
+        let admin = primary.connect("postgres").await;
+        // Only on the primary, after the base backup: a promoted standby
+        // that named a synchronous standby of its own would wait for one.
+        admin
+            .batch_execute("ALTER SYSTEM SET synchronous_standby_names = '*'")
+            .await
+            .unwrap();
+        admin
+            .batch_execute("SELECT pg_reload_conf()")
+            .await
+            .unwrap();
+        within("the standby is synchronous", async {
+            loop {
+                let sync: i64 = admin
+                    .query_one(
+                        "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'",
+                        &[],
+                    )
+                    .await
+                    .unwrap()
+                    .get(0);
+                if sync == 1 {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+
+        let url = format!(
+            "host=127.0.0.1,127.0.0.1 port={},{} user={USER} dbname={dbname} \
+             connect_timeout=5 target_session_attrs=read-write",
+            primary.port(),
+            standby.port()
+        );
+        let options = PostgresOptions::new()
+            .migrate(true)
+            .timeout(Duration::from_secs(5));
+        let log = open(&url, options).await.expect("the log on the primary");
+        // Ten Runs: the even ones handed off, the odd ones left open.
+        let mut answered = Vec::new();
+        for i in 0..10 {
+            let run = format!("run-{i}");
+            let Ok(Claim::Owner(epoch)) = within("R5", log.claim_async(ROOT, &run)).await else {
+                panic!("{run} is open");
+            };
+            if i % 2 == 0 {
+                let (source, pause) = (source_of(&run), pause());
+                let append = log.append_async(ROOT, &source, epoch, &pause);
+                assert_eq!(within("R5", append).await.unwrap(), Receipt::Written);
+            }
+            answered.push((run, epoch, i % 2 == 0));
+        }
+
+        primary.kill_postmaster();
+        standby.promote();
+
+        // The same log, never reopened: its pool reaches the new primary.
+        let first = within("the log answers on the promoted standby", async {
+            loop {
+                match log.facts_async(ROOT, "run-0").await {
+                    Ok(facts) => return facts,
+                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                }
+            }
+        })
+        .await;
+        assert_eq!(first.pauses.len(), 1, "G2: run-0's acknowledged pause");
+        for (run, epoch, handed_off) in &answered {
+            let facts = within("R5", log.facts_async(ROOT, run)).await.unwrap();
+            assert_eq!(facts.epoch, *epoch, "G2: {run}'s acknowledged epoch");
+            assert_eq!(
+                facts.pauses.len(),
+                usize::from(*handed_off),
+                "G2: {run}'s acknowledged pause"
+            );
+            let claim = within("R5", log.claim_async(ROOT, run)).await.unwrap();
+            match claim {
+                Claim::HandedOff(_) => assert!(*handed_off, "R1: {run} was never handed off"),
+                Claim::Owner(next) => {
+                    assert!(!handed_off, "G1/R1: {run}'s handoff was lost: resumed");
+                    assert!(
+                        next > *epoch && next == epoch.next().unwrap_or(Epoch::LAST),
+                        "G4: {run} answered {next} after {epoch}"
+                    );
+                }
+                other => panic!("{run}: {other:?}"),
+            }
+        }
+    });
+}
