@@ -17,7 +17,8 @@
 //! (or `sqlite::`, `postgres::`) runs one store's. Each operation is
 //! awaited within the shared bound (R5: every operation resolves). What
 //! only one store has (a schema, a server to crash) is tested beside, in
-//! `postgres_only.rs`, and for SQLite in the library's unit tests.
+//! `postgres_*.rs` (`postgres_only.rs` says which file holds what), and
+//! for SQLite in the library's unit tests.
 // The kit's contract harness, like its fuzz bodies, is not built under
 // `--cfg loom` (it drives stores outside a loom model).
 #![cfg(not(loom))]
@@ -34,11 +35,21 @@ mod postgres_example;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_failover;
 #[cfg(all(unix, feature = "postgres"))]
+mod postgres_fates;
+#[cfg(all(unix, feature = "postgres"))]
 mod postgres_finish;
+#[cfg(all(unix, feature = "postgres"))]
+mod postgres_in_tx;
+#[cfg(all(unix, feature = "postgres"))]
+mod postgres_network;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_only;
 #[cfg(all(unix, feature = "postgres"))]
+mod postgres_retries;
+#[cfg(all(unix, feature = "postgres"))]
 mod postgres_scale;
+#[cfg(all(unix, feature = "postgres"))]
+mod postgres_schema;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_sessions;
 #[cfg(all(unix, feature = "postgres"))]
