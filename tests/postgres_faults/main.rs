@@ -56,6 +56,7 @@ mod common;
 
 mod checker;
 mod child;
+mod history;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -65,10 +66,11 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use baton::durable::PostgresSchema;
-use checker::{HeldPause, Line, Outcome, Truth, check, replay};
+use checker::check;
 use common::Pause;
 use common::postgres::Cluster;
 use common::proxy::{Mode, Proxy};
+use history::{HeldPause, Line, Outcome, Truth, replay};
 
 /// The Runs processes pick from move on this often...
 pub const WINDOW: Duration = Duration::from_secs(1);
@@ -489,7 +491,7 @@ fn campaign(name: &str, control: Control, seconds: u64) -> Option<Figures> {
     let successors_claimed = ops
         .iter()
         .filter(|op| {
-            matches!(op.kind, checker::Kind::Claim { .. })
+            matches!(op.kind, history::Kind::Claim { .. })
                 && matches!(op.outcome, Outcome::Owner(_))
                 && child::chain_index(op.kind.run()) > 0
         })
@@ -524,47 +526,47 @@ fn campaign(name: &str, control: Control, seconds: u64) -> Option<Figures> {
     let mut outcomes: BTreeMap<&'static str, usize> = BTreeMap::new();
     for op in &ops {
         let outcome = match (&op.kind, &op.outcome) {
-            (checker::Kind::Claim { run }, Outcome::Owner(_)) if child::chain_index(run) > 0 => {
+            (history::Kind::Claim { run }, Outcome::Owner(_)) if child::chain_index(run) > 0 => {
                 "claim ok (owner, successor)"
             }
-            (checker::Kind::Claim { .. }, Outcome::Owner(_)) => "claim ok (owner)",
-            (checker::Kind::Claim { .. }, Outcome::HandedOff(..)) => "claim ok (handed off)",
-            (checker::Kind::Claim { .. }, Outcome::Finished(..)) => "claim ok (finished)",
-            (checker::Kind::Claim { .. }, Outcome::Retired) => "claim ok (retired)",
-            (checker::Kind::Claim { .. }, Outcome::Unknown) => "claim unknown",
-            (checker::Kind::Claim { .. }, Outcome::Unavailable) => "claim unavailable",
-            (checker::Kind::Claim { .. }, _) => "claim refused",
-            (checker::Kind::Append { .. }, Outcome::Written | Outcome::Already) => "append ok",
-            (checker::Kind::Append { .. }, Outcome::Fenced(_)) => "append refused (fenced)",
-            (checker::Kind::Append { .. }, Outcome::Unknown) => "append unknown",
-            (checker::Kind::Append { .. }, Outcome::Unavailable) => "append unavailable",
-            (checker::Kind::Append { .. }, Outcome::RefusedRetired) => "append refused (retired)",
-            (checker::Kind::Append { .. }, _) => "append refused (other)",
-            (checker::Kind::Finish { .. }, Outcome::Written | Outcome::Already) => "finish ok",
-            (checker::Kind::Finish { .. }, Outcome::Fenced(_)) => "finish refused (fenced)",
-            (checker::Kind::Finish { .. }, Outcome::RefusedRetired) => "finish refused (retired)",
-            (checker::Kind::Finish { .. }, Outcome::Unknown) => "finish unknown",
-            (checker::Kind::Finish { .. }, Outcome::Unavailable) => "finish unavailable",
-            (checker::Kind::Finish { .. }, _) => "finish refused (other)",
-            (checker::Kind::Retire { .. }, Outcome::RetiredNow) => "retire ok",
-            (checker::Kind::Retire { .. }, Outcome::RetiredBySweep) => "retire ok (by a sweep)",
-            (checker::Kind::Retire { .. }, Outcome::AlreadyRetired) => "retire ok (already)",
-            (checker::Kind::Retire { run }, Outcome::RunOpen(open))
+            (history::Kind::Claim { .. }, Outcome::Owner(_)) => "claim ok (owner)",
+            (history::Kind::Claim { .. }, Outcome::HandedOff(..)) => "claim ok (handed off)",
+            (history::Kind::Claim { .. }, Outcome::Finished(..)) => "claim ok (finished)",
+            (history::Kind::Claim { .. }, Outcome::Retired) => "claim ok (retired)",
+            (history::Kind::Claim { .. }, Outcome::Unknown) => "claim unknown",
+            (history::Kind::Claim { .. }, Outcome::Unavailable) => "claim unavailable",
+            (history::Kind::Claim { .. }, _) => "claim refused",
+            (history::Kind::Append { .. }, Outcome::Written | Outcome::Already) => "append ok",
+            (history::Kind::Append { .. }, Outcome::Fenced(_)) => "append refused (fenced)",
+            (history::Kind::Append { .. }, Outcome::Unknown) => "append unknown",
+            (history::Kind::Append { .. }, Outcome::Unavailable) => "append unavailable",
+            (history::Kind::Append { .. }, Outcome::RefusedRetired) => "append refused (retired)",
+            (history::Kind::Append { .. }, _) => "append refused (other)",
+            (history::Kind::Finish { .. }, Outcome::Written | Outcome::Already) => "finish ok",
+            (history::Kind::Finish { .. }, Outcome::Fenced(_)) => "finish refused (fenced)",
+            (history::Kind::Finish { .. }, Outcome::RefusedRetired) => "finish refused (retired)",
+            (history::Kind::Finish { .. }, Outcome::Unknown) => "finish unknown",
+            (history::Kind::Finish { .. }, Outcome::Unavailable) => "finish unavailable",
+            (history::Kind::Finish { .. }, _) => "finish refused (other)",
+            (history::Kind::Retire { .. }, Outcome::RetiredNow) => "retire ok",
+            (history::Kind::Retire { .. }, Outcome::RetiredBySweep) => "retire ok (by a sweep)",
+            (history::Kind::Retire { .. }, Outcome::AlreadyRetired) => "retire ok (already)",
+            (history::Kind::Retire { run }, Outcome::RunOpen(open))
                 if open != run && open != "?" =>
             {
                 "retire refused (run open: a successor)"
             }
-            (checker::Kind::Retire { .. }, Outcome::RunOpen(_)) => "retire refused (run open)",
-            (checker::Kind::Retire { .. }, Outcome::NothingToRetire) => {
+            (history::Kind::Retire { .. }, Outcome::RunOpen(_)) => "retire refused (run open)",
+            (history::Kind::Retire { .. }, Outcome::NothingToRetire) => {
                 "retire refused (nothing to retire)"
             }
-            (checker::Kind::Retire { .. }, Outcome::Unknown) => "retire unknown",
-            (checker::Kind::Retire { .. }, Outcome::Unavailable) => "retire unavailable",
-            (checker::Kind::Retire { .. }, _) => "retire refused (other)",
-            (checker::Kind::Sweep { .. }, Outcome::Swept { .. }) => "sweep ok",
-            (checker::Kind::Sweep { .. }, Outcome::Unknown) => "sweep unknown",
-            (checker::Kind::Sweep { .. }, Outcome::Unavailable) => "sweep unavailable",
-            (checker::Kind::Sweep { .. }, _) => "sweep refused",
+            (history::Kind::Retire { .. }, Outcome::Unknown) => "retire unknown",
+            (history::Kind::Retire { .. }, Outcome::Unavailable) => "retire unavailable",
+            (history::Kind::Retire { .. }, _) => "retire refused (other)",
+            (history::Kind::Sweep { .. }, Outcome::Swept { .. }) => "sweep ok",
+            (history::Kind::Sweep { .. }, Outcome::Unknown) => "sweep unknown",
+            (history::Kind::Sweep { .. }, Outcome::Unavailable) => "sweep unavailable",
+            (history::Kind::Sweep { .. }, _) => "sweep refused",
         };
         *outcomes.entry(outcome).or_default() += 1;
     }
@@ -580,7 +582,7 @@ fn campaign(name: &str, control: Control, seconds: u64) -> Option<Figures> {
     // and the batches that ended a pass (`next` was `None`).
     let sweeps = ops
         .iter()
-        .filter(|op| matches!(op.kind, checker::Kind::Sweep { .. }))
+        .filter(|op| matches!(op.kind, history::Kind::Sweep { .. }))
         .count();
     let swept = outcomes.get("retire ok (by a sweep)").copied().unwrap_or(0);
     let passes = ops
