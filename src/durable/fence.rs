@@ -84,6 +84,25 @@ pub struct ClaimStep<P> {
 /// [`LogError::Contradictory`] for facts [`reconcile`] refuses;
 /// [`LogError::EpochsExhausted`] past the last epoch.
 pub fn claim_step<P: PartialEq + Clone>(facts: &RunFacts<P>) -> Result<ClaimStep<P>, LogError> {
+    claim_step_above(facts, Epoch::NONE)
+}
+
+/// [`claim_step`], with every new epoch above `floor`: an open Run's next
+/// epoch is the greater of its epoch's successor and `floor`'s. A store
+/// whose server may lose claims it acknowledged (a PostgreSQL primary
+/// failing over to an asynchronous standby) passes a floor above every
+/// epoch its earlier servers could have answered, so that no epoch is
+/// answered to two claims (G4; docs/SPEC.md §6, "Replication and
+/// failover"); every other store passes [`Epoch::NONE`], which is
+/// [`claim_step`].
+///
+/// # Errors
+///
+/// As [`claim_step`].
+pub fn claim_step_above<P: PartialEq + Clone>(
+    facts: &RunFacts<P>,
+    floor: Epoch,
+) -> Result<ClaimStep<P>, LogError> {
     match reconcile(facts).map_err(LogError::Contradictory)? {
         Decision::HandedOff(pause) => Ok(ClaimStep {
             answer: Claim::HandedOff(pause),
@@ -98,7 +117,11 @@ pub fn claim_step<P: PartialEq + Clone>(facts: &RunFacts<P>) -> Result<ClaimStep
             write: None,
         }),
         Decision::Resumable => {
-            let next = facts.epoch.next().ok_or(LogError::EpochsExhausted)?;
+            let next = facts
+                .epoch
+                .max(floor)
+                .next()
+                .ok_or(LogError::EpochsExhausted)?;
             Ok(ClaimStep {
                 answer: Claim::Owner(next),
                 write: Some(next),

@@ -29,6 +29,31 @@ fn a_claim_of_an_open_run_advances_its_epoch_and_fences_the_older() {
     }
 }
 
+/// G4 across a failover: with a floor, an open Run's next epoch is above
+/// it (and above its own), whatever epoch the facts hold; a final Run
+/// still writes nothing; the floor at the last epoch exhausts.
+#[test]
+fn g4_a_claim_above_a_floor_answers_an_epoch_above_it_and_above_the_runs() {
+    for (current, floor, next) in [(0, 0, 1), (7, 0, 8), (2, 100, 101), (200, 100, 201)] {
+        let step = claim_step_above(&facts(current, &[]), Epoch::new(floor)).unwrap();
+        assert_eq!(
+            step.answer,
+            Claim::Owner(Epoch::new(next)),
+            "{current} above {floor}"
+        );
+        assert_eq!(step.write, Some(Epoch::new(next)));
+    }
+    let step = claim_step_above(&facts(2, &["h"]), Epoch::new(100)).unwrap();
+    assert_eq!(
+        (step.answer, step.write),
+        (Claim::HandedOff(pause("h")), None)
+    );
+    assert!(matches!(
+        claim_step_above(&facts(1, &[]), Epoch::LAST),
+        Err(LogError::EpochsExhausted)
+    ));
+}
+
 #[test]
 fn r1_a_claim_of_a_handed_off_run_answers_the_pause_and_writes_nothing() {
     for current in [0, 1, 7] {

@@ -73,7 +73,10 @@ pub use contract::{
     Appended, AsyncHandoffLog, Claim, Epoch, Finished, HandoffLog, LogError, Receipt,
     ReconcileError, Retirement, RunFacts, RunField, check_append, check_finish, encode_checked,
 };
-pub use fence::{AppendStep, ClaimStep, Fate, append_step, claim_step, finish_step, retire_step};
+pub use fence::{
+    AppendStep, ClaimStep, Fate, append_step, claim_step, claim_step_above, finish_step,
+    retire_step,
+};
 pub use finish::{FinishError, close_step, finish_then_close, finish_then_close_async};
 pub use memory::MemoryLog;
 #[cfg(feature = "postgres")]

@@ -510,6 +510,16 @@ impl Cluster {
         standby
     }
 
+    /// Stops the server cleanly (`pg_ctl stop -m fast`); `restart` starts
+    /// it again.
+    pub fn stop(&self) {
+        let mut stop = self.command("pg_ctl");
+        stop.arg("-D")
+            .arg(self.data())
+            .args(["-m", "fast", "-w", "stop"]);
+        self.run(&mut stop);
+    }
+
     /// Promotes a standby to a primary (`pg_ctl promote`, waiting until it
     /// accepts writes).
     pub fn promote(&self) {

@@ -5,9 +5,11 @@ use std::time::SystemTime;
 
 use serde::de::DeserializeOwned;
 
-use crate::durable::contract::{Appended, Finished, Retirement, RunFacts};
+use crate::durable::contract::{Appended, Epoch, Finished, Retirement, RunFacts};
 
-use crate::durable::fence::{AppendStep, Fate, append_step, claim_step, finish_step, retire_step};
+use crate::durable::fence::{
+    AppendStep, Fate, append_step, claim_step_above, finish_step, retire_step,
+};
 use crate::durable::row::corrupt;
 use crate::durable::sweep::{SweepStep, sweep_step};
 use crate::facts::{HandoffPause, Invocation};
@@ -117,8 +119,9 @@ pub(super) fn fate_of<P>(facts: &RunFacts<P>) -> Fate<'_, P> {
 pub(super) enum Write {
     /// A takeover: the Run's epoch, from `old` (under its row lock).
     UpdateEpoch { new: i64, old: i64 },
-    /// A Run's first claim: its row, under a live root Run.
-    InsertRun { new: i64 },
+    /// A Run's first claim: its row, under a live root Run, on the
+    /// server's timeline `timeline`.
+    InsertRun { new: i64, timeline: i64 },
     /// The pause, at the Run's epoch `at`.
     InsertPause { at: i64 },
     /// The finish, at the Run's epoch `at` (under its row lock).
@@ -149,13 +152,13 @@ impl Write {
                 params.to_vec()
             }
             (
-                Write::InsertRun { new },
+                Write::InsertRun { new, timeline },
                 Op::Claim {
                     root_run_id,
                     run_id,
                 },
             ) => {
-                let params: [Param<'a>; 3] = [root_run_id, run_id, new];
+                let params: [Param<'a>; 4] = [root_run_id, run_id, new, timeline];
                 params.to_vec()
             }
             (
@@ -197,12 +200,30 @@ impl Write {
     }
 }
 
-/// The rule on the facts read inside the transaction: the answer, and what
-/// to write (`None`: nothing).
+/// The floor of the epochs a claim answers on the server's timeline
+/// `timeline` (see [`claim_step_above`]): `(timeline - 1) << 40`, so that
+/// every epoch answered on a timeline is below every epoch answered on a
+/// later one (a Run is claimed fewer than 2^40 times on one timeline), and
+/// a fresh cluster's (timeline 1) is [`Epoch::NONE`]. A promotion begins
+/// a later timeline, so no epoch the old primary answered — even one its
+/// asynchronous standby never received — is answered again (G4).
+pub(super) fn timeline_floor(timeline: i64) -> Epoch {
+    let generation = u64::try_from(timeline.saturating_sub(1)).unwrap_or(0);
+    generation
+        .checked_mul(1 << 40)
+        .map_or(Epoch::LAST, |floor| {
+            Epoch::new(floor.min(Epoch::LAST.get()))
+        })
+}
+
+/// The rule on the facts read inside the transaction, on the server's
+/// `timeline` (read in it; `None` for a read of the facts): the answer,
+/// and what to write (`None`: nothing).
 pub(super) fn decide<P>(
     op: &Op<'_, P>,
     facts: RunFacts<P>,
     locked: bool,
+    timeline: Option<i64>,
 ) -> Result<(Answer<P>, Option<Write>), Failure>
 where
     P: PartialEq + Clone,
@@ -213,7 +234,8 @@ where
             Err(unavailable("a retirement has its own transaction").into())
         }
         Op::Claim { .. } => {
-            let step = claim_step(&facts)?;
+            let timeline = timeline.ok_or_else(|| unavailable("a claim read no timeline"))?;
+            let step = claim_step_above(&facts, timeline_floor(timeline))?;
             let Some(epoch) = step.write else {
                 return Ok((Answer::Claim(step.answer), None));
             };
@@ -224,7 +246,7 @@ where
                     old: stored(facts.epoch)?,
                 }
             } else {
-                Write::InsertRun { new }
+                Write::InsertRun { new, timeline }
             };
             Ok((Answer::Claim(step.answer), Some(write)))
         }

@@ -2,6 +2,8 @@
 //! its pause or its finish committed (or rolled back) together with the
 //! runtime's own rows.
 
+use std::sync::atomic::Ordering;
+
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_postgres::{Client, Transaction};
@@ -320,8 +322,11 @@ where
         super::flight2(isolation, read.read::<P>(client, root_run_id, run_id)).await;
     level(found)?;
     *checked = true;
-    let (locked, facts) = facts?;
-    let (answer, write) = decide(op, facts, locked)?;
+    let (locked, facts, timeline) = facts?;
+    if let Some(timeline) = timeline {
+        conn.sql.timeline.store(timeline, Ordering::Relaxed);
+    }
+    let (answer, write) = decide(op, facts, locked, timeline)?;
     if let Some(write) = write {
         let statement = conn.statement(write.which()).await?;
         let params = write.params(op);

@@ -77,6 +77,15 @@ pub use tokio_postgres;
 /// `synchronous_commit`, its replicas): baton adds no replication of its
 /// own, it uses the server's transactions correctly.
 ///
+/// **Failover.** Given a primary and its standby (`host=a,b …
+/// target_session_attrs=read-write`), a log follows the standby once it
+/// is promoted. Every epoch a claim answers is above its server's
+/// timeline floor, `(timeline − 1) · 2^40` ([`claim_step_above`]): a
+/// promotion begins a new timeline, so even with asynchronous replication,
+/// which may lose the last acknowledged writes, no epoch the old primary
+/// answered is answered again (SPEC §6, "Replication and failover").
+///
+/// [`claim_step_above`]: crate::durable::claim_step_above
 /// **The contract** is SPEC §6's, as for every [`HandoffLog`](super::HandoffLog):
 /// each claim and append is one `READ COMMITTED` transaction that first
 /// takes the Run's row lock (`SELECT … FOR UPDATE` on `baton_run`) and only

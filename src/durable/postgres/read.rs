@@ -10,15 +10,17 @@ use crate::durable::row::{checked_row, corrupt, decoded_outcome};
 use crate::facts::Invocation;
 
 use super::failure::{Failure, column, epoch_of};
-use super::flight::flight3;
+use super::flight::{flight2, flight3};
 use super::sql::{Conn, Param, Stmt, Which};
 
 /// The reads of one Run, prepared: its row (locked, for a write), its
-/// pause, its root Run's tombstone.
+/// pause, its root Run's tombstone, and (for a write) the server's
+/// timeline.
 pub(super) struct RunRead<'a> {
     pub(super) run: Stmt<'a>,
     pub(super) pause: Stmt<'a>,
     pub(super) root: Stmt<'a>,
+    pub(super) timeline: Option<Stmt<'a>>,
 }
 
 impl<'a> RunRead<'a> {
@@ -34,27 +36,44 @@ impl<'a> RunRead<'a> {
             run: conn.statement(run).await?,
             pause: conn.statement(Which::ReadPause).await?,
             root: conn.statement(Which::ReadRoot).await?,
+            timeline: match read_only {
+                true => None,
+                false => Some(conn.statement(Which::Timeline).await?),
+            },
         })
     }
 
-    /// The three reads, in one flight, in this order (the Run's row lock
-    /// first), all sent at the first poll; whether the Run has a row, and
-    /// its facts.
+    /// The reads, in one flight, in this order (the Run's row lock first),
+    /// all sent at the first poll; whether the Run has a row, its facts,
+    /// and the server's timeline (`None` for a read of the facts).
     pub(super) async fn read<P: DeserializeOwned>(
         &self,
         client: &Client,
         root_run_id: &str,
         run_id: &str,
-    ) -> Result<(bool, RunFacts<P>), Failure> {
+    ) -> Result<(bool, RunFacts<P>, Option<i64>), Failure> {
         let key: [Param<'_>; 2] = [&root_run_id, &run_id];
         let root: [Param<'_>; 1] = [&root_run_id];
-        let (run_row, pause_row, root_row) = flight3(
-            self.run.query_opt(client, &key),
-            self.pause.query_opt(client, &key),
-            self.root.query_opt(client, &root),
+        let timeline = async {
+            match &self.timeline {
+                Some(timeline) => timeline.query_opt(client, &[]).await.map(Some),
+                None => Ok(None),
+            }
+        };
+        let ((run_row, pause_row, root_row), timeline) = flight2(
+            flight3(
+                self.run.query_opt(client, &key),
+                self.pause.query_opt(client, &key),
+                self.root.query_opt(client, &root),
+            ),
+            timeline,
         )
         .await;
         let (run_row, pause_row, root_row) = (run_row?, pause_row?, root_row?);
+        let timeline = match timeline?.flatten() {
+            Some(row) => Some(column::<i64>(&row, 0, run_id)?),
+            None => None,
+        };
         let mut facts = RunFacts::empty(root_run_id, run_id);
         if let Some(row) = &run_row {
             facts.epoch = epoch_of(row, 0, run_id)?;
@@ -66,7 +85,7 @@ impl<'a> RunRead<'a> {
         if let Some(row) = &root_row {
             facts.retired = column(row, 0, run_id)?;
         }
-        Ok((run_row.is_some(), facts))
+        Ok((run_row.is_some(), facts, timeline))
     }
 }
 

@@ -1,6 +1,7 @@
 //! The SQL of the operations: each statement's text for a log's schema
 //! and timeout, its parameter types, and a connection's cache of them.
 
+use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
 use deadpool_postgres::ClientWrapper;
@@ -31,6 +32,7 @@ pub(super) enum Which {
     ReadPausesOf,
     RetireRoots,
     FinishIfNoPause,
+    Timeline,
 }
 
 pub(super) const TEXT1: &[Type] = &[Type::TEXT];
@@ -53,7 +55,8 @@ impl Which {
     pub(super) fn types(self) -> &'static [Type] {
         match self {
             Which::LockRun | Which::ReadEpoch | Which::ReadPause => TEXT2,
-            Which::InsertRun => &[Type::TEXT, Type::TEXT, Type::INT8],
+            Which::InsertRun => &[Type::TEXT, Type::TEXT, Type::INT8, Type::INT8],
+            Which::Timeline => &[],
             Which::UpdateEpoch => &[Type::TEXT, Type::TEXT, Type::INT8, Type::INT8],
             Which::InsertPause | Which::AppendIfCurrent => PAUSE_ROW,
             Which::ReadRoot
@@ -77,11 +80,23 @@ impl Which {
     }
 }
 
+/// The server's timeline: the number PostgreSQL gives each history of a
+/// cluster, one more at every promotion of a standby (and every
+/// point-in-time recovery). Read from the name of the WAL file being
+/// written (its first 8 hex digits), which any role may read; a server in
+/// recovery (a standby) refuses it, as it refuses every write.
+pub(super) const TIMELINE: &str =
+    "('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint";
+
 /// The texts of a log's statements, for its schema and timeout.
 pub(super) struct Sql {
     pub(super) begin_write: String,
     pub(super) begin_read: String,
-    pub(super) statements: [String; 18],
+    pub(super) statements: [String; 19],
+    /// The server's timeline (see [`TIMELINE`]) this log last read: a
+    /// Run's first claim, one statement, assumes it (and writes only if it
+    /// is the server's), every transaction that claims reads it anew.
+    pub(super) timeline: AtomicI64,
 }
 
 impl Sql {
@@ -120,13 +135,16 @@ impl Sql {
                 // tombstone); a retirement that waited for this claim's
                 // commit reads its Run, open. Both in this one statement,
                 // so a Run's first claim stays one write.
+                // Only on the server's timeline `$4`, the one the claim's
+                // epoch was chosen above (G4 across a failover).
                 format!(
                     "WITH new_root AS ( \
-                         INSERT INTO {s}baton_root (root_run_id) VALUES ($1) \
+                         INSERT INTO {s}baton_root (root_run_id) SELECT $1 \
+                         WHERE {TIMELINE} = $4 \
                          ON CONFLICT (root_run_id) DO NOTHING RETURNING 1), \
                      live_root AS ( \
                          SELECT 1 FROM {s}baton_root WHERE root_run_id = $1 AND NOT retired \
-                         FOR SHARE) \
+                         AND {TIMELINE} = $4 FOR SHARE) \
                      INSERT INTO {s}baton_run (root_run_id, run_id, epoch) \
                      SELECT $1, $2, $3 \
                      WHERE EXISTS (SELECT 1 FROM new_root) OR EXISTS (SELECT 1 FROM live_root) \
@@ -223,7 +241,9 @@ impl Sql {
                      {key} AND epoch = $7 AND outcome IS NULL \
                      AND NOT EXISTS (SELECT 1 FROM {s}baton_handoff_pause {key})"
                 ),
+                format!("SELECT {TIMELINE}"),
             ],
+            timeline: AtomicI64::new(1),
         }
     }
 

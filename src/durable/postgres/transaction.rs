@@ -1,16 +1,18 @@
 //! One attempt at an operation's transaction: its flights, its write and
 //! its commit.
 
+use std::sync::atomic::Ordering;
+
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_postgres::Client;
 use tokio_postgres::error::SqlState;
 
 use crate::durable::contract::RunFacts;
-use crate::durable::fence::{AppendStep, Fate, append_step, claim_step, finish_step};
+use crate::durable::fence::{AppendStep, Fate, append_step, claim_step_above, finish_step};
 use crate::durable::row::corrupt;
 
-use super::decide::{decide, finish_params, pause_params, retirement};
+use super::decide::{decide, finish_params, pause_params, retirement, timeline_floor};
 use super::end::{abort, commit};
 use super::failure::{Failure, stored};
 use super::flight::{flight2, flight3};
@@ -87,7 +89,12 @@ where
     let decided = begun
         .map_err(Failure::from)
         .and(facts)
-        .and_then(|(locked, facts)| decide(op, facts, locked));
+        .and_then(|(locked, facts, timeline)| {
+            if let Some(timeline) = timeline {
+                conn.sql.timeline.store(timeline, Ordering::Relaxed);
+            }
+            decide(op, facts, locked, timeline)
+        });
     let (answer, write) = match decided {
         Ok(decided) => decided,
         Err(failure) => return Err(abort(client, failure).await),
@@ -143,7 +150,11 @@ where
             root_run_id,
             run_id,
         } => {
-            let step = claim_step(&RunFacts::<P>::empty(root_run_id, run_id))?;
+            // On the timeline this log last read: the statement writes
+            // only if it is the server's (else the transaction reads it).
+            let timeline = conn.sql.timeline.load(Ordering::Relaxed);
+            let empty = RunFacts::<P>::empty(root_run_id, run_id);
+            let step = claim_step_above(&empty, timeline_floor(timeline))?;
             let Some(epoch) = step.write else {
                 return Ok(None);
             };
@@ -151,7 +162,7 @@ where
                 return Ok(None);
             };
             let insert = conn.statement(Which::InsertRun).await?;
-            let params: [Param<'_>; 3] = [&root_run_id, &run_id, &new];
+            let params: [Param<'_>; 4] = [&root_run_id, &run_id, &new, &timeline];
             let inserted = insert.execute(client, &params).await;
             (inserted, Answer::Claim(step.answer))
         }
