@@ -1,6 +1,7 @@
-//! Fixtures shared by the durable benchmarks (`retention`,
-//! `retention_by_age`): the contract's payload and pauses, hashed ids,
-//! temporary SQLite files, latency samples.
+//! Fixtures shared by the durable benchmarks (`durable_stores`,
+//! `retention`, `retention_by_age`) and the peer comparison (`peers/`):
+//! the contract's payload and pauses, hashed ids, temporary SQLite files,
+//! latency samples.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -66,11 +67,15 @@ pub fn hashed(tag: u64, i: u64) -> String {
     format!("{a:016x}{:016x}", mix(a))
 }
 
+/// The number in the environment variable `name`, or `default` when it
+/// is unset; a value that is not a number is a mistake, and says so.
 pub fn setting(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+    match std::env::var(name) {
+        Ok(value) => value
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={value}: not a number")),
+        Err(_) => default,
+    }
 }
 
 pub fn thousands(n: u64) -> String {
@@ -89,10 +94,7 @@ pub struct TempFile(pub PathBuf);
 
 impl TempFile {
     pub fn new(dir: &Path, name: &str) -> Self {
-        let file = TempFile(dir.join(format!(
-            "baton-retention-{}-{name}.sqlite",
-            std::process::id()
-        )));
+        let file = TempFile(dir.join(format!("baton-bench-{}-{name}.sqlite", std::process::id())));
         file.remove();
         file
     }

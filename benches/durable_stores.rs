@@ -57,6 +57,7 @@
 //! `durable_stores/fleet.rs`; this file holds what they share and the
 //! order they run in.
 
+mod durable_common;
 #[path = "../tests/common/postgres.rs"]
 #[allow(dead_code)]
 mod postgres_fixture;
@@ -71,9 +72,9 @@ mod sqlite;
 use std::sync::Arc;
 use std::time::Duration;
 
+use baton::HandoffExecution;
 use baton::durable::PostgresLog;
-use baton::facts::{CompactionBudget, Digest, HandoffTools, REPLAY_VERSION, ReplayEvidence};
-use baton::{HandoffExecution, HandoffIntent, HandoffPause, Invocation};
+use durable_common::{Pause, TempFile, setting, source};
 use postgres_fixture::Cluster;
 
 const ROOT: &str = "root";
@@ -89,46 +90,11 @@ fn writes(op: &str) -> usize {
     if op == "handoff" { 4 } else { 1 }
 }
 
-type Pause = HandoffPause<HandoffExecution>;
 type Log = PostgresLog<HandoffExecution>;
 
-fn source(run: &str) -> Invocation {
-    Invocation {
-        session_id: "session".into(),
-        turn_id: "turn".into(),
-        run_id: run.into(),
-        invocation_id: format!("{run}-invocation"),
-    }
-}
-
+/// The pause that hands `run` (of [`ROOT`]) off to `{run}-next`.
 fn pause(run: &str) -> Pause {
-    let digest = |c: char| Digest::parse(format!("sha256:{}", c.to_string().repeat(64))).unwrap();
-    let execution = HandoffExecution {
-        replay: ReplayEvidence {
-            version: REPLAY_VERSION,
-            digest: digest('a'),
-            route_identity: digest('b'),
-        },
-        tools: HandoffTools {
-            catalog_digest: digest('c'),
-            loaded: vec!["shell".into()],
-        },
-        compaction: CompactionBudget::Available,
-        main_output_limit: None,
-        supports_vision: false,
-        replay_base: None,
-    };
-    HandoffPause::new(
-        HandoffIntent {
-            handoff_id: format!("{run}-handoff"),
-            host_epoch: "host".into(),
-            root_run_id: ROOT.into(),
-            successor_run_id: format!("{run}-next"),
-            successor_invocation_id: format!("{run}-next-invocation"),
-            claim_id: "claim".into(),
-        },
-        execution,
-    )
+    durable_common::pause(ROOT, run, &format!("{run}-next"))
 }
 
 /// One measurement: every operation's latency, and the wall time of all.
@@ -179,12 +145,6 @@ fn share(tag: &str, w: usize, workers: usize, ops: usize) -> Vec<String> {
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter is not supported.
-    let setting = |name: &str, default: usize| -> usize {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
     let (ops, runs, rounds) = (
         setting("BATON_BENCH_OPS", 800),
         setting("BATON_BENCH_RUNS", 1000),
@@ -206,7 +166,8 @@ fn main() {
          ratio (medians) | baton ops/s | bare ops/s |"
     );
     println!("|---|---|---|---|---|---|---|---|");
-    let (log_file, bare_file) = (sqlite::TempFile::new("log"), sqlite::TempFile::new("bare"));
+    let dir = std::env::temp_dir();
+    let (log_file, bare_file) = (TempFile::new(&dir, "log"), TempFile::new(&dir, "bare"));
     for &op in operations.iter().filter(|_| sections.contains(&"sqlite")) {
         for workers in CONCURRENCY {
             let baton = sqlite::baton(&log_file.0, op, workers, ops);

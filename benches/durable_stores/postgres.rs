@@ -17,9 +17,7 @@ pub(super) const LIMIT: Duration = Duration::from_secs(300);
 
 /// `what`, or a panic if it outlives [`LIMIT`].
 pub(super) async fn bounded<T>(what: &str, work: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(LIMIT, work)
-        .await
-        .unwrap_or_else(|_| panic!("{what} did not finish within {LIMIT:?}"))
+    super::durable_common::bounded(what, LIMIT, work).await
 }
 
 /// Opens `size` connections of `pool` (all held at once, so each one is

@@ -1,38 +1,13 @@
 //! The SQLite cells of the table: each worker a thread with a log of its
 //! own on one file, against the bare `INSERT` and `COMMIT` on another.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use baton::HandoffExecution;
 use baton::durable::{Claim, Epoch, HandoffLog, LogError, SqliteLog};
 
 use super::{ROOT, Sample, pause, share, source};
-
-/// A SQLite file in the temp dir, removed (with its WAL and shared
-/// memory) when dropped.
-pub(super) struct TempFile(pub(super) PathBuf);
-
-impl TempFile {
-    pub(super) fn new(name: &str) -> Self {
-        let file = TempFile(
-            std::env::temp_dir().join(format!("baton-bench-{}-{name}.sqlite", std::process::id())),
-        );
-        file.remove();
-        file
-    }
-    fn remove(&self) {
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", self.0.display()));
-        }
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        self.remove();
-    }
-}
 
 /// `work(w)` on `workers` threads at once: every latency, and the wall time.
 fn on_threads(workers: usize, work: impl Fn(usize) -> Vec<Duration> + Send + Sync) -> Sample {

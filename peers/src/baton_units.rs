@@ -18,10 +18,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton::durable::{AsyncHandoffLog, Claim, LogError, PostgresLog, PostgresOptions, Receipt};
-use baton::facts::{CompactionBudget, Digest, HandoffTools, REPLAY_VERSION, ReplayEvidence};
-use baton::{HandoffExecution, HandoffIntent, HandoffPause, Invocation};
+use baton::{HandoffExecution, HandoffPause};
 use tokio_postgres::NoTls;
 
+use crate::durable_common::{self, source};
 use crate::measure::{Cell, Server, bounded};
 
 type Log = PostgresLog<HandoffExecution>;
@@ -36,48 +36,16 @@ pub enum Unit {
     Handoff,
 }
 
-/// The invocation of Run `run` (the one its pause's successor names).
-fn source(run: &str) -> Invocation {
-    Invocation {
-        session_id: "session".into(),
-        turn_id: "turn".into(),
-        run_id: run.into(),
-        invocation_id: format!("{run}-invocation"),
-    }
-}
-
 /// A Run's execution facts; `tool` tells two outcomes apart.
 fn execution(tool: &str) -> HandoffExecution {
-    let digest = |c: char| Digest::parse(format!("sha256:{}", c.to_string().repeat(64)));
-    let digest = |c| digest(c).expect("64 hex digits");
-    HandoffExecution {
-        replay: ReplayEvidence {
-            version: REPLAY_VERSION,
-            digest: digest('a'),
-            route_identity: digest('b'),
-        },
-        tools: HandoffTools {
-            catalog_digest: digest('c'),
-            loaded: vec![tool.into()],
-        },
-        compaction: CompactionBudget::Available,
-        main_output_limit: None,
-        supports_vision: false,
-        replay_base: None,
-    }
+    let mut execution = durable_common::execution();
+    execution.tools.loaded = vec![tool.into()];
+    execution
 }
 
 /// The pause that hands Run `run` (root `run`) off to `next`.
 fn pause(run: &str, next: &str) -> HandoffPause<HandoffExecution> {
-    let intent = HandoffIntent {
-        handoff_id: format!("{run}-handoff"),
-        host_epoch: "host".into(),
-        root_run_id: run.into(),
-        successor_run_id: next.into(),
-        successor_invocation_id: format!("{next}-invocation"),
-        claim_id: "claim".into(),
-    };
-    HandoffPause::new(intent, execution("shell"))
+    durable_common::pause(run, run, next)
 }
 
 /// The epoch of a claim that must make this worker the owner.

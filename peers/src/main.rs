@@ -25,6 +25,10 @@
 mod awa_units;
 mod bare;
 mod baton_units;
+// The fixtures baton's durable benches share: the contract's payload, its
+// pauses and sources, `setting` and `bounded`.
+#[path = "../../benches/durable_common.rs"]
+mod durable_common;
 mod measure;
 mod report;
 
@@ -73,7 +77,7 @@ async fn round(server: &Server, s: &Settings, k: usize, r: usize) -> Round {
     let baton =
         async || baton_units::cell(server, Unit::ClaimFinish, &db("baton"), k, warm, s.units).await;
     let awa = async || awa_units::cell(server, &db("awa"), k, warm, s.units).await;
-    let (baton, awa) = if r.is_multiple_of(2) {
+    let (baton, awa) = if r % 2 == 0 {
         let b = baton().await;
         (b, awa().await)
     } else {

@@ -227,19 +227,4 @@ pub fn load_average() -> String {
     text.split(' ').take(3).collect::<Vec<_>>().join(" ")
 }
 
-/// A setting from the environment, or `default`.
-pub fn setting(name: &str, default: usize) -> usize {
-    match std::env::var(name) {
-        Ok(v) => v
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={v}: not a number")),
-        Err(_) => default,
-    }
-}
-
-/// `work`, or a panic naming `what` past `limit`: no cell hangs the run.
-pub async fn bounded<T>(what: &str, limit: Duration, work: impl Future<Output = T>) -> T {
-    tokio::time::timeout(limit, work)
-        .await
-        .unwrap_or_else(|_| panic!("{what} did not finish within {limit:?}"))
-}
+pub use crate::durable_common::{bounded, setting};

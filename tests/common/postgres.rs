@@ -152,27 +152,7 @@ impl Cluster {
             say_skipped();
             return None;
         };
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "baton-pg-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("the cluster's temp dir");
-        let as_postgres = is_root();
-        let mut cluster = Cluster {
-            dir,
-            port: 0,
-            bin,
-            as_postgres,
-            tls: None,
-            watchdog: None,
-        };
-        if as_postgres {
-            cluster.run(Command::new("chown").arg("postgres").arg(&cluster.dir));
-        }
-        cluster.start_watchdog();
+        let mut cluster = Cluster::in_a_new_dir("baton-pg", bin);
         let mut initdb = cluster.command("initdb");
         initdb.arg("-D").arg(cluster.data()).args([
             "-A",
@@ -187,16 +167,47 @@ impl Cluster {
         if tls {
             cluster.tls = Some(cluster.make_certificates());
         }
-        // A port found free may be taken before the server binds it: try
-        // again with another.
+        cluster.start_on_a_free_port();
+        Some(cluster)
+    }
+
+    /// A cluster not started yet, in a fresh temp dir named after
+    /// `prefix` (owned by `postgres` when the tests run as root), its
+    /// watchdog already watching it.
+    fn in_a_new_dir(prefix: &str, bin: PathBuf) -> Cluster {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "{prefix}-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("the cluster's temp dir");
+        let mut cluster = Cluster {
+            dir,
+            port: 0,
+            bin,
+            as_postgres: is_root(),
+            tls: None,
+            watchdog: None,
+        };
+        if cluster.as_postgres {
+            cluster.run(Command::new("chown").arg("postgres").arg(&cluster.dir));
+        }
+        cluster.start_watchdog();
+        cluster
+    }
+
+    /// Starts the server on a free loopback port: a port found free may be
+    /// taken before the server binds it, so another is tried.
+    fn start_on_a_free_port(&mut self) {
         for attempt in 0.. {
-            cluster.port = free_port();
-            if cluster.try_start() {
+            self.port = free_port();
+            if self.try_start() {
                 break;
             }
-            assert!(attempt < 3, "the server did not start: {}", cluster.log());
+            assert!(attempt < 3, "the server did not start: {}", self.log());
         }
-        Some(cluster)
     }
 
     /// The cluster shared by the tests of this binary (removed when the
@@ -460,32 +471,13 @@ impl Cluster {
     /// as every cluster is. Asynchronous until the primary names it in
     /// `synchronous_standby_names`.
     pub fn standby(&self) -> Cluster {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "baton-pg-standby-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("the standby's temp dir");
         // The server programs' own directory (PATH may hold links to
         // initdb and pg_ctl alone), where pg_basebackup is too.
         let bin = std::fs::canonicalize(self.bin.join("initdb"))
             .ok()
             .and_then(|initdb| initdb.parent().map(Path::to_path_buf))
             .unwrap_or_else(|| self.bin.clone());
-        let mut standby = Cluster {
-            dir,
-            port: 0,
-            bin,
-            as_postgres: self.as_postgres,
-            tls: None,
-            watchdog: None,
-        };
-        if standby.as_postgres {
-            standby.run(Command::new("chown").arg("postgres").arg(&standby.dir));
-        }
-        standby.start_watchdog();
+        let mut standby = Cluster::in_a_new_dir("baton-pg-standby", bin);
         let mut backup = standby.command("pg_basebackup");
         backup
             .args([
@@ -500,13 +492,7 @@ impl Cluster {
             .arg(standby.data())
             .args(["-R", "-X", "stream", "--no-sync", "--checkpoint=fast"]);
         standby.run(&mut backup);
-        for attempt in 0.. {
-            standby.port = free_port();
-            if standby.try_start() {
-                break;
-            }
-            assert!(attempt < 3, "the standby did not start: {}", standby.log());
-        }
+        standby.start_on_a_free_port();
         standby
     }
 

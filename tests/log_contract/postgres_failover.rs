@@ -13,20 +13,47 @@
 
 use std::time::Duration;
 
-use baton::durable::{AsyncHandoffLog, Claim, Epoch, LogError, PostgresOptions, Receipt};
+use baton::durable::{
+    AsyncHandoffLog, Claim, Epoch, LogError, PostgresLog, PostgresOptions, Receipt, RunFacts,
+};
 
+use crate::Payload;
 use crate::common::postgres::{Cluster, USER};
-use crate::common::{self, within};
+use crate::common::within;
+use crate::postgres_fates::source_of;
 use crate::postgres_only::{open, pause, runtime};
+
+type Log = PostgresLog<Payload>;
 
 const ROOT: &str = "run";
 
-/// The invocation of Run `run` of [`ROOT`].
-fn source_of(run: &str) -> baton::Invocation {
-    let mut source = common::source();
-    source.run_id = run.into();
-    source.invocation_id = format!("{run}-invocation");
-    source
+/// One log given both servers, the primary first, that opens on the one
+/// accepting writes (`target_session_attrs=read-write`), migrating it.
+async fn log_on_both(primary: &Cluster, standby: &Cluster, dbname: &str) -> Log {
+    let url = format!(
+        "host=127.0.0.1,127.0.0.1 port={},{} user={USER} dbname={dbname} \
+         connect_timeout=5 target_session_attrs=read-write",
+        primary.port(),
+        standby.port()
+    );
+    let options = PostgresOptions::new()
+        .migrate(true)
+        .timeout(Duration::from_secs(5));
+    open(&url, options).await.expect("the log on the primary")
+}
+
+/// The facts of `run`, once the log answers again after the failover
+/// (bounded: R5).
+async fn facts_once_promoted(log: &Log, run: &str) -> RunFacts<Payload> {
+    within("the log answers on the promoted standby", async {
+        loop {
+            match log.facts_async(ROOT, run).await {
+                Ok(facts) => return facts,
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    })
+    .await
 }
 
 #[test]
@@ -66,16 +93,7 @@ fn g1_g2_g4_a_synchronous_failover_keeps_every_acknowledged_write_and_the_fence(
         })
         .await;
 
-        let url = format!(
-            "host=127.0.0.1,127.0.0.1 port={},{} user={USER} dbname={dbname} \
-             connect_timeout=5 target_session_attrs=read-write",
-            primary.port(),
-            standby.port()
-        );
-        let options = PostgresOptions::new()
-            .migrate(true)
-            .timeout(Duration::from_secs(5));
-        let log = open(&url, options).await.expect("the log on the primary");
+        let log = log_on_both(&primary, &standby, &dbname).await;
         // Ten Runs: the even ones handed off, the odd ones left open.
         let mut answered = Vec::new();
         for i in 0..10 {
@@ -95,15 +113,7 @@ fn g1_g2_g4_a_synchronous_failover_keeps_every_acknowledged_write_and_the_fence(
         standby.promote();
 
         // The same log, never reopened: its pool reaches the new primary.
-        let first = within("the log answers on the promoted standby", async {
-            loop {
-                match log.facts_async(ROOT, "run-0").await {
-                    Ok(facts) => return facts,
-                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-                }
-            }
-        })
-        .await;
+        let first = facts_once_promoted(&log, "run-0").await;
         assert_eq!(first.pauses.len(), 1, "G2: run-0's acknowledged pause");
         for (run, epoch, handed_off) in &answered {
             let facts = within("R5", log.facts_async(ROOT, run)).await.unwrap();
@@ -144,16 +154,7 @@ fn g4_an_asynchronous_failover_that_loses_claims_never_answers_their_epochs_agai
     runtime().block_on(async {
         let dbname = primary.database().await;
         let standby = primary.standby();
-        let url = format!(
-            "host=127.0.0.1,127.0.0.1 port={},{} user={USER} dbname={dbname} \
-             connect_timeout=5 target_session_attrs=read-write",
-            primary.port(),
-            standby.port()
-        );
-        let options = PostgresOptions::new()
-            .migrate(true)
-            .timeout(Duration::from_secs(5));
-        let log = open(&url, options).await.expect("the log on the primary");
+        let log = log_on_both(&primary, &standby, &dbname).await;
         let first = within("R5", log.claim_async(ROOT, "run-a")).await.unwrap();
         assert_eq!(first, Claim::Owner(Epoch::new(1)));
         // The standby has everything so far, then stops receiving.
@@ -189,15 +190,7 @@ fn g4_an_asynchronous_failover_that_loses_claims_never_answers_their_epochs_agai
         standby.restart();
         standby.promote();
 
-        let facts = within("the log answers on the promoted standby", async {
-            loop {
-                match log.facts_async(ROOT, "run-a").await {
-                    Ok(facts) => return facts,
-                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-                }
-            }
-        })
-        .await;
+        let facts = facts_once_promoted(&log, "run-a").await;
         assert_eq!(facts.epoch, Epoch::new(1), "the takeover's claim was lost");
         let Ok(Claim::Owner(a)) = within("R5", log.claim_async(ROOT, "run-a")).await else {
             panic!("run-a is open");

@@ -14,7 +14,7 @@ use baton::durable::{AsyncHandoffLog, Claim, Epoch, LogError, PostgresLog, Recei
 use crate::Payload;
 use crate::common::postgres::Cluster;
 use crate::common::{self, within};
-use crate::postgres_only::{log_through_a_proxy, open, pause, runtime};
+use crate::postgres_only::{connect, log_through_a_proxy, pause, runtime};
 use crate::postgres_store::{insert_pause_row, until_a_backend_waits_for_a_lock};
 
 type Log = PostgresLog<Payload>;
@@ -25,8 +25,7 @@ const ROOT: &str = "run";
 /// epoch), and the test's own connection.
 async fn claimed(cluster: &Cluster) -> (Log, Epoch, tokio_postgres::Client) {
     let dbname = cluster.database().await;
-    let options = baton::durable::PostgresOptions::new().migrate(true);
-    let log = open(&cluster.url(&dbname), options).await.unwrap();
+    let log = connect(&cluster.url(&dbname)).await.unwrap();
     let Ok(Claim::Owner(epoch)) = within("R5", log.claim_async(ROOT, "run")).await else {
         panic!("a fresh Run is open");
     };
