@@ -61,6 +61,24 @@
  *
  * -DCHECK_R5 adds R5 as LTL (compile pan without -DSAFETY, run pan -a;
  * with -DFATES, pan -a -f: retention's refusals are self-loops).
+ *
+ * -DFAILOVER=1 (a synchronous standby) or -DFAILOVER=2 (an asynchronous
+ * one), with -DFATES, adds the failover of issue 49 (docs/SPEC.md §6,
+ * "Replication and failover"): a standby that holds a copy of the log,
+ * received in order — an asynchronous one at any moment, a synchronous
+ * one also before every answered operation (each takes the Run's row lock,
+ * so its commit waits for the standby), never for a write whose reply was
+ * lost — and one failover, while another claim may follow: the log
+ * becomes the standby's copy on the next term, whose claims answer above
+ * the term's floor (timeline_floor: 2^40, kept here as 8; epochs stay
+ * below 16). With a standby, the successor is due once a party is told
+ * of its pause (the append's reply, or a claim answering HandedOff). G2
+ * (what was acknowledged survives) is asserted; on an asynchronous standby
+ * the promises a failover may break (R1 R2 R4 R7's seal R8 G1 G5 G2, and
+ * R5) are left out unless -DALL_PROMISES, which must then fail. Its
+ * broken variant:
+ *   BROKEN_NO_FLOOR            claims after the failover answer the surviving
+ *                              epoch + 1 (no floor): an epoch answered twice
  */
 
 #ifndef N
@@ -93,6 +111,28 @@ byte pause = 0;        /* 0: no pause; i+1: worker i's pause is durable */
 byte pause_epoch = 0;  /* the epoch that pause was appended under */
 byte finish = 0;       /* 0: no outcome; i+1: worker i's outcome is durable */
 bool retired = false;  /* the root Run's tombstone */
+
+#ifdef FAILOVER
+/* The standby's copy of the log, and whether it was promoted. */
+bool failed_over = false;
+byte s_epoch = 0;
+byte s_pause = 0;
+byte s_pause_epoch = 0;
+byte s_finish = 0;
+bool s_retired = false;
+byte s_succ_epoch = 0;
+bool s_succ_finish = false;
+#endif
+#if defined(FAILOVER) && !defined(BROKEN_NO_FLOOR)
+#define FLOOR (failed_over -> 8 : 0)   /* timeline_floor(2) = 2^40, kept as 8 */
+#else
+#define FLOOR 0
+#endif
+/* The epoch a claim issues on an open Run: max(c, floor) + 1. */
+#define NEXT(c) ((c > FLOOR -> c : FLOOR) + 1)
+#if FAILOVER == 2 && !defined(ALL_PROMISES)
+#define ASYNC_SKIP   /* the promises an asynchronous failover may break */
+#endif
 
 /* The successor a durable pause names (FATES): a second Run of the root. */
 #define S_UNNAMED  0  /* no durable pause names it yet */
@@ -133,8 +173,8 @@ hidden int logsnap;          /* scratch: the log before the step (G3) */
     fi
 
 /* What the log holds, as one number (every field is below its factor). */
-#define LOG_SNAP (epoch + 8 * pause + 64 * pause_epoch + 512 * finish + 4096 * retired \
-                  + 8192 * succ_epoch + 32768 * succ_finish)
+#define LOG_SNAP (epoch + 16 * pause + 128 * pause_epoch + 2048 * finish + 16384 * retired \
+                  + 32768 * succ_epoch + 524288 * succ_finish)
 /* G3: a step that did not write (a refusal, an answer that writes
  * nothing) leaves the log as it was before it (logsnap). */
 #define G3(wrote) PROP((wrote) || LOG_SNAP == logsnap, "G3 a refusal writes nothing"); logsnap = 0
@@ -162,11 +202,39 @@ hidden int logsnap;          /* scratch: the log before the step (G3) */
 #define NOT_HELD(j, e) (j >= started || held[j] != e)
 #define NEW_EPOCH(e) (NOT_HELD(0, e) && NOT_HELD(1, e) && NOT_HELD(2, e) && NOT_HELD(3, e))
 
+#ifdef FAILOVER
+/* G2: every fate a party was told of is in the log (or the root retired):
+ * a worker's acknowledged pause or outcome, the fate a claim answered the
+ * owner, the successor's acknowledged outcome. */
+#define KEPT(i) ((phase[i] != ACKED && phase[i] != SEALED || pause == i + 1) \
+                 && (phase[i] != FINISHED || finish == i + 1))
+#define G2_OK (retired || (KEPT(0) && KEPT(1) && KEPT(2) && KEPT(3) \
+               && (decided != 1 || pause > 0) && (decided != 2 || finish > 0) \
+               && (succ != S_FINISHED || succ_finish)))
+#define STANDBY_SNAP (s_epoch + 16 * s_pause + 128 * s_pause_epoch + 2048 * s_finish \
+                      + 16384 * s_retired + 32768 * s_succ_epoch + 524288 * s_succ_finish)
+/* The standby receives everything the primary holds. */
+#define REPLICATE s_epoch = epoch; s_pause = pause; s_pause_epoch = pause_epoch; \
+    s_finish = finish; s_retired = retired; s_succ_epoch = succ_epoch; s_succ_finish = succ_finish
+#endif
+/* An answered operation on a synchronous standby: its commit waited for
+ * the standby, which then holds everything before it. */
+#if FAILOVER == 1
+#define SYNC_WAIT if :: !failed_over -> REPLICATE :: else -> skip fi
+#else
+#define SYNC_WAIT skip
+#endif
+
 inline invariants() {
+#ifndef ASYNC_SKIP
     PROP(R1_OK, "R1 a Run handed off is never continued by a resumed worker");
     PROP(R4_OK, "R4 a sealed worker's pause is durable");
     PROP(R8_OK, "R8 a Run has at most one final fate, and no epoch is issued after it");
+#endif
     PROP(R10_OK, "R10 retention leaves the tombstone only");
+#if defined(FAILOVER) && !defined(ASYNC_SKIP)
+    PROP(G2_OK, "G2 what was acknowledged survives a failover");
+#endif
 }
 
 /* The table's append column, for worker w holding epoch held[w]. */
@@ -196,7 +264,7 @@ inline log_append(w) {
             PROP(held[w] == epoch, "R7 a fenced worker never appends");
             PROP(!retired, "R9 no write under the tombstone");
             pause = w + 1; pause_epoch = e; ans = Written;
-#ifdef FATES
+#if defined(FATES) && !defined(FAILOVER)
             /* the durable pause names the successor: it must stay claimable (G1) */
             if :: succ == S_UNNAMED -> succ = S_DUE :: else -> skip fi
 #endif
@@ -262,9 +330,11 @@ inline after_finish(w) {
 /* A seal under the tombstone: the append was acknowledged before
  * retention removed the pause with the Run's rows. */
 inline seal(w) {
+#ifndef ASYNC_SKIP
     PROP((pause == w + 1 && pause_epoch == held[w]) || TOMB,
          "R2 a seal implies the pause is durable under the worker's epoch");
     PROP(held[w] == epoch || TOMB, "R7 a fenced worker never seals");
+#endif
     phase[w] = SEALED
 }
 
@@ -298,7 +368,7 @@ end:
             if :: epoch == 0 -> epoch = 1 :: else -> skip fi;
             held[started] = epoch;      /* reissues the current epoch */
 #else
-            epoch = epoch + 1;          /* every older epoch is fenced */
+            epoch = NEXT(epoch);        /* every older epoch is fenced */
             held[started] = epoch;
 #endif
             PROP(NEW_EPOCH(held[started]), "R9 an epoch is never issued twice");
@@ -313,6 +383,10 @@ end:
         :: !owns && !retired && pause > 0 ->
             printf("owner claims: HandedOff (worker %d's pause is durable), writes nothing\n", pause - 1);
             decided = 1;               /* writes nothing */
+#if defined(FATES) && defined(FAILOVER)
+            /* the owner is told: the successor is due (G1) */
+            if :: succ == S_UNNAMED -> succ = S_DUE :: else -> skip fi;
+#endif
 #ifdef BROKEN_CLAIM_WRITES_FINAL
             printf("  and advances the epoch\n");
             epoch = epoch + 1;
@@ -332,6 +406,7 @@ end:
         fi;
         G3(owns);
         owns = 0; susp = 0;
+        SYNC_WAIT;
         invariants()
        }
     od
@@ -347,6 +422,11 @@ end:
     :: d_step { /* append, reply received */
         phase[ME] == COMMITTED -> log_append(ME);
         printf("worker %d appends under epoch %d (log epoch %d): %e\n", ME, held[ME], epoch, ans);
+#if defined(FATES) && defined(FAILOVER)
+        /* its worker is told: the successor is due (G1) */
+        if :: ans == Written && succ == S_UNNAMED -> succ = S_DUE :: else -> skip fi;
+#endif
+        if :: ans == Written || ans == AlreadyDurable -> SYNC_WAIT :: else -> skip fi;
         after_append(ME); ans = 0; e = 0; c = 0; invariants()
        }
     :: d_step { /* append commits, its reply is lost: a storage error, close */
@@ -370,6 +450,7 @@ end:
     :: d_step { /* finish, reply received */
         phase[ME] == FINISHING -> log_finish(ME);
         printf("worker %d finishes under epoch %d (log epoch %d): %e\n", ME, held[ME], epoch, ans);
+        if :: ans == Written || ans == AlreadyDurable -> SYNC_WAIT :: else -> skip fi;
         after_finish(ME); ans = 0; e = 0; c = 0; invariants()
        }
     :: d_step { /* finish commits, its reply is lost: close */
@@ -428,7 +509,7 @@ end:
             G3(false)
         :: else ->
             PROP(epoch == 0 || pause > 0 || finish > 0, "R10 retention removes only final Runs");
-#ifndef NO_G5
+#if !defined(NO_G5) && !defined(ASYNC_SKIP)
             PROP(epoch > 0 && (pause > 0 || finish > 0) && (succ_epoch == 0 || succ_finish)
                  && succ != S_DUE && succ != S_WORKING,
                  "G5 retention removes only ended work: every Run final, the successor claimed and final");
@@ -442,8 +523,9 @@ end:
             PROP(false, "R10 retention leaves the tombstone only")
 #endif
 #else
-            retired = true
+            retired = true;
 #endif
+            SYNC_WAIT
         fi;
         logsnap = 0;
         invariants()
@@ -451,6 +533,11 @@ end:
     od
 }
 
+#ifdef ASYNC_SKIP
+#define G1_REFUSED(name) skip
+#else
+#define G1_REFUSED(name) PROP(false, name)
+#endif
 /* The successor's owner and worker: once a durable pause names it, its
  * claim (the claim column on its own facts: Retired under the tombstone,
  * else epoch c+1 and Owner), then its finish (the finish column, under the
@@ -465,16 +552,17 @@ end:
         :: retired ->
             printf("the successor's claim: Retired (its handoff's rows are gone)\n");
             succ = S_REFUSED;
-            PROP(false, "G1 a durable handoff reaches its successor: its claim is never refused")
+            G1_REFUSED("G1 a durable handoff reaches its successor: its claim is never refused")
         :: !retired && succ_finish ->
             printf("the successor's claim: Finished\n");
             succ = S_REFUSED;
-            PROP(false, "G1 a durable handoff reaches its successor: its claim is never refused")
+            G1_REFUSED("G1 a durable handoff reaches its successor: its claim is never refused")
         :: else ->
-            succ_epoch = succ_epoch + 1; succ_held = succ_epoch; succ = S_WORKING;
+            succ_epoch = NEXT(succ_epoch); succ_held = succ_epoch; succ = S_WORKING;
             printf("the successor's claim: Owner(epoch %d)\n", succ_held)
         fi;
         G3(succ == S_WORKING);
+        SYNC_WAIT;
         invariants()
        }
     :: d_step {
@@ -495,12 +583,41 @@ end:
         G3(ans == Written);
         printf("the successor finishes under epoch %d: %e\n", succ_held, ans);
         if
-        :: ans == Written || ans == AlreadyDurable -> succ = S_FINISHED
+        :: ans == Written || ans == AlreadyDurable -> succ = S_FINISHED; SYNC_WAIT
         :: else ->
             succ = S_REFUSED;
-            PROP(false, "G1 a durable handoff reaches its successor: its finish is never refused")
+            G1_REFUSED("G1 a durable handoff reaches its successor: its finish is never refused")
         fi;
         ans = 0;
+        invariants()
+       }
+    od
+}
+#endif
+
+#ifdef FAILOVER
+/* The standby and its promotion: until the failover, the standby may
+ * receive everything the primary holds (in order, so it always holds what
+ * the primary held at some earlier moment); the failover, once, while
+ * another claim may follow: the log is the standby's copy, on the next
+ * term (FLOOR). */
+active proctype standby() {
+end:
+    do
+    :: d_step {
+        !failed_over && LOG_SNAP != STANDBY_SNAP ->
+        printf("the standby receives everything the primary holds\n");
+        REPLICATE
+       }
+    :: d_step {
+        !failed_over && FAULTS ->
+        printf("FAILOVER: the primary is lost, the standby promoted (lost: %d)\n",
+               LOG_SNAP != STANDBY_SNAP);
+        epoch = s_epoch; pause = s_pause; pause_epoch = s_pause_epoch; finish = s_finish;
+        retired = s_retired; succ_epoch = s_succ_epoch; succ_finish = s_succ_finish;
+        failed_over = true;
+        s_epoch = 0; s_pause = 0; s_pause_epoch = 0; s_finish = 0;
+        s_retired = false; s_succ_epoch = 0; s_succ_finish = false;
         invariants()
        }
     od

@@ -2,8 +2,9 @@
 //! handoff gate's configurations, the durable handoff's (the gate with the
 //! log, crashes and the restart: R1–R5), the delegation ledger's, the
 //! fenced handoff's (SPEC §6: zombies, wrong suspicions, lost replies,
-//! the finish, the successor and retention: R1–R10, G1, G3–G5), and the
-//! self-tests on broken variants of each.
+//! the finish, the successor and retention: R1–R10, G1, G3–G5; then a
+//! failover to a synchronous and to an asynchronous standby: G2 too), and
+//! the self-tests on broken variants of each.
 //!
 //! Flags: `--diagram` prints the Mermaid state diagram of the CI
 //! configuration; `--symmetry` reduces symmetry; `--requesters N --tries T`
@@ -15,8 +16,9 @@
 //! NAME` checks a broken variant of `step` instead of the real one (to see
 //! a counterexample printed, and for the gate written as JSON; the
 //! ledger's variants `f_…`–`h_…` and `o_…` run the ledger's configurations, the
-//! fence's `k_…`–`r_…` the fence's (those of the finish and retention, its
-//! configurations with them), the durable variants `i_seal_before_append` and
+//! fence's `k_…`–`u_…` the fence's (those of the finish and retention, its
+//! configurations with them; the failover's, those with an asynchronous
+//! standby), the durable variants `i_seal_before_append` and
 //! `j_reconcile_resumes_a_handed_off_run` the durable ones). Exits 1
 //! if a property fails or a broken variant goes uncaught.
 
@@ -93,7 +95,7 @@ fn main() -> ExitCode {
         return finish(ok, started);
     }
     if let Some(broken) = fence::by_name(&label) {
-        let fates = |s: fence::Setup| (s.finish, s.retire);
+        let fates = |s: fence::Setup| (s.finish, s.retire, s.replication);
         for named in fence::REPORT
             .into_iter()
             .filter(|n| fates(n.setup) == fates(broken.setup))

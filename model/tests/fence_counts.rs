@@ -3,14 +3,20 @@
 //! the log's real claim and append rules; then with the third fate,
 //! retention and the successor a durable pause names, the real finish and
 //! retire rules too), every property passing on them, and the broken
-//! rules caught with their shortest counterexamples. A change in a count
+//! rules caught with their shortest counterexamples; then the same with a
+//! failover to a synchronous standby (every promise holds, G2 with them)
+//! and to an asynchronous one (the fence holds; exactly the promises SPEC
+//! §6 says such a failover may break are seen broken). A change in a count
 //! is a behaviour change of the rule or of the model: explain it in the
 //! commit that changes the number.
 
-use baton_model::explore::{Exploration, Verdict};
-use baton_model::fence::props::{G1, G3, G4, G5, R1, R2, R3, R4, R5, R6, R7, R8, R9, R10};
+use baton_model::explore::{Exploration, Options, Verdict, explore};
+use baton_model::fence::failover::MAY_BREAK_ASYNCHRONOUSLY;
+use baton_model::fence::props::{
+    G1, G2, G3, G4, G5, R1, R2, R3, R4, R5, R6, R7, R8, R9, R10, promises,
+};
 use baton_model::fence::report::{explore_all, self_test};
-use baton_model::fence::{FAct, FSys, FenceModel, Setup};
+use baton_model::fence::{FAct, FSys, FenceModel, Replication, Setup};
 
 /// R1–R10 and the promises every configuration checks (G3, G4).
 const EVERY_RULE: [&str; 12] = [R1, R2, R3, R4, R5, R6, R7, R8, R9, R10, G3, G4];
@@ -106,6 +112,107 @@ fn four_workers_finish_and_retention_have_exactly_5002_states_and_r1_to_r10_g1_t
     assert_every_property_passes_with_the_successor(&e);
 }
 
+fn check_failover(workers: u8, replication: Replication) -> Exploration<FSys, FAct> {
+    explore_all(&FenceModel::new(Setup::failover(workers, replication)))
+}
+
+/// A synchronous standby: a failover loses only writes nobody was told
+/// of, so every promise holds across it, G2 (what was acknowledged
+/// survives) with them.
+#[test]
+fn a_failover_to_a_synchronous_standby_keeps_every_promise_with_exactly_these_states() {
+    for (workers, counts) in [
+        (1, (28, 49, 8)),
+        (2, (403, 944, 11)),
+        (3, (3_325, 11_308, 14)),
+        (4, (24_889, 112_780, 17)),
+    ] {
+        let e = check_failover(workers, Replication::Synchronous);
+        assert_eq!(
+            (e.states, e.transitions, e.max_depth),
+            counts,
+            "{workers} workers"
+        );
+        if workers > 1 {
+            assert_every_property_passes_with_the_successor(&e);
+            assert_eq!(e.verdict(G2), Some(&Verdict::Holds), "{workers} workers");
+        }
+    }
+}
+
+/// An asynchronous standby: the fence holds (no epoch answered twice, no
+/// zombie write, a refusal writes nothing, retention never reopens it),
+/// and each promise a failover may break is seen broken — on 3 and 4
+/// workers every one of them, with its shortest counterexample.
+#[test]
+fn a_failover_to_an_asynchronous_standby_keeps_the_fence_with_exactly_these_states() {
+    let holds = [R3, R6, R9, R10, G3, G4];
+    for (workers, counts) in [
+        (1, (64, 136, 8)),
+        (2, (1_122, 3_051, 12)),
+        (3, (11_000, 40_400, 15)),
+        (4, (91_350, 440_616, 18)),
+    ] {
+        let e = check_failover(workers, Replication::Asynchronous);
+        assert_eq!(
+            (e.states, e.transitions, e.max_depth),
+            counts,
+            "{workers} workers"
+        );
+        if workers > 1 {
+            for (name, verdict) in &e.verdicts {
+                assert!(verdict.passed(), "{workers} workers, {name}: {verdict:?}");
+            }
+        }
+        for p in holds {
+            assert_eq!(
+                e.verdict(p),
+                Some(&Verdict::Holds),
+                "{workers} workers: {p}"
+            );
+        }
+    }
+    for workers in [3, 4] {
+        let model = FenceModel::new(Setup::failover(workers, Replication::Asynchronous));
+        let e = explore(
+            &model,
+            &promises(&model.setup),
+            Options {
+                symmetry: false,
+                liveness: true,
+                time_limit: None,
+            },
+        );
+        let broken: Vec<_> = e
+            .verdicts
+            .iter()
+            .filter_map(|(name, v)| match v {
+                Verdict::Violated(t) => Some((*name, t.steps.len())),
+                _ => None,
+            })
+            .collect();
+        // G2 in 4 steps: a claim, a commit, an acknowledged append, the
+        // failover before the standby received it.
+        let want = [
+            (R1, 6),
+            (R2, 5),
+            (R4, 5),
+            (R5, 5),
+            (R7, 5),
+            (R8, 6),
+            (G1, 6),
+            (G2, 4),
+            (G5, 7),
+        ];
+        assert_eq!(broken, want, "{workers} workers");
+        assert_eq!(
+            want.map(|(name, _)| name),
+            MAY_BREAK_ASYNCHRONOUSLY,
+            "the promises an asynchronous failover breaks are those the report sets aside"
+        );
+    }
+}
+
 /// The design before fencing and eight broken rules (four of the
 /// handoff, on 3 workers; four of the finish and retention, on 3 workers
 /// with them and the successor), each caught by its property with a
@@ -161,6 +268,14 @@ fn every_broken_rule_is_caught_with_its_shortest_counterexample() {
         // claim, commit, append (the successor named), retire (G5 broken
         // here, at step 4), the successor's claim answers Retired.
         ("s_retention_counts_a_handoff_as_ended", G1, 5, vec![G1, G5]),
+        // claim (epoch 1, not yet on the asynchronous standby), the
+        // failover, claim: epoch 1 again instead of 2^40 + 1.
+        (
+            "u_epochs_restart_from_the_surviving_row",
+            G4,
+            3,
+            vec![R9, G4],
+        ),
     ];
     assert_eq!(caught.len(), expected.len());
     for ((name, by, steps, violated), (want, want_by, want_steps, want_violated)) in

@@ -130,6 +130,33 @@ pub fn claim_step_above<P: PartialEq + Clone>(
     }
 }
 
+/// The floor of the epochs a claim answers on a server whose timeline is
+/// `timeline` (the floor [`claim_step_above`] takes): `(timeline − 1) ·
+/// 2^40`, so that every epoch answered on a timeline is below every epoch
+/// answered on a later one (a Run is claimed fewer than 2^40 times on one
+/// timeline), and a fresh cluster's (timeline 1) is [`Epoch::NONE`]. A
+/// PostgreSQL promotion begins a later timeline, so no epoch the old
+/// primary answered — even one its asynchronous standby never received —
+/// is answered again (G4; docs/SPEC.md §6, "Replication and failover").
+/// `PostgresLog` calls it with the timeline its claim read, and the model
+/// checker (`baton-model`) with the term of its failover.
+///
+/// ```
+/// use baton::durable::{Epoch, timeline_floor};
+///
+/// assert_eq!(timeline_floor(1), Epoch::NONE);
+/// assert_eq!(timeline_floor(2), Epoch::new(1 << 40));
+/// assert!(timeline_floor(3) > timeline_floor(2));
+/// assert_eq!(timeline_floor(u32::MAX), Epoch::LAST);
+/// ```
+pub fn timeline_floor(timeline: u32) -> Epoch {
+    u64::from(timeline.saturating_sub(1))
+        .checked_mul(1 << 40)
+        .map_or(Epoch::LAST, |floor| {
+            Epoch::new(floor.min(Epoch::LAST.get()))
+        })
+}
+
 /// What an append (or a finish) does, when its epoch is the Run's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AppendStep {

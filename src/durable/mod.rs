@@ -75,7 +75,7 @@ pub use contract::{
 };
 pub use fence::{
     AppendStep, ClaimStep, Fate, append_step, claim_step, claim_step_above, finish_step,
-    retire_step,
+    retire_step, timeline_floor,
 };
 pub use finish::{FinishError, close_step, finish_then_close, finish_then_close_async};
 pub use memory::MemoryLog;

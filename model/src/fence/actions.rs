@@ -11,10 +11,11 @@ use baton::durable::{
 use baton::{HandoffIntent, HandoffPause, Invocation};
 
 use super::FenceModel;
+use super::setup::Replication;
 use super::setup::{Rules, Setup};
 use super::state::{
     Answer, FAct, FSys, MAX_WORKERS, Owner, Phase, ROOT, Retired, SUCCESSOR, SUCCESSOR_OUTCOME,
-    Succ, SuccClaimed,
+    Succ, SuccClaimed, compact, expand,
 };
 use crate::explore::{Fairness, Successor};
 
@@ -80,7 +81,7 @@ impl FenceModel {
     /// What the log holds for the successor, as a store reads it back.
     pub(super) fn successor_facts(&self, s: &FSys) -> RunFacts<u8> {
         let mut facts = RunFacts::empty(ROOT, SUCCESSOR);
-        facts.epoch = Epoch::new(s.succ_epoch.into());
+        facts.epoch = expand(s.succ_epoch);
         if s.succ_finish {
             facts.finished = Some(self.successor_outcome());
         }
@@ -91,7 +92,7 @@ impl FenceModel {
     /// What the log holds, as a store reads it back.
     pub(super) fn facts(&self, s: &FSys) -> RunFacts<u8> {
         let mut facts = RunFacts::empty(ROOT, ROOT);
-        facts.epoch = Epoch::new(s.epoch.into());
+        facts.epoch = expand(s.epoch);
         if s.pause > 0 {
             facts.pauses.push(self.row(s.pause - 1));
         }
@@ -139,23 +140,30 @@ impl FenceModel {
                 refused: false,
             }
         };
-        let act = match (self.rules.claim)(&self.facts(s)) {
+        let act = match (self.rules.claim)(&self.facts(s), s.floor()) {
             Ok(ClaimStep { answer, write }) => {
                 if let Some(epoch) = write {
-                    next.epoch = u8::try_from(epoch.get()).expect("epochs stay small");
+                    next.epoch = compact(epoch);
                 }
                 match answer {
                     Claim::Owner(epoch) => {
                         let i = s.started();
                         next.phase[i] = Phase::Working;
-                        next.held[i] = u8::try_from(epoch.get()).expect("epochs stay small");
+                        next.held[i] = compact(epoch);
                         FAct::Claim {
                             suspicion,
                             started: Some(i as u8),
                             refused: false,
                         }
                     }
-                    Claim::HandedOff(_) => ended(&mut next, Owner::Successor),
+                    Claim::HandedOff(_) => {
+                        if self.setup.retire && next.succ == Succ::Unnamed {
+                            // Only with a standby: without one, the pause
+                            // made it due already.
+                            next.succ = Succ::Due;
+                        }
+                        ended(&mut next, Owner::Successor)
+                    }
                     Claim::Finished(_) => ended(&mut next, Owner::Finished),
                     Claim::Retired => ended(&mut next, Owner::Retired),
                 }
@@ -195,9 +203,9 @@ impl FenceModel {
                 (None, Some(row)) => Fate::Finished(row),
                 (None, None) => Fate::Open,
             };
-            (Epoch::new(s.epoch.into()), fate)
+            (expand(s.epoch), fate)
         };
-        let held = Epoch::new(s.held[i].into());
+        let held = expand(s.held[i]);
         let decided = if finishing {
             (self.rules.finish)(ROOT, current, fate, held, (&self.source, &w))
         } else {
@@ -212,7 +220,8 @@ impl FenceModel {
                 } else {
                     next.pause = w + 1;
                     // The durable pause names the successor: from now on
-                    // it must stay claimable (G1).
+                    // it must stay claimable (G1). With a standby, from
+                    // when a party is told of it (below).
                     if self.setup.retire && next.succ == Succ::Unnamed {
                         next.succ = Succ::Due;
                     }
@@ -252,6 +261,12 @@ impl FenceModel {
             // The reply is lost: the log did it, the worker saw a storage
             // error, and closes (for an append: its gate, without a seal).
             next.phase[i] = after(Err(lost()));
+            if self.setup.replication != Replication::Single {
+                // Nobody was told of the pause: its successor is due once
+                // a claim answers `HandedOff` (a failover may lose it
+                // before).
+                next.succ = s.succ;
+            }
             out.push(Successor {
                 action: act(true),
                 next,
@@ -322,15 +337,15 @@ impl FenceModel {
         match s.succ {
             Succ::Due => {
                 let mut next = *s;
-                let answer = match (self.rules.claim)(&self.successor_facts(s)) {
+                let answer = match (self.rules.claim)(&self.successor_facts(s), s.floor()) {
                     Ok(ClaimStep { answer, write }) => {
                         if let Some(epoch) = write {
-                            next.succ_epoch = u8::try_from(epoch.get()).expect("one claim");
+                            next.succ_epoch = compact(epoch);
                         }
                         match answer {
                             Claim::Owner(epoch) => {
                                 next.succ = Succ::Working;
-                                next.succ_held = u8::try_from(epoch.get()).expect("one claim");
+                                next.succ_held = compact(epoch);
                                 SuccClaimed::Owner
                             }
                             Claim::Retired => SuccClaimed::Retired,
@@ -353,15 +368,15 @@ impl FenceModel {
                 let (current, fate) = if s.retired {
                     (Epoch::NONE, Fate::Retired)
                 } else if s.succ_finish {
-                    (Epoch::new(s.succ_epoch.into()), Fate::Finished(&row))
+                    (expand(s.succ_epoch), Fate::Finished(&row))
                 } else {
-                    (Epoch::new(s.succ_epoch.into()), Fate::Open)
+                    (expand(s.succ_epoch), Fate::Open)
                 };
                 let decided = (self.rules.finish)(
                     ROOT,
                     current,
                     fate,
-                    Epoch::new(s.succ_held.into()),
+                    expand(s.succ_held),
                     (&self.successor, &SUCCESSOR_OUTCOME),
                 );
                 let mut next = *s;

@@ -63,6 +63,7 @@
 //! before fencing (the owner decides by reading the log).
 
 mod actions;
+pub mod failover;
 pub mod props;
 pub mod report;
 mod setup;
@@ -71,9 +72,12 @@ pub mod variants;
 
 pub(crate) use setup::retire_with_tombstone;
 pub use setup::{
-    AppendFn, ClaimFn, FinishFn, Named, REPORT, RetireFn, Rules, SELF_TEST, SELF_TEST_FATES, Setup,
+    AppendFn, ClaimFn, FinishFn, Named, REPORT, Replication, RetireFn, Rules, SELF_TEST,
+    SELF_TEST_FAILOVER, SELF_TEST_FATES, Setup,
 };
-pub use state::{Answer, FAct, FSys, MAX_WORKERS, Owner, Phase, Retired, Succ, SuccClaimed};
+pub use state::{
+    Answer, FAct, FSys, Log, MAX_WORKERS, Owner, Phase, Retired, Succ, SuccClaimed, compact, expand,
+};
 pub use variants::{VARIANTS, Variant, by_name};
 
 use baton::{HandoffPause, Invocation};
@@ -95,55 +99,66 @@ pub struct FenceModel {
 impl Model for FenceModel {
     type State = FSys;
     type Action = FAct;
-    type Key = u64;
+    type Key = u128;
 
-    fn pack(&self, s: &FSys) -> u64 {
+    fn pack(&self, s: &FSys) -> u128 {
+        let log = |(epoch, pause, finish, retired, succ_epoch, succ_finish): Log| {
+            u128::from(epoch)
+                | u128::from(pause) << 4
+                | u128::from(finish) << 8
+                | u128::from(retired) << 12
+                | u128::from(succ_epoch) << 13
+                | u128::from(succ_finish) << 17
+        };
         let owner = Owner::ALL
             .iter()
             .position(|o| *o == s.owner)
-            .expect("an owner") as u64;
-        let mut key = u64::from(s.epoch)
-            | u64::from(s.pause) << 4
-            | u64::from(s.finish) << 8
-            | u64::from(s.retired) << 12
-            | owner << 13;
+            .expect("an owner") as u128;
+        let succ = Succ::ALL
+            .iter()
+            .position(|p| *p == s.succ)
+            .expect("a successor phase") as u128;
+        let mut key = log(s.log())
+            | owner << 18
+            | succ << 20
+            | u128::from(s.succ_held) << 23
+            | u128::from(s.failed_over) << 27
+            | log(s.standby) << 28;
         for i in 0..MAX_WORKERS {
             let phase = Phase::ALL
                 .iter()
                 .position(|p| *p == s.phase[i])
-                .expect("a phase") as u64;
-            key |= (phase | u64::from(s.held[i]) << 4) << (15 + 8 * i);
+                .expect("a phase") as u128;
+            key |= (phase | u128::from(s.held[i]) << 4) << (46 + 8 * i);
         }
-        let succ = Succ::ALL
-            .iter()
-            .position(|p| *p == s.succ)
-            .expect("a successor phase") as u64;
-        key | (succ
-            | u64::from(s.succ_epoch) << 3
-            | u64::from(s.succ_finish) << 5
-            | u64::from(s.succ_held) << 6)
-            << 47
+        key
     }
 
-    fn unpack(&self, key: u64) -> FSys {
+    fn unpack(&self, key: u128) -> FSys {
+        let log = |bits: u128| -> Log {
+            (
+                (bits & 0xf) as u8,
+                (bits >> 4 & 0xf) as u8,
+                (bits >> 8 & 0xf) as u8,
+                bits >> 12 & 1 == 1,
+                (bits >> 13 & 0xf) as u8,
+                bits >> 17 & 1 == 1,
+            )
+        };
         let mut s = FSys {
-            epoch: (key & 0xf) as u8,
-            pause: (key >> 4 & 0xf) as u8,
-            finish: (key >> 8 & 0xf) as u8,
-            retired: key >> 12 & 1 == 1,
-            owner: Owner::ALL[(key >> 13 & 0x3) as usize],
+            owner: Owner::ALL[(key >> 18 & 0x3) as usize],
+            succ: Succ::ALL[(key >> 20 & 0x7) as usize],
+            succ_held: (key >> 23 & 0xf) as u8,
+            failed_over: key >> 27 & 1 == 1,
+            standby: log(key >> 28),
             ..FSys::default()
         };
+        s.set_log(log(key));
         for i in 0..MAX_WORKERS {
-            let bits = key >> (15 + 8 * i);
+            let bits = key >> (46 + 8 * i);
             s.phase[i] = Phase::ALL[(bits & 0xf) as usize];
             s.held[i] = (bits >> 4 & 0xf) as u8;
         }
-        let bits = key >> 47;
-        s.succ = Succ::ALL[(bits & 0x7) as usize];
-        s.succ_epoch = (bits >> 3 & 0x3) as u8;
-        s.succ_finish = bits >> 5 & 1 == 1;
-        s.succ_held = (bits >> 6 & 0x3) as u8;
         s
     }
 
@@ -160,5 +175,7 @@ impl Model for FenceModel {
             self.successor_steps(s, out);
         }
         self.retire_steps(s, out);
+        self.wait_for_the_standby(s, out);
+        self.failover_steps(s, out);
     }
 }

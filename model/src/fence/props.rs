@@ -52,7 +52,8 @@
 //! was final when its rows went.
 
 use super::{
-    Answer, FAct, FSys, FenceModel, MAX_WORKERS, Owner, Phase, Retired, Setup, Succ, SuccClaimed,
+    Answer, FAct, FSys, FenceModel, MAX_WORKERS, Owner, Phase, Replication, Retired, Setup, Succ,
+    SuccClaimed,
 };
 use crate::explore::{Check, Property};
 
@@ -80,6 +81,8 @@ pub const R9: &str = "R9 retention never reopens the fence: no epoch issued twic
 pub const R10: &str = "R10 retention removes only final Runs and leaves the tombstone only";
 /// G1's name.
 pub const G1: &str = "G1 a durable handoff reaches its successor: its claim and its finish are never refused until it is final";
+/// G2's name (with a standby: what a failover must keep).
+pub const G2: &str = "G2 what was acknowledged survives a failover: a pause or an outcome a party was told of stays in the log";
 /// G3's name.
 pub const G3: &str = "G3 a refusal writes nothing";
 /// G4's name.
@@ -87,7 +90,7 @@ pub const G4: &str = "G4 an epoch a claim answered is never answered to another 
 /// G5's name.
 pub const G5: &str = "G5 retention removes only ended work: every Run final, the successor a durable pause names claimed and final";
 
-fn sometimes(name: &'static str, check: crate::explore::StepCheck<M>) -> Property<M> {
+pub(super) fn sometimes(name: &'static str, check: crate::explore::StepCheck<M>) -> Property<M> {
     Property {
         name,
         check: Check::Sometimes(check),
@@ -117,7 +120,9 @@ fn wrote_or_sealed(t: &FAct) -> Option<u8> {
         | FAct::Crash(_)
         | FAct::Retire(_)
         | FAct::SuccClaim(_)
-        | FAct::SuccFinish(_) => None,
+        | FAct::SuccFinish(_)
+        | FAct::Replicate
+        | FAct::Failover { .. } => None,
     }
 }
 
@@ -133,7 +138,12 @@ fn refused(t: &FAct) -> bool {
         FAct::RequestLost(_) => true,
         FAct::Retire(answer) => !matches!(answer, Retired::Removed { .. }),
         FAct::SuccClaim(answer) => answer != SuccClaimed::Owner,
-        FAct::Commit(_) | FAct::Seal(_) | FAct::Crash(_) | FAct::End(_) => false,
+        FAct::Commit(_)
+        | FAct::Seal(_)
+        | FAct::Crash(_)
+        | FAct::End(_)
+        | FAct::Replicate
+        | FAct::Failover { .. } => false,
     }
 }
 
@@ -156,17 +166,40 @@ fn removed(t: &FAct) -> bool {
     matches!(t, FAct::Retire(Retired::Removed { .. }))
 }
 
+/// Whether the step is a failover: it may lose a write nobody was told
+/// of on any standby, and more on an asynchronous one ([`G2`] says what
+/// must survive).
+fn failover(t: &FAct) -> bool {
+    matches!(t, FAct::Failover { .. })
+}
+
 /// Whether no worker was started after worker `fate - 1` (a fate of 0:
 /// none is durable).
 fn none_started_after(s: &FSys, fate: u8) -> bool {
     fate == 0 || (usize::from(fate)..MAX_WORKERS).all(|later| s.phase[later] == Phase::Idle)
 }
 
-/// Every property of `setup`, in report order: R1–R10, G1 and G3–G5 (G1
-/// and G5 where the successor and retention run) and the coverage (the
-/// finish's, retention's and the successor's situations only where they
-/// run).
+/// The properties `setup` is checked against: its [`promises`], except
+/// that on an asynchronous standby those a failover may break
+/// ([`MAY_BREAK_ASYNCHRONOUSLY`](super::failover::MAY_BREAK_ASYNCHRONOUSLY))
+/// are replaced by witnesses of their breaking (the report shows them
+/// broken, and `model/tests/fence_counts.rs` pins exactly which break).
 pub fn properties(setup: &Setup) -> Vec<Property<M>> {
+    let all = promises(setup);
+    if setup.replication != Replication::Asynchronous {
+        return all;
+    }
+    all.into_iter()
+        .filter(|p| !super::failover::MAY_BREAK_ASYNCHRONOUSLY.contains(&p.name))
+        .chain(super::failover::witnesses())
+        .collect()
+}
+
+/// Every promise of `setup`, in report order: R1–R10, G1–G5 (G1 and G5
+/// where the successor and retention run, G2 with a standby) and the
+/// coverage (the finish's, retention's, the successor's and the failover's
+/// situations only where they happen).
+pub fn promises(setup: &Setup) -> Vec<Property<M>> {
     let mut all = vec![
         Property {
             name: R1,
@@ -221,7 +254,7 @@ pub fn properties(setup: &Setup) -> Vec<Property<M>> {
                 // The pause, once durable, never changes hands (until
                 // retention removes it); a write is by a worker holding the
                 // current epoch, while no fate is durable.
-                (a.pause == 0 || b.pause == a.pause || removed(t))
+                (a.pause == 0 || b.pause == a.pause || removed(t) || failover(t))
                     && match *t {
                         FAct::Append {
                             worker,
@@ -253,7 +286,7 @@ pub fn properties(setup: &Setup) -> Vec<Property<M>> {
                 // outcome, once durable, never changes until retention.
                 !(b.pause > 0 && b.finish > 0)
                     && none_started_after(b, b.finish)
-                    && (a.finish == 0 || b.finish == a.finish || removed(t))
+                    && (a.finish == 0 || b.finish == a.finish || removed(t) || failover(t))
             }),
         },
         Property {
@@ -374,6 +407,14 @@ pub fn properties(setup: &Setup) -> Vec<Property<M>> {
         all.insert(13, g5);
         all.extend(retire_coverage());
         all.extend(successor_coverage());
+    }
+    if setup.replication != Replication::Single {
+        let g2 = Property {
+            name: G2,
+            check: Check::Always(|_: &M, s: &FSys| super::failover::told_is_kept(s)),
+        };
+        all.insert(if setup.retire { 11 } else { 10 }, g2);
+        all.extend(super::failover::coverage());
     }
     if setup.finish && setup.retire {
         all.push(sometimes(

@@ -4,7 +4,9 @@
 
 use std::fmt::Write as _;
 
-use super::{FAct, FSys, FenceModel, Named, Succ, VARIANTS, Variant, props};
+use baton::durable::timeline_floor;
+
+use super::{FAct, FSys, FenceModel, Named, Succ, VARIANTS, Variant, expand, props};
 use crate::explore::{Exploration, Options, Trace, Verdict, explore};
 use crate::report::{SelfTestRow, format_self_test_block, thousands, trace_shape, verdict_lines};
 
@@ -46,9 +48,9 @@ pub fn render(t: &Trace<FSys, FAct>) -> String {
         }
         let _ = writeln!(
             out,
-            "    {:>2}. {act:?}\n        → log epoch {} pause {}{}{}{} · owner {:?} · workers {:?} · epochs {:?}{}",
+            "    {:>2}. {act:?}\n        → log epoch {} pause {}{}{}{} · owner {:?} · workers {:?} · epochs [{}]{}{}",
             n + 1,
-            state.epoch,
+            shown(state.epoch),
             match state.pause {
                 0 => "none".to_owned(),
                 w => format!("of worker {}", w - 1),
@@ -59,19 +61,37 @@ pub fn render(t: &Trace<FSys, FAct>) -> String {
             },
             match (state.succ_epoch, state.succ_finish) {
                 (0, false) => String::new(),
-                (e, f) => format!(" · successor epoch {e}{}", if f { " finished" } else { "" }),
+                (e, f) => format!(
+                    " · successor epoch {}{}",
+                    shown(e),
+                    if f { " finished" } else { "" }
+                ),
             },
             if state.retired { " · tombstone" } else { "" },
             state.owner,
             state.phase,
-            state.held,
+            state.held.map(shown).join(", "),
             match state.succ {
                 Succ::Unnamed => String::new(),
                 succ => format!(" · successor {succ:?}"),
+            },
+            match (state.failed_over, state.standby == state.log()) {
+                (true, _) => " · failed over".to_owned(),
+                (false, true) => String::new(),
+                (false, false) => format!(" · standby {:?}", state.standby),
             }
         );
     }
     out
+}
+
+/// An epoch as a trace shows it: 1, 2, … on the first term, `2^40+1`, …
+/// after the failover (the state keeps them [`compact`](super::compact)).
+fn shown(epoch: u8) -> String {
+    match expand(epoch).get().checked_sub(timeline_floor(2).get()) {
+        Some(n) => format!("2^40+{n}"),
+        None => epoch.to_string(),
+    }
 }
 
 /// The report's block for one configuration.

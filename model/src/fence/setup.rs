@@ -3,13 +3,15 @@
 //! report checks.
 
 use baton::durable::{
-    AppendStep, ClaimStep, Epoch, Fate, LogError, Retirement, RunFacts, append_step, claim_step,
-    finish_step, retire_step,
+    AppendStep, ClaimStep, Epoch, Fate, LogError, Retirement, RunFacts, append_step,
+    claim_step_above, finish_step, retire_step,
 };
 use baton::{HandoffPause, Invocation};
 
-/// The log's claim rule: the real [`claim_step`], or a broken one.
-pub type ClaimFn = fn(&RunFacts<u8>) -> Result<ClaimStep<u8>, LogError>;
+/// The log's claim rule, on the facts and the floor of the server's term
+/// (`baton::durable::timeline_floor`): the real [`claim_step_above`], or a
+/// broken one.
+pub type ClaimFn = fn(&RunFacts<u8>, Epoch) -> Result<ClaimStep<u8>, LogError>;
 /// The log's append rule: the real [`append_step`], or a broken one.
 pub type AppendFn = fn(
     &str,
@@ -56,11 +58,30 @@ pub(crate) fn retire_with_tombstone(
 impl Rules {
     /// The real rules, as every store applies them.
     pub const REAL: Rules = Rules {
-        claim: claim_step,
+        claim: claim_step_above,
         append: append_step,
         finish: finish_step,
         retire: retire_with_tombstone,
     };
+}
+
+/// How the log's server replicates, and so what a failover keeps
+/// (docs/SPEC.md §6, "Replication and failover").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Replication {
+    /// One server, no standby: no failover (a restart loses nothing
+    /// acknowledged).
+    Single,
+    /// A synchronous standby: an answered operation waits until the
+    /// standby has every transaction before it (each takes the Run's row
+    /// lock, so it commits a transaction id, and its commit waits); a
+    /// write whose reply is lost may or may not have reached it. One
+    /// failover, at any moment while another claim may follow.
+    Synchronous,
+    /// An asynchronous standby: it receives the primary's transactions in
+    /// order, at any pace, and a failover loses every transaction it has
+    /// not received — acknowledged or not. One failover, as above.
+    Asynchronous,
 }
 
 /// A configuration.
@@ -75,6 +96,8 @@ pub struct Setup {
     /// the successor a durable pause names is a second Run of the root,
     /// claimed and finished by its own owner and worker.
     pub retire: bool,
+    /// The server's replication: with a standby, one failover.
+    pub replication: Replication,
 }
 
 impl Setup {
@@ -84,6 +107,7 @@ impl Setup {
             workers,
             finish: false,
             retire: false,
+            replication: Replication::Single,
         }
     }
 
@@ -95,6 +119,17 @@ impl Setup {
             workers,
             finish: true,
             retire: true,
+            replication: Replication::Single,
+        }
+    }
+
+    /// [`Setup::fates`] on a server with a standby replicating as
+    /// `replication`, which is promoted once: the log goes on with what
+    /// the standby had, on the next term.
+    pub const fn failover(workers: u8, replication: Replication) -> Self {
+        Self {
+            replication,
+            ..Self::fates(workers)
         }
     }
 }
@@ -110,8 +145,9 @@ pub struct Named {
 
 /// The report's configurations: one to four workers (up to three
 /// takeovers, epochs 1–4), handing off; then the same with the third fate,
-/// the successor a durable pause names, and retention.
-pub const REPORT: [Named; 6] = [
+/// the successor a durable pause names, and retention; then with a
+/// failover to a synchronous and to an asynchronous standby.
+pub const REPORT: [Named; 10] = [
     Named {
         name: "2 workers (1 takeover)",
         setup: Setup::handoff(2),
@@ -136,6 +172,22 @@ pub const REPORT: [Named; 6] = [
         name: "4 workers, finish, the successor and retention",
         setup: Setup::fates(4),
     },
+    Named {
+        name: "3 workers, every fate, a failover to a synchronous standby",
+        setup: Setup::failover(3, Replication::Synchronous),
+    },
+    Named {
+        name: "4 workers, every fate, a failover to a synchronous standby",
+        setup: Setup::failover(4, Replication::Synchronous),
+    },
+    Named {
+        name: "3 workers, every fate, a failover to an asynchronous standby",
+        setup: Setup::failover(3, Replication::Asynchronous),
+    },
+    Named {
+        name: "4 workers, every fate, a failover to an asynchronous standby",
+        setup: Setup::failover(4, Replication::Asynchronous),
+    },
 ];
 
 /// The configuration the self-test runs the handoff's broken variants on.
@@ -144,3 +196,6 @@ pub const SELF_TEST: Setup = Setup::handoff(3);
 /// The configuration the self-test runs the finish's and retention's
 /// broken variants on.
 pub const SELF_TEST_FATES: Setup = Setup::fates(3);
+
+/// The configuration the self-test runs the failover's broken variant on.
+pub const SELF_TEST_FAILOVER: Setup = Setup::failover(3, Replication::Asynchronous);

@@ -1,5 +1,8 @@
 //! The fence model's state: each worker's phase, the successor's, the
-//! owner's view, the log's answers and the system they make.
+//! owner's view, the log (and its standby's copy), the log's answers and
+//! the system they make.
+
+use baton::durable::{Epoch, timeline_floor};
 
 /// The most workers a configuration may start.
 pub const MAX_WORKERS: usize = 4;
@@ -13,6 +16,27 @@ pub(crate) const SUCCESSOR: &str = "successor";
 /// The successor's outcome (the root's workers' payloads are their
 /// indices, below [`MAX_WORKERS`]).
 pub(crate) const SUCCESSOR_OUTCOME: u8 = MAX_WORKERS as u8;
+
+/// An epoch as the state keeps it, in a few bits: `8 · t + n` for the
+/// epoch `timeline_floor(t + 1) + n` (`n < 8`), the `n`-th epoch answered on
+/// the `t`-th term after the first — so 1, 2, 3 on a server never failed
+/// over, and `2^40 + 1` (kept as 9) on the first claim after a promotion.
+/// The order of epochs is the order of their compact forms.
+pub fn compact(epoch: Epoch) -> u8 {
+    let term = timeline_floor(2).get();
+    let (t, n) = (epoch.get() / term, epoch.get() % term);
+    assert!(t < 2 && n < 8, "epoch {epoch:?} beyond the model's bounds");
+    (t * 8 + n) as u8
+}
+
+/// The epoch a compact form stands for ([`compact`]'s inverse).
+pub fn expand(compact: u8) -> Epoch {
+    Epoch::new(timeline_floor(2).get() * u64::from(compact / 8) + u64::from(compact % 8))
+}
+
+/// What the log holds, as one value: the root's epoch, pause and finish,
+/// its tombstone, the successor's epoch and finish ([`FSys::log`]).
+pub type Log = (u8, u8, u8, bool, u8, bool);
 
 /// Where a worker is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -115,7 +139,7 @@ impl Owner {
     ];
 }
 
-/// A global state.
+/// A global state. Epochs are kept [`compact`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct FSys {
     /// The log: the Run's current epoch (0: never claimed, or its rows
@@ -142,6 +166,10 @@ pub struct FSys {
     pub succ: Succ,
     /// The epoch the successor's worker holds (from its claim).
     pub succ_held: u8,
+    /// Whether the standby was promoted: the log is on its second term.
+    pub failed_over: bool,
+    /// What the standby holds, before the failover (the default after).
+    pub standby: Log,
 }
 
 impl FSys {
@@ -171,8 +199,26 @@ impl FSys {
             && !self.succ_finish
     }
 
+    /// The floor of the epochs a claim answers on the log's server now:
+    /// the real `timeline_floor` of its term.
+    pub fn floor(&self) -> Epoch {
+        timeline_floor(1 + u32::from(self.failed_over))
+    }
+
+    /// The log replaced by `log` (a promoted standby's copy).
+    pub fn set_log(&mut self, log: Log) {
+        (
+            self.epoch,
+            self.pause,
+            self.finish,
+            self.retired,
+            self.succ_epoch,
+            self.succ_finish,
+        ) = log;
+    }
+
     /// What the log holds (G3 compares it before and after a refusal).
-    pub fn log(&self) -> (u8, u8, u8, bool, u8, bool) {
+    pub fn log(&self) -> Log {
         (
             self.epoch,
             self.pause,
@@ -235,6 +281,15 @@ pub enum FAct {
     SuccClaim(SuccClaimed),
     /// The successor's worker recorded its outcome; what the log answered.
     SuccFinish(Answer),
+    /// The standby received every transaction the primary holds.
+    Replicate,
+    /// The primary was lost and its standby promoted: the log is what the
+    /// standby held, on the next term; `lost` says whether that is less
+    /// than the primary held.
+    Failover {
+        /// Whether transactions were lost.
+        lost: bool,
+    },
 }
 
 /// What a claim of the successor answered.

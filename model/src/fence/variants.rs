@@ -4,11 +4,13 @@
 
 use baton::durable::{
     AppendStep, Claim, ClaimStep, Decision, Epoch, Fate, LogError, Retirement, RunFacts,
-    append_step, claim_step, finish_step, reconcile, retire_step,
+    append_step, claim_step, claim_step_above, finish_step, reconcile, retire_step,
 };
 use baton::{HandoffPause, Invocation};
 
-use super::{Rules, SELF_TEST, SELF_TEST_FATES, Setup, props, retire_with_tombstone};
+use super::{
+    Rules, SELF_TEST, SELF_TEST_FAILOVER, SELF_TEST_FATES, Setup, props, retire_with_tombstone,
+};
 
 /// A broken rule, and the property expected to catch it.
 #[derive(Clone, Copy, Debug)]
@@ -27,8 +29,12 @@ pub struct Variant {
 
 /// (k) The owner decides by reading: `reconcile` on the facts, no epoch
 /// written — the design before fencing.
-fn claim_by_reading(facts: &RunFacts<u8>) -> Result<ClaimStep<u8>, LogError> {
-    let next = facts.epoch.next().ok_or(LogError::EpochsExhausted)?;
+fn claim_by_reading(facts: &RunFacts<u8>, floor: Epoch) -> Result<ClaimStep<u8>, LogError> {
+    let next = facts
+        .epoch
+        .max(floor)
+        .next()
+        .ok_or(LogError::EpochsExhausted)?;
     let answer = match reconcile(facts).map_err(LogError::Contradictory)? {
         Decision::HandedOff(pause) => Claim::HandedOff(pause),
         Decision::Finished(outcome) => Claim::Finished(outcome),
@@ -56,8 +62,8 @@ fn append_ignoring_the_epoch(
 
 /// (m) A claim that does not advance the epoch once one was issued: the
 /// real rule, whose `Owner` answer is rewritten to the current epoch.
-fn claim_without_advancing(facts: &RunFacts<u8>) -> Result<ClaimStep<u8>, LogError> {
-    let step = claim_step(facts)?;
+fn claim_without_advancing(facts: &RunFacts<u8>, floor: Epoch) -> Result<ClaimStep<u8>, LogError> {
+    let step = claim_step_above(facts, floor)?;
     Ok(match step.answer {
         Claim::Owner(_) if facts.epoch > Epoch::NONE => ClaimStep {
             answer: Claim::Owner(facts.epoch),
@@ -69,11 +75,18 @@ fn claim_without_advancing(facts: &RunFacts<u8>) -> Result<ClaimStep<u8>, LogErr
 
 /// (n) A claim that resumes a handed-off Run: the real rule, whose
 /// `HandedOff` answer is rewritten into a new epoch.
-fn claim_resuming_a_handed_off_run(facts: &RunFacts<u8>) -> Result<ClaimStep<u8>, LogError> {
-    let step = claim_step(facts)?;
+fn claim_resuming_a_handed_off_run(
+    facts: &RunFacts<u8>,
+    floor: Epoch,
+) -> Result<ClaimStep<u8>, LogError> {
+    let step = claim_step_above(facts, floor)?;
     Ok(match step.answer {
         Claim::HandedOff(_) => {
-            let next = facts.epoch.next().ok_or(LogError::EpochsExhausted)?;
+            let next = facts
+                .epoch
+                .max(floor)
+                .next()
+                .ok_or(LogError::EpochsExhausted)?;
             ClaimStep {
                 answer: Claim::Owner(next),
                 write: Some(next),
@@ -86,8 +99,11 @@ fn claim_resuming_a_handed_off_run(facts: &RunFacts<u8>) -> Result<ClaimStep<u8>
 /// (t) A claim of a final Run that writes: the real rule, whose answer
 /// for a handed-off or finished Run (right) still advances the epoch (a
 /// write no answer asked for).
-fn claim_of_a_final_run_writes_an_epoch(facts: &RunFacts<u8>) -> Result<ClaimStep<u8>, LogError> {
-    let step = claim_step(facts)?;
+fn claim_of_a_final_run_writes_an_epoch(
+    facts: &RunFacts<u8>,
+    floor: Epoch,
+) -> Result<ClaimStep<u8>, LogError> {
+    let step = claim_step_above(facts, floor)?;
     Ok(match step.answer {
         Claim::HandedOff(_) | Claim::Finished(_) => ClaimStep {
             write: facts.epoch.next(),
@@ -95,6 +111,18 @@ fn claim_of_a_final_run_writes_an_epoch(facts: &RunFacts<u8>) -> Result<ClaimSte
         },
         Claim::Owner(_) | Claim::Retired => step,
     })
+}
+
+/// (u) Epochs that restart from the surviving row after a failover: the
+/// claim rule without the server's floor, [`claim_step`] — `PostgresLog`
+/// before issue 49, whose new primary answered `c + 1` on what its
+/// asynchronous standby had received, an epoch the old primary may have
+/// answered already.
+fn claim_ignoring_the_floor(
+    facts: &RunFacts<u8>,
+    _floor: Epoch,
+) -> Result<ClaimStep<u8>, LogError> {
+    claim_step(facts)
 }
 
 /// (p) Retention deletes the Run's rows and keeps no tombstone: the real
@@ -157,7 +185,7 @@ fn retire_counting_a_handoff_as_ended(
 }
 
 /// The broken rules of the fenced handoff.
-pub const VARIANTS: [Variant; 9] = [
+pub const VARIANTS: [Variant; 10] = [
     Variant {
         name: "k_owner_decides_by_reading",
         bug: "the design before fencing: the owner reads the log and resumes; appends carry no epoch",
@@ -248,6 +276,16 @@ pub const VARIANTS: [Variant; 9] = [
         },
         setup: SELF_TEST_FATES,
         caught_by: props::G1,
+    },
+    Variant {
+        name: "u_epochs_restart_from_the_surviving_row",
+        bug: "after a failover to an asynchronous standby, a claim answers the surviving epoch + 1, not above the new term's floor",
+        rules: Rules {
+            claim: claim_ignoring_the_floor,
+            ..Rules::REAL
+        },
+        setup: SELF_TEST_FAILOVER,
+        caught_by: props::G4,
     },
 ];
 

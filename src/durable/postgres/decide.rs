@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use crate::durable::contract::{Appended, Epoch, Finished, Retirement, RunFacts};
 
 use crate::durable::fence::{
-    AppendStep, Fate, append_step, claim_step_above, finish_step, retire_step,
+    AppendStep, Fate, append_step, claim_step_above, finish_step, retire_step, timeline_floor,
 };
 use crate::durable::row::corrupt;
 use crate::durable::sweep::{SweepStep, sweep_step};
@@ -200,20 +200,11 @@ impl Write {
     }
 }
 
-/// The floor of the epochs a claim answers on the server's timeline
-/// `timeline` (see [`claim_step_above`]): `(timeline - 1) << 40`, so that
-/// every epoch answered on a timeline is below every epoch answered on a
-/// later one (a Run is claimed fewer than 2^40 times on one timeline), and
-/// a fresh cluster's (timeline 1) is [`Epoch::NONE`]. A promotion begins
-/// a later timeline, so no epoch the old primary answered — even one its
-/// asynchronous standby never received — is answered again (G4).
-pub(super) fn timeline_floor(timeline: i64) -> Epoch {
-    let generation = u64::try_from(timeline.saturating_sub(1)).unwrap_or(0);
-    generation
-        .checked_mul(1 << 40)
-        .map_or(Epoch::LAST, |floor| {
-            Epoch::new(floor.min(Epoch::LAST.get()))
-        })
+/// [`timeline_floor`] of the timeline the server reported (a PostgreSQL
+/// `TimeLineID`, read as a `bigint`): one outside `1..=u32::MAX` cannot be
+/// a timeline, and is read as the nearest one.
+pub(super) fn floor_of(timeline: i64) -> Epoch {
+    timeline_floor(u32::try_from(timeline.max(1)).unwrap_or(u32::MAX))
 }
 
 /// The rule on the facts read inside the transaction, on the server's
@@ -235,7 +226,7 @@ where
         }
         Op::Claim { .. } => {
             let timeline = timeline.ok_or_else(|| unavailable("a claim read no timeline"))?;
-            let step = claim_step_above(&facts, timeline_floor(timeline))?;
+            let step = claim_step_above(&facts, floor_of(timeline))?;
             let Some(epoch) = step.write else {
                 return Ok((Answer::Claim(step.answer), None));
             };

@@ -12,7 +12,7 @@ use crate::durable::contract::RunFacts;
 use crate::durable::fence::{AppendStep, Fate, append_step, claim_step_above, finish_step};
 use crate::durable::row::corrupt;
 
-use super::decide::{decide, finish_params, pause_params, retirement, timeline_floor};
+use super::decide::{decide, finish_params, floor_of, pause_params, retirement};
 use super::end::{abort, commit};
 use super::failure::{Failure, stored};
 use super::flight::{flight2, flight3};
@@ -154,7 +154,7 @@ where
             // only if it is the server's (else the transaction reads it).
             let timeline = conn.sql.timeline.load(Ordering::Relaxed);
             let empty = RunFacts::<P>::empty(root_run_id, run_id);
-            let step = claim_step_above(&empty, timeline_floor(timeline))?;
+            let step = claim_step_above(&empty, floor_of(timeline))?;
             let Some(epoch) = step.write else {
                 return Ok(None);
             };
