@@ -21,25 +21,39 @@ use crate::Payload;
 use crate::common::postgres::{Cluster, USER};
 use crate::common::within;
 use crate::postgres_fates::source_of;
-use crate::postgres_only::{open, pause, runtime};
+use crate::postgres_only::{fresh, open, pause, runtime};
 
 type Log = PostgresLog<Payload>;
 
 const ROOT: &str = "run";
 
-/// One log given both servers, the primary first, that opens on the one
-/// accepting writes (`target_session_attrs=read-write`), migrating it.
-async fn log_on_both(primary: &Cluster, standby: &Cluster, dbname: &str) -> Log {
-    let url = format!(
+/// Both servers, the primary first, for a log that opens on the one
+/// accepting writes (`target_session_attrs=read-write`).
+fn both(primary: &Cluster, standby: &Cluster, dbname: &str) -> String {
+    format!(
         "host=127.0.0.1,127.0.0.1 port={},{} user={USER} dbname={dbname} \
          connect_timeout=5 target_session_attrs=read-write",
         primary.port(),
         standby.port()
-    );
-    let options = PostgresOptions::new()
+    )
+}
+
+/// The options of the logs here: migrating, a 5 s timeout.
+fn options() -> PostgresOptions {
+    PostgresOptions::new()
         .migrate(true)
-        .timeout(Duration::from_secs(5));
-    open(&url, options).await.expect("the log on the primary")
+        .timeout(Duration::from_secs(5))
+}
+
+/// One log given both servers ([`both`]), migrating.
+async fn log_on_both(primary: &Cluster, standby: &Cluster, dbname: &str) -> Log {
+    let url = both(primary, standby, dbname);
+    open(&url, options()).await.expect("the log on the primary")
+}
+
+/// Whether a log requiring a synchronous standby opens on `url`.
+async fn opens_requiring_a_synchronous_standby(url: &str) -> Result<Log, LogError> {
+    open(url, options().require_synchronous_standby(true)).await
 }
 
 /// The facts of `run`, once the log answers again after the failover
@@ -94,6 +108,14 @@ fn g1_g2_g4_a_synchronous_failover_keeps_every_acknowledged_write_and_the_fence(
         .await;
 
         let log = log_on_both(&primary, &standby, &dbname).await;
+        // Know your server: it waits for its standby, so a log requiring
+        // that opens.
+        let replication = within("R5", log.replication()).await.unwrap();
+        assert!(replication.waits_for_a_standby(), "{replication:?}");
+        assert_eq!(replication.synchronous_standby_names, "*");
+        let url = both(&primary, &standby, &dbname);
+        let required = opens_requiring_a_synchronous_standby(&url).await;
+        assert!(required.is_ok(), "{:?}", required.err());
         // Ten Runs: the even ones handed off, the odd ones left open.
         let mut answered = Vec::new();
         for i in 0..10 {
@@ -155,6 +177,17 @@ fn g4_an_asynchronous_failover_that_loses_claims_never_answers_their_epochs_agai
         let dbname = primary.database().await;
         let standby = primary.standby();
         let log = log_on_both(&primary, &standby, &dbname).await;
+        // Know your server: a streaming standby no commit waits for.
+        let replication = within("R5", log.replication()).await.unwrap();
+        assert!(!replication.waits_for_a_standby(), "{replication:?}");
+        let url = both(&primary, &standby, &dbname);
+        let refused = opens_requiring_a_synchronous_standby(&url).await;
+        assert!(
+            matches!(&refused, Err(LogError::NotALog { reason, .. })
+                if reason.contains("synchronous_standby_names = ''")),
+            "{:?}",
+            refused.err()
+        );
         let first = within("R5", log.claim_async(ROOT, "run-a")).await.unwrap();
         assert_eq!(first, Claim::Owner(Epoch::new(1)));
         // The standby has everything so far, then stops receiving.
@@ -211,5 +244,44 @@ fn g4_an_asynchronous_failover_that_loses_claims_never_answers_their_epochs_agai
         );
         let facts = within("R5", log.facts_async(ROOT, "run-a")).await.unwrap();
         assert_eq!((facts.epoch, facts.pauses.len()), (a, 0));
+    });
+}
+
+/// Know your server, on one server without a standby: the log says so,
+/// and a log requiring a synchronous standby is refused with a permanent
+/// `NotALog` naming both settings, before it migrates anything (G3: the
+/// database is left without baton's tables).
+#[test]
+fn a_log_requiring_a_synchronous_standby_refuses_a_server_without_one_and_writes_nothing() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let (_, url) = fresh(cluster).await;
+        for _ in 0..2 {
+            let refused = opens_requiring_a_synchronous_standby(&url).await;
+            assert!(
+                matches!(&refused, Err(LogError::NotALog { reason, .. })
+                    if reason.contains("synchronous_commit = on")
+                        && reason.contains("synchronous_standby_names = ''")),
+                "{:?}",
+                refused.err()
+            );
+        }
+        let unmigrated = open(&url, PostgresOptions::new()).await;
+        assert!(
+            matches!(unmigrated, Err(LogError::UnknownSchema { found: 0, .. })),
+            "G3: the refused open migrated nothing"
+        );
+        let log = open(&url, options()).await.unwrap();
+        let replication = within("R5", log.replication()).await.unwrap();
+        assert_eq!(
+            (
+                replication.synchronous_commit.as_str(),
+                replication.synchronous_standby_names.as_str(),
+                replication.waits_for_a_standby()
+            ),
+            ("on", "", false)
+        );
     });
 }

@@ -117,7 +117,9 @@ pub enum LogError {
     },
     /// What was opened is not a log and cannot become one: a directory, a
     /// file that is not a database, or a database that cannot be durable
-    /// (an in-memory one, whose journal is in memory). A permanent error:
+    /// (an in-memory one, whose journal is in memory; with
+    /// `PostgresOptions::require_synchronous_standby`, a PostgreSQL server
+    /// that acknowledges a commit before any standby has it). A permanent error:
     /// opening it again fails the same way, so fix the path or the
     /// configuration (the cause is the [`source`](StdError::source)).
     /// Nothing was written.

@@ -23,6 +23,7 @@ mod lease;
 mod op;
 mod options;
 mod read;
+mod replication;
 mod schema;
 mod sql;
 mod sweep;
@@ -53,6 +54,7 @@ use crate::durable::contract::{
 use crate::facts::{HandoffPause, Invocation};
 
 pub use options::PostgresOptions;
+pub use replication::PostgresReplication;
 pub use schema::{InvalidSchemaName, POSTGRES_SCHEMA_VERSION, PostgresSchema};
 
 /// How to reach the server: tokio-postgres's connection settings, parsed
@@ -283,7 +285,10 @@ impl<P> PostgresLog<P> {
     /// without TLS), or the server fails, within the options' timeout, or
     /// if it is not awaited within a tokio runtime. With
     /// [`PostgresOptions::migrate`], also what [`PostgresSchema::migrate`]
-    /// answers ([`LogError::OutcomeUnknown`] if its `COMMIT` failed).
+    /// answers ([`LogError::OutcomeUnknown`] if its `COMMIT` failed). With
+    /// [`PostgresOptions::require_synchronous_standby`],
+    /// [`LogError::NotALog`] (permanent) if the server acknowledges a
+    /// commit before any standby has it; then nothing is migrated.
     pub async fn connect_with<T>(
         config: PostgresConfig,
         tls: T,
@@ -353,6 +358,9 @@ impl<P> PostgresLog<P> {
         };
         let checked = tokio::time::timeout(log.timeout, async {
             let object = log.pool.get().await.map_err(unavailable)?;
+            if options.require_synchronous_standby {
+                PostgresReplication::read(&object).await?.required()?;
+            }
             if options.migrate {
                 log.schema.migrate(&object).await?;
             }
@@ -372,6 +380,32 @@ impl<P> PostgresLog<P> {
             )))
         })?;
         Ok(log)
+    }
+
+    /// What the server the log writes to acknowledges a commit after
+    /// ([`PostgresReplication`]), read now on one of the log's connections:
+    /// whether a failover keeps what the log acknowledged
+    /// (docs/SPEC.md §6, "Replication and failover"). An operator may
+    /// change it at any time; [`PostgresOptions::require_synchronous_standby`]
+    /// checks it once, when the log opens.
+    ///
+    /// # Errors
+    ///
+    /// [`LogError::Unavailable`] if the server cannot be reached or fails
+    /// within the log's timeout.
+    pub async fn replication(&self) -> Result<PostgresReplication, LogError> {
+        let read = async {
+            let object = self.pool.get().await.map_err(unavailable)?;
+            PostgresReplication::read(&object).await
+        };
+        tokio::time::timeout(self.timeout, read)
+            .await
+            .unwrap_or_else(|_| {
+                Err(unavailable(format!(
+                    "the server's replication was not read within {:?}",
+                    self.timeout
+                )))
+            })
     }
 
     /// The operation timeout (see [`PostgresOptions::timeout`]).

@@ -28,6 +28,7 @@ pub struct PostgresOptions {
     pub(super) schema: PostgresSchema,
     pub(super) migrate: bool,
     pub(super) prepared_statements: bool,
+    pub(super) require_synchronous_standby: bool,
 }
 
 impl Default for PostgresOptions {
@@ -48,6 +49,7 @@ impl PostgresOptions {
             schema: PostgresSchema::search_path(),
             migrate: false,
             prepared_statements: true,
+            require_synchronous_standby: false,
         }
     }
 
@@ -112,6 +114,21 @@ impl PostgresOptions {
     /// the same single round trip.
     pub fn prepared_statements(mut self, prepared: bool) -> Self {
         self.prepared_statements = prepared;
+        self
+    }
+
+    /// Whether opening the log refuses a server that acknowledges a commit
+    /// before any standby has it (default: no): for an operator who wants
+    /// every promise of docs/SPEC.md §6 to hold across a failover, not
+    /// only the fence. Opening then reads the server's
+    /// [`PostgresReplication`](super::PostgresReplication) and, unless it
+    /// [waits for a standby](super::PostgresReplication::waits_for_a_standby),
+    /// answers [`LogError::NotALog`](crate::durable::LogError::NotALog)
+    /// naming both settings, before migrating anything. Checked once:
+    /// [`PostgresLog::replication`](super::PostgresLog::replication) reads
+    /// them again.
+    pub fn require_synchronous_standby(mut self, require: bool) -> Self {
+        self.require_synchronous_standby = require;
         self
     }
 
