@@ -48,14 +48,15 @@
 //! `cargo bench --features sqlite,postgres --bench durable_stores`; it
 //! prints Markdown. `BATON_BENCH_OPS` sets the operations per cell of the
 //! table (default 800), `BATON_BENCH_RUNS` the fleet's N (default 1000);
-//! `BATON_BENCH_SECTIONS` (`sqlite,postgres,fleet`) and
+//! `BATON_BENCH_SECTIONS` (`sqlite,postgres,fleet,synchronous`) and
 //! `BATON_BENCH_OPERATIONS` (`append,claim,handoff`) pick what runs
 //! (default: all).
 //!
 //! The table's cells are in `durable_stores/sqlite.rs` and
 //! `durable_stores/postgres.rs`, the fleet section in
-//! `durable_stores/fleet.rs`; this file holds what they share and the
-//! order they run in.
+//! `durable_stores/fleet.rs`, the price of a synchronous standby in
+//! `durable_stores/synchronous.rs`; this file holds what they share and
+//! the order they run in.
 
 mod durable_common;
 #[path = "../tests/common/postgres.rs"]
@@ -68,6 +69,8 @@ mod fleet;
 mod postgres;
 #[path = "durable_stores/sqlite.rs"]
 mod sqlite;
+#[path = "durable_stores/synchronous.rs"]
+mod synchronous;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -159,7 +162,10 @@ fn main() {
             .filter(|item| asked.is_empty() || asked.split(',').any(|a| a == *item))
             .collect()
     };
-    let sections = chosen("BATON_BENCH_SECTIONS", &["sqlite", "postgres", "fleet"]);
+    let sections = chosen(
+        "BATON_BENCH_SECTIONS",
+        &["sqlite", "postgres", "fleet", "synchronous"],
+    );
     let operations = chosen("BATON_BENCH_OPERATIONS", &OPERATIONS);
     println!(
         "| store | operation | workers | baton median / p99 (ms) | bare median / p99 (ms) | \
@@ -214,6 +220,9 @@ fn main() {
         }
         if sections.contains(&"fleet") {
             fleet::fleet_host(&cluster, runs, rounds).await;
+        }
+        if sections.contains(&"synchronous") {
+            synchronous::price(&cluster, &operations, ops, rounds).await;
         }
     });
 }

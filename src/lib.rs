@@ -289,6 +289,12 @@ pub struct GuideDurableDoctests;
 #[doc = include_str!("../docs/guide/fleet.md")]
 pub struct GuideFleetDoctests;
 
+/// The guide's chapter `docs/guide/ha.md`, its examples compiled and run
+/// as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/guide/ha.md")]
+pub struct GuideHaDoctests;
+
 /// The guide's chapter `docs/guide/ledger.md`, its examples compiled and run
 /// as doctests.
 #[cfg(doctest)]
