@@ -318,6 +318,34 @@ impl Cluster {
         }
     }
 
+    /// Sends `signal` (`-STOP`, `-CONT`, `-KILL`) to the postmaster and
+    /// every process it started: `-STOP` is a server paused, or cut off,
+    /// not dead — its sockets stay open and answer nothing.
+    pub fn signal_all(&self, signal: &str) {
+        let pid = std::fs::read_to_string(self.data().join("postmaster.pid"))
+            .ok()
+            .and_then(|text| text.lines().next().map(str::to_owned))
+            .expect("the postmaster's pid");
+        let mut pids = vec![pid.clone()];
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            // `pid (comm) state ppid …`: the comm may hold spaces.
+            let parent = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1));
+            if parent == Some(pid.as_str()) {
+                pids.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+        // A backend may have ended meanwhile: `kill` says so, and that is
+        // no matter.
+        let _ = Command::new("kill")
+            .arg(signal)
+            .args(&pids)
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+
     /// Starts the (stopped or crashed) server again on the same port.
     pub fn restart(&self) {
         let deadline = Instant::now() + Duration::from_secs(30);

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use baton::durable::{
     AsyncHandoffLog, Claim, Epoch, LogError, PostgresLog, PostgresOptions, Receipt, RunFacts,
+    timeline_floor,
 };
 
 use crate::Payload;
@@ -32,7 +33,7 @@ const ROOT: &str = "run";
 fn both(primary: &Cluster, standby: &Cluster, dbname: &str) -> String {
     format!(
         "host=127.0.0.1,127.0.0.1 port={},{} user={USER} dbname={dbname} \
-         connect_timeout=5 target_session_attrs=read-write",
+         connect_timeout=2 target_session_attrs=read-write",
         primary.port(),
         standby.port()
     )
@@ -56,18 +57,25 @@ async fn opens_requiring_a_synchronous_standby(url: &str) -> Result<Log, LogErro
     open(url, options().require_synchronous_standby(true)).await
 }
 
+/// How long the log may take to answer on the promoted standby: each
+/// pooled connection to a paused primary takes an operation's timeout
+/// (5 s here) to give up, a new connection its `connect_timeout` (2 s).
+const PROMOTED: Duration = Duration::from_secs(30);
+
 /// The facts of `run`, once the log answers again after the failover
-/// (bounded: R5).
+/// (bounded: R5, within [`PROMOTED`]).
 async fn facts_once_promoted(log: &Log, run: &str) -> RunFacts<Payload> {
-    within("the log answers on the promoted standby", async {
+    let answered = tokio::time::timeout(PROMOTED, async {
         loop {
             match log.facts_async(ROOT, run).await {
                 Ok(facts) => return facts,
                 Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
             }
         }
+    });
+    answered.await.unwrap_or_else(|_| {
+        panic!("R5: the log answers on the promoted standby within {PROMOTED:?}")
     })
-    .await
 }
 
 #[test]
@@ -77,36 +85,7 @@ fn g1_g2_g4_a_synchronous_failover_keeps_every_acknowledged_write_and_the_fence(
     };
     runtime().block_on(async {
         let dbname = primary.database().await;
-        let standby = primary.standby();
-        let admin = primary.connect("postgres").await;
-        // Only on the primary, after the base backup: a promoted standby
-        // that named a synchronous standby of its own would wait for one.
-        admin
-            .batch_execute("ALTER SYSTEM SET synchronous_standby_names = '*'")
-            .await
-            .unwrap();
-        admin
-            .batch_execute("SELECT pg_reload_conf()")
-            .await
-            .unwrap();
-        within("the standby is synchronous", async {
-            loop {
-                let sync: i64 = admin
-                    .query_one(
-                        "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'",
-                        &[],
-                    )
-                    .await
-                    .unwrap()
-                    .get(0);
-                if sync == 1 {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await;
-
+        let standby = synchronous_standby(&primary).await;
         let log = log_on_both(&primary, &standby, &dbname).await;
         // Know your server: it waits for its standby, so a log requiring
         // that opens.
@@ -116,46 +95,202 @@ fn g1_g2_g4_a_synchronous_failover_keeps_every_acknowledged_write_and_the_fence(
         let url = both(&primary, &standby, &dbname);
         let required = opens_requiring_a_synchronous_standby(&url).await;
         assert!(required.is_ok(), "{:?}", required.err());
-        // Ten Runs: the even ones handed off, the odd ones left open.
-        let mut answered = Vec::new();
-        for i in 0..10 {
-            let run = format!("run-{i}");
-            let Ok(Claim::Owner(epoch)) = within("R5", log.claim_async(ROOT, &run)).await else {
-                panic!("{run} is open");
-            };
-            if i % 2 == 0 {
-                let (source, pause) = (source_of(&run), pause());
-                let append = log.append_async(ROOT, &source, epoch, &pause);
-                assert_eq!(within("R5", append).await.unwrap(), Receipt::Written);
-            }
-            answered.push((run, epoch, i % 2 == 0));
-        }
-
+        let answered = ten_runs(&log).await;
         primary.kill_postmaster();
         standby.promote();
-
         // The same log, never reopened: its pool reaches the new primary.
-        let first = facts_once_promoted(&log, "run-0").await;
-        assert_eq!(first.pauses.len(), 1, "G2: run-0's acknowledged pause");
-        for (run, epoch, handed_off) in &answered {
-            let facts = within("R5", log.facts_async(ROOT, run)).await.unwrap();
-            assert_eq!(facts.epoch, *epoch, "G2: {run}'s acknowledged epoch");
-            assert_eq!(
-                facts.pauses.len(),
-                usize::from(*handed_off),
-                "G2: {run}'s acknowledged pause"
-            );
-            let claim = within("R5", log.claim_async(ROOT, run)).await.unwrap();
-            match claim {
-                Claim::HandedOff(_) => assert!(*handed_off, "R1: {run} was never handed off"),
-                Claim::Owner(next) => {
-                    assert!(!handed_off, "G1/R1: {run}'s handoff was lost: resumed");
-                    assert!(next > *epoch, "G4: {run} answered {next} after {epoch}");
-                }
-                other => panic!("{run}: {other:?}"),
-            }
-        }
+        every_acknowledged_write_is_there(&log, &answered).await;
     });
+}
+
+/// A streaming standby of `primary`, made synchronous: named in the
+/// primary's `synchronous_standby_names` (only there, after the base
+/// backup: a promoted standby that named one of its own would wait for
+/// it), once it is in sync.
+async fn synchronous_standby(primary: &Cluster) -> Cluster {
+    let standby = primary.standby();
+    let admin = primary.connect("postgres").await;
+    for statement in [
+        "ALTER SYSTEM SET synchronous_standby_names = '*'",
+        "SELECT pg_reload_conf()",
+    ] {
+        admin.batch_execute(statement).await.unwrap();
+    }
+    within("the standby is synchronous", async {
+        loop {
+            let sync: i64 = admin
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            if sync == 1 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    standby
+}
+
+/// Ten Runs claimed, the even ones handed off, the odd ones left open:
+/// each Run, the epoch answered, and whether its pause was acknowledged.
+async fn ten_runs(log: &Log) -> Vec<(String, Epoch, bool)> {
+    let mut answered = Vec::new();
+    for i in 0..10 {
+        let run = format!("run-{i}");
+        let Ok(Claim::Owner(epoch)) = within("R5", log.claim_async(ROOT, &run)).await else {
+            panic!("{run} is open");
+        };
+        if i % 2 == 0 {
+            let (source, pause) = (source_of(&run), pause());
+            let append = log.append_async(ROOT, &source, epoch, &pause);
+            assert_eq!(within("R5", append).await.unwrap(), Receipt::Written);
+        }
+        answered.push((run, epoch, i % 2 == 0));
+    }
+    answered
+}
+
+/// Once the log answers on the promoted standby: every acknowledged epoch
+/// and pause reads back (G2), each handed-off Run is claimed `HandedOff`
+/// (R1, G1), and each open one answers an epoch above the one it had
+/// (G4), which is returned, by Run.
+async fn every_acknowledged_write_is_there(
+    log: &Log,
+    answered: &[(String, Epoch, bool)],
+) -> Vec<(String, Epoch)> {
+    let first = facts_once_promoted(log, "run-0").await;
+    assert_eq!(first.pauses.len(), 1, "G2: run-0's acknowledged pause");
+    let mut next_epochs = Vec::new();
+    for (run, epoch, handed_off) in answered {
+        let facts = within("R5", log.facts_async(ROOT, run)).await.unwrap();
+        assert_eq!(facts.epoch, *epoch, "G2: {run}'s acknowledged epoch");
+        assert_eq!(
+            facts.pauses.len(),
+            usize::from(*handed_off),
+            "G2: {run}'s acknowledged pause"
+        );
+        let claim = within("R5", log.claim_async(ROOT, run)).await.unwrap();
+        match claim {
+            Claim::HandedOff(_) => assert!(*handed_off, "R1: {run} was never handed off"),
+            Claim::Owner(next) => {
+                assert!(!handed_off, "G1/R1: {run}'s handoff was lost: resumed");
+                assert!(next > *epoch, "G4: {run} answered {next} after {epoch}");
+                next_epochs.push((run.clone(), next));
+            }
+            other => panic!("{run}: {other:?}"),
+        }
+    }
+    next_epochs
+}
+
+/// A primary paused (SIGSTOP of the postmaster and every backend: cut
+/// off, not dead, its sockets open and silent) while its standby, caught
+/// up, is promoted, as an HA manager does when it loses sight of the
+/// primary. The same log finds the new primary within a bound (its pooled
+/// connections to the paused one time out; its new ones give up on it
+/// after `connect_timeout`, as libpq does), and every acknowledged write
+/// is there. Then the old primary comes back unfenced, as PostgreSQL lets
+/// it, and a log on it alone claims an open Run: `answered` says how
+/// (docs/guide/ha.md).
+async fn a_paused_primary_fails_over(synchronous: bool, answered_on_the_old: fn(&LogError)) {
+    let Some(primary) = Cluster::start() else {
+        return;
+    };
+    let dbname = primary.database().await;
+    let standby = if synchronous {
+        synchronous_standby(&primary).await
+    } else {
+        primary.standby()
+    };
+    let log = log_on_both(&primary, &standby, &dbname).await;
+    let answered = ten_runs(&log).await;
+    if !synchronous {
+        caught_up(&primary).await;
+    }
+
+    primary.signal_all("-STOP");
+    standby.promote();
+    let promoted = every_acknowledged_write_is_there(&log, &answered).await;
+    let (run, new_epoch) = promoted.first().cloned().expect("an open Run");
+    assert!(
+        new_epoch > timeline_floor(2),
+        "G4: {run} answered {new_epoch} on the promoted server's timeline"
+    );
+
+    // The old primary wakes, unfenced: a log on it alone.
+    primary.signal_all("-CONT");
+    let old = open(&primary.url(&dbname), options())
+        .await
+        .expect("the old primary still answers");
+    match within("R5", old.claim_async(ROOT, &run)).await {
+        Ok(Claim::Owner(old_epoch)) => {
+            assert!(
+                !synchronous,
+                "a synchronous old primary acknowledged a claim"
+            );
+            assert!(
+                old_epoch < new_epoch && old_epoch <= timeline_floor(2),
+                "G4: the old primary answered {old_epoch}, the promoted one {new_epoch}"
+            );
+        }
+        Ok(other) => panic!("{run} on the old primary: {other:?}"),
+        Err(error) => answered_on_the_old(&error),
+    }
+    drop(old);
+    primary.signal_all("-KILL");
+}
+
+/// Synchronous: the old primary, back, acknowledges nothing — its commits
+/// wait for the standby it lost, so the claim there answers
+/// `OutcomeUnknown` at the log's timeout, and no acknowledged write can
+/// be lost with it (G2).
+#[test]
+fn g2_g4_a_synchronous_primary_paused_not_dead_fails_over_and_acknowledges_nothing_after() {
+    runtime().block_on(a_paused_primary_fails_over(true, |error| {
+        assert!(
+            matches!(error, LogError::OutcomeUnknown(_)),
+            "the synchronous old primary's claim: {error:?}"
+        );
+    }));
+}
+
+/// Asynchronous: the old primary, back, acknowledges a claim — which is
+/// lost once it is rebuilt — but on its own, older timeline: the epoch
+/// is below every epoch of the promoted server, so two owners never hold
+/// one number (G4).
+#[test]
+fn g4_an_asynchronous_primary_paused_not_dead_that_comes_back_never_shares_an_epoch() {
+    runtime().block_on(a_paused_primary_fails_over(false, |error| {
+        panic!("the asynchronous old primary's claim: {error:?}")
+    }));
+}
+
+/// Until the primary's streaming standby has replayed everything so far.
+async fn caught_up(primary: &Cluster) {
+    let admin = primary.connect("postgres").await;
+    within("the standby caught up", async {
+        loop {
+            let behind: bool = admin
+                .query_one(
+                    "SELECT coalesce(bool_or(replay_lsn < pg_current_wal_lsn()), true) \
+                     FROM pg_stat_replication",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            if !behind {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
 }
 
 /// G4 across an asynchronous failover that loses acknowledged claims, by
@@ -191,25 +326,7 @@ fn g4_an_asynchronous_failover_that_loses_claims_never_answers_their_epochs_agai
         let first = within("R5", log.claim_async(ROOT, "run-a")).await.unwrap();
         assert_eq!(first, Claim::Owner(Epoch::new(1)));
         // The standby has everything so far, then stops receiving.
-        let admin = primary.connect("postgres").await;
-        within("the standby caught up", async {
-            loop {
-                let behind: bool = admin
-                    .query_one(
-                        "SELECT coalesce(bool_or(replay_lsn < pg_current_wal_lsn()), true) \
-                         FROM pg_stat_replication",
-                        &[],
-                    )
-                    .await
-                    .unwrap()
-                    .get(0);
-                if !behind {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await;
+        caught_up(&primary).await;
         standby.stop();
         let lost_takeover = within("R5", log.claim_async(ROOT, "run-a")).await.unwrap();
         let lost_first = within("R5", log.claim_async(ROOT, "run-b")).await.unwrap();

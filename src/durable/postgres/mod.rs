@@ -273,7 +273,11 @@ impl<P> PostgresLog<P> {
     /// tokio-postgres-rustls's `MakeRustlsConnect`, or
     /// [`NoTls`](tokio_postgres::NoTls)), as `options` say. One connection
     /// is opened at once, to check the schema (and migrate it, if the
-    /// options say so); the others as operations need them.
+    /// options say so); the others as operations need them. With several
+    /// hosts and a `connect_timeout`, each host is given that long to
+    /// answer a new connection before the next is tried, as libpq does
+    /// (tokio-postgres bounds only the TCP connect by it, so a paused or
+    /// hung primary would hold every new connection; docs/guide/ha.md).
     ///
     /// # Errors
     ///
@@ -327,7 +331,9 @@ impl<P> PostgresLog<P> {
 
     /// Opens a log on a pool the caller built (its size, TLS and
     /// connection hooks are the caller's; the options' pool size is
-    /// ignored). Its connections must carry no open transaction when
+    /// ignored; so is the per-host `connect_timeout` of
+    /// [`connect_with`](Self::connect_with), its connections being the
+    /// builder's). Its connections must carry no open transaction when
     /// idle; baton sets nothing on them. The log cannot cancel a
     /// statement of an operation that timed out (it knows no way to reach
     /// the server outside the pool): see [`PostgresOptions::timeout`].
