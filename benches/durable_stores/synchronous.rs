@@ -9,7 +9,6 @@
 //! so the price here is a local standby's, not a network's.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::postgres::{baton, bounded};
 use super::{Cluster, Sample, ms};
@@ -20,32 +19,7 @@ const WORKERS: [usize; 2] = [1, 8];
 /// A primary and its synchronous standby, once the standby is in sync.
 async fn synchronous_pair() -> Option<(Cluster, Cluster)> {
     let primary = Cluster::start()?;
-    let standby = primary.standby();
-    let admin = primary.connect("postgres").await;
-    // Two statements: ALTER SYSTEM runs outside a transaction block.
-    for statement in [
-        "ALTER SYSTEM SET synchronous_standby_names = '*'",
-        "SELECT pg_reload_conf()",
-    ] {
-        admin.batch_execute(statement).await.unwrap();
-    }
-    bounded("the standby is synchronous", async {
-        loop {
-            let sync: i64 = admin
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'",
-                    &[],
-                )
-                .await
-                .unwrap()
-                .get(0);
-            if sync == 1 {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
+    let standby = bounded("the standby is synchronous", primary.synchronous_standby()).await;
     Some((primary, standby))
 }
 

@@ -524,6 +524,62 @@ impl Cluster {
         standby
     }
 
+    /// A streaming standby of this cluster made synchronous: named in
+    /// this primary's `synchronous_standby_names` (only here, after the
+    /// base backup: a promoted standby that named one of its own would
+    /// wait for it), once it is in sync. Every commit here then waits for
+    /// it.
+    pub async fn synchronous_standby(&self) -> Cluster {
+        let standby = self.standby();
+        let admin = self.connect("postgres").await;
+        // Two statements: ALTER SYSTEM runs outside a transaction block.
+        for statement in [
+            "ALTER SYSTEM SET synchronous_standby_names = '*'",
+            "SELECT pg_reload_conf()",
+        ] {
+            admin.batch_execute(statement).await.unwrap();
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let sync: i64 = admin
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            if sync == 1 {
+                return standby;
+            }
+            assert!(Instant::now() < deadline, "the standby never got in sync");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Until this primary's streaming standbys have replayed everything
+    /// it holds now.
+    pub async fn standbys_caught_up(&self) {
+        let admin = self.connect("postgres").await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let behind: bool = admin
+                .query_one(
+                    "SELECT coalesce(bool_or(replay_lsn < pg_current_wal_lsn()), true) \
+                     FROM pg_stat_replication",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            if !behind {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the standby never caught up");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Stops the server cleanly (`pg_ctl stop -m fast`); `restart` starts
     /// it again.
     pub fn stop(&self) {

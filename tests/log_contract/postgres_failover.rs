@@ -85,7 +85,7 @@ fn g1_g2_g4_a_synchronous_failover_keeps_every_acknowledged_write_and_the_fence(
     };
     runtime().block_on(async {
         let dbname = primary.database().await;
-        let standby = synchronous_standby(&primary).await;
+        let standby = primary.synchronous_standby().await;
         let log = log_on_both(&primary, &standby, &dbname).await;
         // Know your server: it waits for its standby, so a log requiring
         // that opens.
@@ -101,39 +101,6 @@ fn g1_g2_g4_a_synchronous_failover_keeps_every_acknowledged_write_and_the_fence(
         // The same log, never reopened: its pool reaches the new primary.
         every_acknowledged_write_is_there(&log, &answered).await;
     });
-}
-
-/// A streaming standby of `primary`, made synchronous: named in the
-/// primary's `synchronous_standby_names` (only there, after the base
-/// backup: a promoted standby that named one of its own would wait for
-/// it), once it is in sync.
-async fn synchronous_standby(primary: &Cluster) -> Cluster {
-    let standby = primary.standby();
-    let admin = primary.connect("postgres").await;
-    for statement in [
-        "ALTER SYSTEM SET synchronous_standby_names = '*'",
-        "SELECT pg_reload_conf()",
-    ] {
-        admin.batch_execute(statement).await.unwrap();
-    }
-    within("the standby is synchronous", async {
-        loop {
-            let sync: i64 = admin
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'",
-                    &[],
-                )
-                .await
-                .unwrap()
-                .get(0);
-            if sync == 1 {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
-    standby
 }
 
 /// Ten Runs claimed, the even ones handed off, the odd ones left open:
@@ -203,14 +170,14 @@ async fn a_paused_primary_fails_over(synchronous: bool, answered_on_the_old: fn(
     };
     let dbname = primary.database().await;
     let standby = if synchronous {
-        synchronous_standby(&primary).await
+        primary.synchronous_standby().await
     } else {
         primary.standby()
     };
     let log = log_on_both(&primary, &standby, &dbname).await;
     let answered = ten_runs(&log).await;
     if !synchronous {
-        caught_up(&primary).await;
+        primary.standbys_caught_up().await;
     }
 
     primary.signal_all("-STOP");
@@ -270,29 +237,6 @@ fn g4_an_asynchronous_primary_paused_not_dead_that_comes_back_never_shares_an_ep
     }));
 }
 
-/// Until the primary's streaming standby has replayed everything so far.
-async fn caught_up(primary: &Cluster) {
-    let admin = primary.connect("postgres").await;
-    within("the standby caught up", async {
-        loop {
-            let behind: bool = admin
-                .query_one(
-                    "SELECT coalesce(bool_or(replay_lsn < pg_current_wal_lsn()), true) \
-                     FROM pg_stat_replication",
-                    &[],
-                )
-                .await
-                .unwrap()
-                .get(0);
-            if !behind {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
-}
-
 /// G4 across an asynchronous failover that loses acknowledged claims, by
 /// construction: the standby is stopped, so what the primary acknowledges
 /// next never reaches it — a takeover's claim of one Run (epoch 2) and a
@@ -326,7 +270,7 @@ fn g4_an_asynchronous_failover_that_loses_claims_never_answers_their_epochs_agai
         let first = within("R5", log.claim_async(ROOT, "run-a")).await.unwrap();
         assert_eq!(first, Claim::Owner(Epoch::new(1)));
         // The standby has everything so far, then stops receiving.
-        caught_up(&primary).await;
+        primary.standbys_caught_up().await;
         standby.stop();
         let lost_takeover = within("R5", log.claim_async(ROOT, "run-a")).await.unwrap();
         let lost_first = within("R5", log.claim_async(ROOT, "run-b")).await.unwrap();
