@@ -9,7 +9,7 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU16, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
@@ -44,8 +44,6 @@ struct Shared {
     transactions: AtomicU64,
     /// How many writes that are their own transaction clients sent.
     own_commits: AtomicU64,
-    /// The port new connections are forwarded to ([`Proxy::retarget`]).
-    target: AtomicU16,
 }
 
 /// A proxy from a loopback port of its own to `127.0.0.1:target`.
@@ -69,7 +67,6 @@ impl Proxy {
             lost: AtomicU64::new(0),
             transactions: AtomicU64::new(0),
             own_commits: AtomicU64::new(0),
-            target: AtomicU16::new(target),
         });
         let accepting = Arc::clone(&shared);
         thread::spawn(move || {
@@ -79,7 +76,6 @@ impl Proxy {
                     let _ = client.shutdown(Shutdown::Both);
                     continue;
                 }
-                let target = accepting.target.load(Ordering::SeqCst);
                 let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
                     let _ = client.shutdown(Shutdown::Both);
                     continue;
@@ -93,12 +89,6 @@ impl Proxy {
     /// The port clients connect to.
     pub fn port(&self) -> u16 {
         self.port
-    }
-
-    /// Forwards new connections to `target` from now on (a virtual IP
-    /// moved to a promoted standby); live ones stay where they are.
-    pub fn retarget(&self, target: u16) {
-        self.shared.target.store(target, Ordering::SeqCst);
     }
 
     /// Sets the mode; [`Mode::Drop`] also closes every live connection.

@@ -45,10 +45,13 @@
 //! the owner retires roots by SQL once every Run the log holds is final,
 //! while a durable pause's successor is still unclaimed: G1, G5).
 //!
-//! A third campaign fails over (issue 49): its server has a synchronous
-//! standby, and halfway through the faults the primary is killed, the
-//! standby promoted and the processes' proxies moved to it; the checker
-//! must find nothing there either.
+//! Three more campaigns fail over (issue 49): the server has a standby,
+//! each process reaches both through one multi-host config, and halfway
+//! through the faults the primary is killed and the standby promoted. To
+//! a synchronous standby, the checker must find nothing; to an
+//! asynchronous one that stopped receiving a quarter of the way in, it
+//! must name the acknowledged writes lost and find no epoch answered
+//! twice — and must find some with epochs as before issue 49 (a control).
 //!
 //! `BATON_FAULT_SEED` replays a seed's fault schedule (the processes'
 //! timing still varies); `BATON_FAULT_SECONDS` sets how long faults are
@@ -75,7 +78,7 @@ use std::time::{Duration, Instant};
 use baton::durable::PostgresSchema;
 use checker::check;
 use common::Pause;
-use common::postgres::Cluster;
+use common::postgres::{Cluster, USER};
 use common::proxy::{Mode, Proxy};
 use history::{HeldPause, Line, Outcome, Truth, replay};
 
@@ -263,6 +266,25 @@ fn campaign(name: &str, control: Control, seconds: u64) -> Option<Figures> {
     campaign_on(name, control, seconds, Failover::None)
 }
 
+/// A process's config: its proxies, one per server, in one multi-host
+/// config that opens on the server accepting writes.
+fn via(proxies: &[Proxy], dbname: &str) -> String {
+    let ports: Vec<String> = proxies.iter().map(|p| p.port().to_string()).collect();
+    let hosts = vec!["127.0.0.1"; ports.len()].join(",");
+    format!(
+        "host={hosts} port={} user={USER} dbname={dbname} connect_timeout=2 \
+         target_session_attrs=read-write",
+        ports.join(",")
+    )
+}
+
+/// Sets every proxy of a process to `mode`.
+fn set(proxies: &[Proxy], mode: Mode) {
+    for proxy in proxies {
+        proxy.set(mode);
+    }
+}
+
 /// Whether, and to what, a campaign fails over.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Failover {
@@ -275,10 +297,11 @@ enum Failover {
 }
 
 /// [`campaign`]; with a `failover`, the server has a standby, and halfway
-/// through the faults the primary's postmaster is killed (SIGKILL), the
-/// standby promoted, and every proxy moved to it (a virtual IP following
-/// the primary): the processes go on through the same addresses, and the
-/// faults that follow crash the new primary.
+/// through the faults the primary's postmaster is killed (SIGKILL) and the
+/// standby promoted. Each process reaches both through one multi-host
+/// config (`target_session_attrs=read-write`, a proxy to each server, a
+/// partition or a delay of the process applying to both), so it goes on
+/// with the new primary by itself, and the faults that follow crash it.
 fn campaign_on(name: &str, control: Control, seconds: u64, failover: Failover) -> Option<Figures> {
     let first = Cluster::start()?;
     let seed = env("BATON_FAULT_SEED")
@@ -322,9 +345,17 @@ fn campaign_on(name: &str, control: Control, seconds: u64, failover: Failover) -
     });
     let history: History = Arc::default();
     let counts: Counts = Arc::default();
-    let proxies: Vec<Proxy> = (0..=WORKERS)
-        .map(|_| Proxy::start(cluster.port()))
+    // Each process's way to the servers: a proxy to the primary, and with
+    // a standby one to it too, both in its one multi-host config.
+    let servers: Vec<u16> = std::iter::once(first.port())
+        .chain(standby.as_ref().map(Cluster::port))
         .collect();
+    let proxies: Vec<Vec<Proxy>> = (0..=WORKERS)
+        .map(|_| servers.iter().map(|port| Proxy::start(*port)).collect())
+        .collect();
+    // The proxy of a slot to the primary now (the standby's, once it is
+    // promoted).
+    let mut leading = 0;
     let t0 = child::now_us();
     let shared_env = vec![
         ("BATON_FAULT_T0", t0.to_string()),
@@ -352,7 +383,7 @@ fn campaign_on(name: &str, control: Control, seconds: u64, failover: Failover) -
         Process::spawn(
             role,
             &format!("{role}{slot}.{incarnation}"),
-            &cluster.url_via(proxies[slot].port(), &dbname),
+            &via(&proxies[slot], &dbname),
             &shared_env,
             &history,
             &counts,
@@ -388,10 +419,8 @@ fn campaign_on(name: &str, control: Control, seconds: u64, failover: Failover) -
                 standby.restart();
             }
             standby.promote();
-            for proxy in &proxies {
-                proxy.retarget(standby.port());
-            }
             cluster = standby;
+            leading = 1;
             report(&format!("{name}: failed over to the standby"));
             *faults
                 .entry("failover (SIGKILL primary, promote its standby)")
@@ -408,15 +437,15 @@ fn campaign_on(name: &str, control: Control, seconds: u64, failover: Failover) -
         let worker = rng.below(WORKERS as u64) as usize;
         let kind = match round.pop().unwrap_or(0) {
             0 => {
-                proxies[slot].set(Mode::Drop);
+                set(&proxies[slot], Mode::Drop);
                 thread::sleep(rng.millis(500, 3000));
-                proxies[slot].set(Mode::Forward);
+                set(&proxies[slot], Mode::Forward);
                 "partition (drop)"
             }
             1 => {
-                proxies[slot].set(Mode::Blackhole);
+                set(&proxies[slot], Mode::Blackhole);
                 thread::sleep(rng.millis(500, 4000));
-                proxies[slot].set(Mode::Forward);
+                set(&proxies[slot], Mode::Forward);
                 "partition (blackhole)"
             }
             2 => {
@@ -448,14 +477,17 @@ fn campaign_on(name: &str, control: Control, seconds: u64, failover: Failover) -
                 "server crash (SIGKILL postmaster)"
             }
             6 => {
-                proxies[slot].lose_next_commit_reply();
+                proxies[slot][leading].lose_next_commit_reply();
                 "lost reply to a commit (armed)"
             }
             _ => {
-                proxies[slot].set_delay(rng.millis(20, 200));
-                proxies[slot].set(Mode::Delay);
+                let delay = rng.millis(20, 200);
+                for proxy in &proxies[slot] {
+                    proxy.set_delay(delay);
+                }
+                set(&proxies[slot], Mode::Delay);
                 thread::sleep(rng.millis(500, 3000));
-                proxies[slot].set(Mode::Forward);
+                set(&proxies[slot], Mode::Forward);
                 "delay"
             }
         };
@@ -464,10 +496,10 @@ fn campaign_on(name: &str, control: Control, seconds: u64, failover: Failover) -
 
     // The faults stop: every proxy forwards, every process runs, the
     // server is up. Workers stop; the owner decides every Run.
-    for proxy in &proxies {
-        proxy.set(Mode::Forward);
+    for slot in &proxies {
+        set(slot, Mode::Forward);
     }
-    let lost: u64 = proxies.iter().map(Proxy::lost_replies).sum();
+    let lost: u64 = proxies.iter().flatten().map(Proxy::lost_replies).sum();
     *faults
         .entry("lost reply to a commit (happened)")
         .or_default() += lost as usize;
