@@ -14,6 +14,7 @@ fn r1_to_r10_hold_under_partitions_pauses_kills_server_crashes_lost_replies_and_
     let Some(figures) = campaign("fenced", Control::None, seconds) else {
         return;
     };
+    figures.assert_read_whole_and_checked_twice();
     let injected = figures.faults.len() - 1; // less "happened"
     if seconds >= 60 {
         assert_eq!(
@@ -80,6 +81,7 @@ fn r1_to_r10_and_g1_to_g5_hold_across_a_failover_to_a_synchronous_standby() {
     else {
         return;
     };
+    figures.assert_read_whole_and_checked_twice();
     assert_eq!(
         figures
             .faults
@@ -118,6 +120,11 @@ fn an_asynchronous_failover_loses_acknowledged_writes_by_name_and_never_answers_
     else {
         return;
     };
+    figures.assert_read_whole_and_checked_twice();
+    assert!(
+        !figures.flagged.is_empty(),
+        "the linearizability checker flags no root"
+    );
     let lost: Vec<&String> = figures
         .anomalies
         .iter()
@@ -150,6 +157,11 @@ fn the_checker_catches_epochs_that_restart_from_the_surviving_row_after_a_failov
     let Some(figures) = campaign_on("no floor", Control::NoFloor, seconds, failover) else {
         return;
     };
+    figures.assert_read_whole_and_checked_twice();
+    assert!(
+        !figures.flagged.is_empty(),
+        "the linearizability checker flags no root"
+    );
     assert!(
         figures.anomalies.iter().any(|a| a.starts_with("R6 / G4")),
         "epochs restart after the failover, and the checker saw no epoch answered twice: {:?}",
@@ -164,6 +176,11 @@ fn the_checker_catches_a_store_with_fencing_disabled() {
     let Some(figures) = campaign("unfenced", Control::Unfenced, 20) else {
         return;
     };
+    figures.assert_read_whole_and_checked_twice();
+    assert!(
+        !figures.flagged.is_empty(),
+        "the linearizability checker flags no root"
+    );
     assert!(
         figures
             .anomalies
@@ -183,6 +200,11 @@ fn the_checker_catches_retention_that_strands_a_successor() {
     let Some(figures) = campaign("broken retention", Control::BrokenRetention, 20) else {
         return;
     };
+    figures.assert_read_whole_and_checked_twice();
+    assert!(
+        !figures.flagged.is_empty(),
+        "the linearizability checker flags no root"
+    );
     for id in ["G1", "G5"] {
         assert!(
             figures.anomalies.iter().any(|a| a.starts_with(id)),

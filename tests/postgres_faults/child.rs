@@ -1,10 +1,11 @@
 //! The campaign's processes: a worker ("host") or the owner, each this test
 //! binary re-executed with its role in the environment, reaching the
-//! server through its own proxy. Each prints its history on stdout, one
-//! line per event (`H <µs> <op> invoke …` before an operation, `H <µs>
-//! <op> <outcome> …` after it, `H <µs> - <event> …` for seals and
-//! decisions), stamped with the machine's wall clock, which every process
-//! of the campaign shares; the parent reads and checks it.
+//! server through its own proxy. Each writes its history to a file of its
+//! own, one numbered record per line (`<n> <µs> <op> invoke …` before an
+//! operation, `<n> <µs> <op> <outcome> …` after it, `<n> <µs> - <event> …`
+//! for seals and decisions, and `- end <n>` as it ends), stamped with the
+//! machine's wall clock, which every process of the campaign shares; the
+//! parent reads them all back and checks them.
 //!
 //! **Chains** (issue 43). Each root Run `rK` is the head of a chain of Runs
 //! of that root: `rK` hands off to `rK.1`, which hands off to `rK.2`, …, up
@@ -55,8 +56,8 @@
 use std::cell::{Cell, RefCell};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::{BufRead, Write};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use baton::durable::tokio_postgres::NoTls;
@@ -137,15 +138,42 @@ fn intent(run: &str, pause_id: &str, host: &str) -> HandoffIntent {
     }
 }
 
-/// This process's history on stdout.
+/// This process's operations, numbered.
 struct History {
     next: Cell<u64>,
 }
 
+/// This process's history: a file of its own (`BATON_FAULT_HISTORY`), so
+/// nothing else printed (libtest's `test fault_child ... `, a panic)
+/// shares its lines; and the records written to it so far.
+static TRANSCRIPT: Mutex<Option<(std::fs::File, u64)>> = Mutex::new(None);
+
+/// Appends one record, `<n> <µs> <line>`, numbered from 1 in the order
+/// written, in one `write` of a whole line. A record that cannot be
+/// written panics the process, and the parent, missing its trailer,
+/// fails the campaign.
 fn say(line: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "H {} {line}", now_us());
-    let _ = out.flush();
+    let mut transcript = TRANSCRIPT.lock().unwrap();
+    let (file, written) = transcript.get_or_insert_with(|| {
+        let path = var("BATON_FAULT_HISTORY");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("the history file {path}: {e}"));
+        (file, 0)
+    });
+    *written += 1;
+    let record = format!("{written} {} {line}\n", now_us());
+    file.write_all(record.as_bytes())
+        .expect("a history record is written");
+}
+
+/// The trailer a process writes as it ends normally: how many records
+/// came before it (a process killed by the campaign has none).
+fn say_end() {
+    let written = TRANSCRIPT.lock().unwrap().as_ref().map_or(0, |(_, n)| *n);
+    say(&format!("- end {written}"));
 }
 
 impl History {
@@ -380,6 +408,7 @@ pub fn main(role: &str) {
             other => panic!("unknown role {other}"),
         }
     });
+    say_end();
 }
 
 async fn connect(url: &str) -> Log {

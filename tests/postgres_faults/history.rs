@@ -1,5 +1,5 @@
-//! A campaign's history: the records each process prints (`H <µs> <op>
-//! <words…>`, found wherever on its line a record starts), read back into
+//! A campaign's history: the records each process writes to its own file
+//! (`<n> <µs> <op> <words…>`, checked whole by [`read_transcript`]), read back into
 //! operations with their invocation, completion and outcome, the seals
 //! the requesters saw, and what the server holds at the end (`Truth`).
 //! `checker.rs` judges them.
@@ -8,45 +8,94 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::child::{MAX_CHAIN, root_of};
 
-/// One line of a process's history.
+/// One record of a process's history.
 #[derive(Clone, Debug)]
 pub struct Line {
     pub process: String,
+    /// Its number in the process's history, from 1.
+    pub seq: u64,
     pub at: u64,
     pub op: String,
     pub words: Vec<String>,
 }
 
-/// The byte offsets at which `text` may hold a record: each `H ` followed
-/// by a digit (issue 50: a record may follow other output on its line, as
-/// the child's first one follows libtest's `test fault_child ... `).
-fn record_starts(text: &str) -> impl Iterator<Item = usize> + '_ {
-    text.match_indices("H ")
-        .map(|(i, _)| i)
-        .filter(|i| text[i + 2..].starts_with(|c: char| c.is_ascii_digit()))
-}
-
 impl Line {
-    /// Parses `H <µs> <op> <words…>`, wherever on the line it starts.
+    /// Parses a record, `<n> <µs> <op> <words…>`.
     pub fn parse(process: &str, text: &str) -> Option<Line> {
-        record_starts(text).find_map(|start| {
-            let mut words = text[start + 2..].split_whitespace();
-            let at = words.next()?.parse().ok()?;
-            let op = words.next()?.to_owned();
-            Some(Line {
-                process: process.to_owned(),
-                at,
-                op,
-                words: words.map(str::to_owned).collect(),
-            })
+        let mut words = text.split_whitespace();
+        let seq = words.next()?.parse().ok()?;
+        let at = words.next()?.parse().ok()?;
+        let op = words.next()?.to_owned();
+        Some(Line {
+            process: process.to_owned(),
+            seq,
+            at,
+            op,
+            words: words.map(str::to_owned).collect(),
         })
     }
 
-    /// Whether a line a process printed looks like a record (`H ` then a
-    /// digit anywhere): the parent counts these against the lines it read.
-    pub fn looks_like_record(text: &str) -> bool {
-        record_starts(text).next().is_some()
+    /// Whether it is a process's trailer, `- end <n>`, and `n`.
+    fn trailer(&self) -> Option<u64> {
+        match (self.op.as_str(), self.words.as_slice()) {
+            ("-", [end, n]) if end == "end" => n.parse().ok(),
+            _ => None,
+        }
     }
+}
+
+/// Reads one process's history file back, checked whole (issue 50:
+/// nothing recorded is lost unseen): every line is a whole record (the
+/// file ends in a newline; each record is written in one `write`, so not
+/// even a SIGKILL cuts one), numbered 1, 2, 3… without a gap, and — unless
+/// the campaign killed the process — the last is its trailer, `- end <n>`,
+/// counting the records before it. Answers the records, the trailer left
+/// out, or what is wrong, naming the process.
+pub fn read_transcript(process: &str, text: &str, killed: bool) -> Result<Vec<Line>, String> {
+    if !text.is_empty() && !text.ends_with('\n') {
+        return Err(format!(
+            "history: {process}'s last record is cut short: {:?}",
+            text.lines().last().unwrap_or_default()
+        ));
+    }
+    let mut lines = Vec::new();
+    let mut ended = None;
+    for (i, text) in text.lines().enumerate() {
+        let expected = i as u64 + 1;
+        let line = Line::parse(process, text).ok_or_else(|| {
+            format!("history: {process}'s record {expected} is not one: {text:?}")
+        })?;
+        if line.seq != expected {
+            return Err(format!(
+                "history: {process}'s record {expected} is numbered {}: {} lost",
+                line.seq,
+                line.seq.saturating_sub(expected)
+            ));
+        }
+        if let Some(n) = ended {
+            return Err(format!(
+                "history: {process} wrote record {expected} after its trailer (end {n})"
+            ));
+        }
+        match line.trailer() {
+            Some(n) if n != expected - 1 => {
+                return Err(format!(
+                    "history: {process}'s trailer counts {n} records, {} read",
+                    expected - 1
+                ));
+            }
+            Some(n) => ended = Some(n),
+            None => lines.push(line),
+        }
+    }
+    if ended.is_none() && !killed {
+        return Err(format!(
+            "history: {process} ended without its trailer ({} records read): it panicked, or \
+             its last records are lost",
+            lines.len()
+        ));
+    }
+    Ok(lines)
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -196,6 +245,65 @@ impl Truth {
         self.retired.contains(root_of(run))
     }
 
+    /// As kept beside a campaign's histories: one line per fact
+    /// (`epoch <run> <e>`, `pause <run> <id> <epoch> <digest> <successor>`,
+    /// `finish <run> <id> <digest>`, `retired <root>`).
+    pub fn to_text(&self) -> String {
+        let mut lines: Vec<String> = Vec::new();
+        lines.extend(
+            self.epochs
+                .iter()
+                .map(|(run, e)| format!("epoch {run} {e}")),
+        );
+        lines.extend(self.pauses.iter().map(|(run, p)| {
+            format!(
+                "pause {run} {} {} {} {}",
+                p.id, p.epoch, p.digest, p.successor
+            )
+        }));
+        lines.extend(
+            self.finishes
+                .iter()
+                .map(|(run, (id, digest))| format!("finish {run} {id} {digest}")),
+        );
+        lines.extend(self.retired.iter().map(|root| format!("retired {root}")));
+        lines.sort();
+        lines.iter().map(|line| format!("{line}\n")).collect()
+    }
+
+    /// Reads [`Truth::to_text`] back.
+    pub fn from_text(text: &str) -> Truth {
+        let mut truth = Truth::default();
+        for line in text.lines() {
+            let words: Vec<&str> = line.split(' ').collect();
+            match words.as_slice() {
+                ["epoch", run, e] => {
+                    truth
+                        .epochs
+                        .insert((*run).into(), e.parse().expect("an epoch"));
+                }
+                ["pause", run, id, epoch, digest, successor] => {
+                    let pause = HeldPause {
+                        id: (*id).into(),
+                        epoch: epoch.parse().expect("an epoch"),
+                        digest: (*digest).into(),
+                        successor: (*successor).into(),
+                    };
+                    truth.pauses.insert((*run).into(), pause);
+                }
+                ["finish", run, id, digest] => {
+                    let finish = ((*id).into(), (*digest).into());
+                    truth.finishes.insert((*run).into(), finish);
+                }
+                ["retired", root] => {
+                    truth.retired.insert((*root).into());
+                }
+                other => panic!("not a fact: {other:?}"),
+            }
+        }
+        truth
+    }
+
     /// How the chain of `root` ends in the final facts: `Some(true)` if it
     /// ends in a finish, `Some(false)` if it ends in a durable pause whose
     /// successor holds nothing final, `None` if its head holds nothing
@@ -336,4 +444,34 @@ pub fn replay(lines: &[Line]) -> (Vec<Op>, Vec<Seal>) {
         .collect();
     ops.extend(swept);
     (ops, seals)
+}
+
+/// Issue 50: a history that lost a record is refused, naming the process
+/// and what is missing — a record dropped, a record cut short, a trailer
+/// missing or miscounting — and a whole one is read entire.
+#[test]
+fn a_history_that_lost_a_record_fails_loudly() {
+    let whole = "1 10 1 invoke claim r1\n2 20 1 ok owner 1\n3 30 - end 2\n";
+    let read = read_transcript("worker0.0", whole, false).expect("whole");
+    assert_eq!(read.len(), 2);
+    let dropped = "1 10 1 invoke claim r1\n3 30 - end 2\n";
+    let cut = "1 10 1 invoke claim r1\n2 20 1 ok own";
+    let untrailed = "1 10 1 invoke claim r1\n2 20 1 ok owner 1\n";
+    let miscounted = "1 10 1 invoke claim r1\n2 20 1 ok owner 1\n3 30 - end 3\n";
+    for (text, expected) in [
+        (dropped, "worker0.0's record 2 is numbered 3: 1 lost"),
+        (cut, "worker0.0's last record is cut short"),
+        (untrailed, "worker0.0 ended without its trailer"),
+        (miscounted, "worker0.0's trailer counts 3 records, 2 read"),
+    ] {
+        let wrong = read_transcript("worker0.0", text, false).expect_err(expected);
+        assert!(wrong.contains(expected), "{wrong}");
+    }
+    // A process the campaign killed wrote no trailer, and loses nothing
+    // by it; a record dropped is still found.
+    assert_eq!(
+        read_transcript("worker0.0", untrailed, true).map(|r| r.len()),
+        Ok(2)
+    );
+    assert!(read_transcript("worker0.0", dropped, true).is_err());
 }

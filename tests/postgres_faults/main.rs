@@ -67,11 +67,14 @@ mod campaigns;
 mod checker;
 mod child;
 mod history;
+mod linearizable;
+mod spec;
 
-use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -80,7 +83,7 @@ use checker::check;
 use common::Pause;
 use common::postgres::{Cluster, USER};
 use common::proxy::{Mode, Proxy};
-use history::{HeldPause, Line, Outcome, Truth, replay};
+use history::{HeldPause, Line, Outcome, Truth, read_transcript, replay};
 
 /// The Runs processes pick from move on this often...
 pub const WINDOW: Duration = Duration::from_secs(1);
@@ -135,56 +138,82 @@ fn fault_child() {
     }
 }
 
+/// Both checkers again on a kept campaign (`BATON_FAULT_REPLAY=<dir>`, a
+/// directory [`kept`] made): what they find and where they differ. Does
+/// nothing without it.
+#[test]
+fn replay_a_kept_campaign() {
+    let Some(dir) = env("BATON_FAULT_REPLAY") else {
+        return;
+    };
+    let dir = Path::new(&dir);
+    let truth = Truth::from_text(&std::fs::read_to_string(dir.join(TRUTH)).expect("the truth"));
+    let mut started = Started::new();
+    for entry in std::fs::read_dir(dir).expect("the histories") {
+        let path = entry.expect("an entry").path();
+        if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
+            if let Some(process) = name.strip_suffix(".history") {
+                // A worker's incarnation before the last may have been killed.
+                started.insert(process.to_owned(), (path.clone(), true));
+            }
+        }
+    }
+    let (lines, wrong) = read_histories(&started);
+    let judged = judge(&lines, &truth);
+    report(&format!(
+        "replay: {} records; ours {} anomalies, {} roots flagged ({:.3} s); linearizability {} \
+         roots flagged of {} ({} operations, {:.3} s); history {wrong:?}",
+        lines.len(),
+        judged.anomalies.len(),
+        judged.flagged.len(),
+        judged.ours.as_secs_f64(),
+        judged.second.flagged.len(),
+        judged.second.roots,
+        judged.second.ops,
+        judged.second.time.as_secs_f64(),
+    ));
+    for anomaly in judged.anomalies.iter().take(30) {
+        report(&format!(
+            "replay: anomaly: {} {}",
+            anomaly.root, anomaly.what
+        ));
+    }
+    for difference in &judged.disagreement {
+        report(&format!("replay: {difference}"));
+    }
+}
+
 /// A campaign's process: a worker or the owner, in its proxy's slot.
 struct Process {
     name: String,
     child: Child,
     stdin: ChildStdin,
+    /// Its history file.
+    history: PathBuf,
 }
 
 impl Process {
-    fn spawn(
-        role: &str,
-        name: &str,
-        url: &str,
-        env: &[(&str, String)],
-        lines: &History,
-        counts: &Counts,
-    ) -> Self {
+    /// Starts it, writing its history to a file of its own in `histories`.
+    fn spawn(role: &str, name: &str, url: &str, env: &[(&str, String)], histories: &Path) -> Self {
+        let history = histories.join(format!("{name}.history"));
         let mut command = Command::new(std::env::current_exe().expect("the test binary"));
         command
             .args(["--exact", "fault_child", "--nocapture", "--test-threads=1"])
             .env("BATON_FAULT_ROLE", role)
             .env("BATON_FAULT_PROC", name)
             .env("BATON_FAULT_URL", url)
+            .env("BATON_FAULT_HISTORY", &history)
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
+            .stdout(Stdio::null())
             .stderr(Stdio::null());
         let mut child = command.spawn().expect("a campaign process");
         let stdin = child.stdin.take().expect("its stdin");
-        let stdout = child.stdout.take().expect("its stdout");
-        let (lines, counts, process) = (Arc::clone(lines), Arc::clone(counts), name.to_owned());
-        thread::spawn(move || {
-            for text in BufReader::new(stdout).lines() {
-                let Ok(text) = text else { break };
-                // Issue 50: every line that looks like a record must be
-                // read as one.
-                let looks = Line::looks_like_record(&text);
-                let line = Line::parse(&process, &text);
-                let mut counts = counts.lock().unwrap();
-                counts.0 += usize::from(looks);
-                counts.1 += usize::from(line.is_some());
-                drop(counts);
-                if let Some(line) = line {
-                    lines.lock().unwrap().push(line);
-                }
-            }
-        });
         Process {
             name: name.to_owned(),
             child,
             stdin,
+            history,
         }
     }
 
@@ -213,10 +242,24 @@ impl Process {
     }
 }
 
-type History = Arc<Mutex<Vec<Line>>>;
-/// The lines the processes printed that look like records, and the ones
-/// read as records.
-type Counts = Arc<Mutex<(usize, usize)>>;
+/// Every process a campaign started, by name: its history file, and
+/// whether the campaign killed it (then it wrote no trailer).
+type Started = BTreeMap<String, (PathBuf, bool)>;
+
+/// Reads every process's history back ([`read_transcript`]): the records
+/// of all, and what is wrong with any.
+fn read_histories(started: &Started) -> (Vec<Line>, Vec<String>) {
+    let mut lines = Vec::new();
+    let mut wrong = Vec::new();
+    for (name, (path, killed)) in started {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        match read_transcript(name, &text, *killed) {
+            Ok(read) => lines.extend(read),
+            Err(what) => wrong.push(what),
+        }
+    }
+    (lines, wrong)
+}
 
 /// What a campaign saw.
 struct Figures {
@@ -245,6 +288,90 @@ struct Figures {
     /// The longest wait for a Run's decision once the faults stopped.
     longest_wait: Duration,
     anomalies: Vec<String>,
+    /// What is wrong with the histories as read (issue 50: must be
+    /// nothing, in every campaign).
+    history_wrong: Vec<String>,
+    /// The roots the two checkers flag, and where they differ (must be
+    /// nowhere, in every campaign).
+    flagged: BTreeSet<String>,
+    disagreement: Vec<String>,
+}
+
+impl Figures {
+    /// Issue 50, in every campaign: every record each process wrote was
+    /// read, and the two checkers flag the same roots.
+    fn assert_read_whole_and_checked_twice(&self) {
+        assert_eq!(self.history_wrong, Vec::<String>::new(), "the history");
+        assert_eq!(
+            self.disagreement,
+            Vec::<String>::new(),
+            "the two checkers disagree"
+        );
+    }
+}
+
+/// The file a kept campaign's final read-back is in, beside its
+/// processes' histories.
+const TRUTH: &str = "truth";
+
+/// Where a campaign keeps its histories: `postgres_faults/<name>-<seed>`
+/// under cargo's temporary directory for tests (`target/tmp`), emptied
+/// first.
+fn kept(name: &str, seed: u64) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("postgres_faults")
+        .join(format!("{}-{seed}", name.replace(' ', "-")));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a directory for the histories");
+    dir
+}
+
+/// Both checkers on one history: the anomalies the first finds, the roots
+/// each flags, and where they differ (naming each root flagged by one
+/// only).
+struct Judged {
+    anomalies: Vec<checker::Anomaly>,
+    ours: Duration,
+    second: linearizable::Verdict,
+    flagged: BTreeSet<String>,
+    disagreement: Vec<String>,
+}
+
+fn judge(lines: &[Line], truth: &Truth) -> Judged {
+    let (ops, seals) = replay(lines);
+    let checked = Instant::now();
+    let anomalies = check(&ops, &seals, truth);
+    let ours = checked.elapsed();
+    let second = linearizable::check(lines, truth);
+    let flagged: BTreeSet<String> = anomalies
+        .iter()
+        .filter(|a| a.about_the_log())
+        .map(|a| a.root.clone())
+        .collect();
+    let mut disagreement: Vec<String> = flagged
+        .difference(&second.flagged)
+        .map(|root| {
+            let why: Vec<&str> = anomalies
+                .iter()
+                .filter(|a| a.root == *root)
+                .map(|a| a.what.as_str())
+                .collect();
+            format!("{root}: flagged by ours only ({why:?})")
+        })
+        .collect();
+    disagreement.extend(
+        second
+            .flagged
+            .difference(&flagged)
+            .map(|root| format!("{root}: flagged by the linearizability checker only")),
+    );
+    Judged {
+        anomalies,
+        ours,
+        second,
+        flagged,
+        disagreement,
+    }
 }
 
 /// Which campaign: the real one, or a control the checker must catch.
@@ -343,8 +470,10 @@ fn campaign_on(name: &str, control: Control, seconds: u64, failover: Failover) -
                 .expect("the control's timeline");
         }
     });
-    let history: History = Arc::default();
-    let counts: Counts = Arc::default();
+    // Each process's history, in a file of its own; kept after the test
+    // for `BATON_FAULT_REPLAY` (see `replay_a_kept_campaign`).
+    let histories = kept(name, seed);
+    let started: RefCell<Started> = RefCell::default();
     // Each process's way to the servers: a proxy to the primary, and with
     // a standby one to it too, both in its one multi-host config.
     let servers: Vec<u16> = std::iter::once(first.port())
@@ -380,14 +509,18 @@ fn campaign_on(name: &str, control: Control, seconds: u64, failover: Failover) -
         ),
     ];
     let spawn = |role: &str, slot: usize, incarnation: usize| {
-        Process::spawn(
+        let process = Process::spawn(
             role,
             &format!("{role}{slot}.{incarnation}"),
             &via(&proxies[slot], &dbname),
             &shared_env,
-            &history,
-            &counts,
-        )
+            &histories,
+        );
+        let path = process.history.clone();
+        started
+            .borrow_mut()
+            .insert(process.name.clone(), (path, false));
+        process
     };
     let mut workers: Vec<Process> = (0..WORKERS).map(|slot| spawn("worker", slot, 0)).collect();
     let mut incarnations = [0; WORKERS];
@@ -456,6 +589,9 @@ fn campaign_on(name: &str, control: Control, seconds: u64, failover: Failover) -
             }
             3 => {
                 workers[worker].signal("-KILL");
+                if let Some(entry) = started.borrow_mut().get_mut(&workers[worker].name) {
+                    entry.1 = true;
+                }
                 incarnations[worker] += 1;
                 let replaced = std::mem::replace(
                     &mut workers[worker],
@@ -513,12 +649,12 @@ fn campaign_on(name: &str, control: Control, seconds: u64, failover: Failover) -
     let stopped = Instant::now();
     let stopped_at = child::now_us();
     owner.tell(&format!("decide {runs}"));
-    let done = |lines: &[Line]| {
-        lines
-            .iter()
-            .any(|l| l.process == owner.name && l.words.first().is_some_and(|w| w == "done"))
+    let done = || {
+        std::fs::read_to_string(&owner.history)
+            .unwrap_or_default()
+            .ends_with(" - done\n")
     };
-    while !done(&history.lock().unwrap()) && stopped.elapsed() < DECIDE_BOUND {
+    while !done() && stopped.elapsed() < DECIDE_BOUND {
         thread::sleep(Duration::from_millis(50));
     }
     let decide_time = stopped.elapsed();
@@ -579,16 +715,12 @@ fn campaign_on(name: &str, control: Control, seconds: u64, failover: Failover) -
         }
         truth
     });
-    let lines = history.lock().unwrap().clone();
+    std::fs::write(histories.join(TRUTH), truth.to_text()).expect("the truth is kept");
+    let started = started.into_inner();
+    let (lines, history_wrong) = read_histories(&started);
     let (ops, seals) = replay(&lines);
-    let mut anomalies = check(&ops, &seals, &truth);
-    let (looked, read) = *counts.lock().unwrap();
-    if looked != read {
-        anomalies.push(format!(
-            "history: the processes printed {looked} lines that look like records, the checker \
-             read {read}"
-        ));
-    }
+    let judged = judge(&lines, &truth);
+    let mut anomalies: Vec<String> = judged.anomalies.iter().map(|a| a.what.clone()).collect();
     // A root is decided once its chain ended (its last Run holds a finish)
     // or it is retired.
     let decided = (0..runs)
@@ -731,10 +863,13 @@ fn campaign_on(name: &str, control: Control, seconds: u64, failover: Failover) -
         decide_time,
         longest_wait,
         anomalies,
+        history_wrong,
+        flagged: judged.flagged.clone(),
+        disagreement: judged.disagreement.clone(),
     };
     report(&format!(
-        "{name}: {} operations {:?} ({} seals); faults {:?}; records {looked} printed, {read} \
-         read; {} finishes, {} successors claimed, {} chains ended; retirements by name {} \
+        "{name}: {} operations {:?} ({} seals); faults {:?}; {} records read whole from \
+         {} processes' histories; {} finishes, {} successors claimed, {} chains ended; retirements by name {} \
          (refused: RunOpen {}, NothingToRetire {}); sweeps {} (unknown or unavailable {}), \
          {} roots retired by them, {} passes completed; {} roots retired at the end; \
          {} of {} roots decided, {:.1} s after the faults stopped (the longest wait for one \
@@ -743,6 +878,8 @@ fn campaign_on(name: &str, control: Control, seconds: u64, failover: Failover) -
         figures.outcomes,
         seals.len(),
         figures.faults,
+        lines.len(),
+        started.len(),
         figures.finishes,
         figures.successors_claimed,
         figures.chains_ended,
@@ -774,6 +911,33 @@ fn campaign_on(name: &str, control: Control, seconds: u64, failover: Failover) -
         figures.longest_wait.as_secs_f64(),
         figures.anomalies.len()
     ));
+    report(&format!(
+        "{name}: the two checkers: ours {} anomalies ({} about the log) on {} operations, {} roots \
+         flagged, in {:.3} s; linearizability (stateright) on {} operations in {} roots, {} \
+         roots flagged, in {:.3} s; flagged by one only: {}",
+        judged.anomalies.len(),
+        judged
+            .anomalies
+            .iter()
+            .filter(|a| a.about_the_log())
+            .count(),
+        figures.ops,
+        judged.flagged.len(),
+        judged.ours.as_secs_f64(),
+        judged.second.ops,
+        judged.second.roots,
+        judged.second.flagged.len(),
+        judged.second.time.as_secs_f64(),
+        judged.disagreement.len()
+    ));
+    for wrong in figures
+        .history_wrong
+        .iter()
+        .chain(&figures.disagreement)
+        .take(20)
+    {
+        report(&format!("{name}: {wrong}"));
+    }
     let mut by_id: BTreeMap<&str, usize> = BTreeMap::new();
     for anomaly in &figures.anomalies {
         *by_id
