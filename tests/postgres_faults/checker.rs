@@ -38,6 +38,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use super::answers;
 use super::child::{root_of, successor_of};
 use super::history::{Kind, Line, Op, Outcome, Seal, Truth, read_transcript, replay};
 
@@ -79,10 +80,10 @@ impl Anomaly {
 
 /// The anomalies found so far.
 #[derive(Default)]
-struct Found(Vec<Anomaly>);
+pub struct Found(Vec<Anomaly>);
 
 impl Found {
-    fn flag(&mut self, run: &str, what: String) {
+    pub fn flag(&mut self, run: &str, what: String) {
         self.0.push(Anomaly {
             root: root_of(run).to_owned(),
             what,
@@ -746,6 +747,8 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<Anomaly> {
             ));
         }
     }
+    // Every answer's kind (issue 50).
+    answers::check(ops, &mut anomalies);
     anomalies.0
 }
 

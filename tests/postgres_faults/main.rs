@@ -63,6 +63,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod answers;
 mod campaigns;
 mod checker;
 mod child;
