@@ -38,8 +38,22 @@
 //! sweeps: batches, roots, passes completed) and every anomaly (there must
 //! be none).
 //!
-//! Two controls must be caught (their tests pass only if the checker
-//! reports anomalies): the same campaign against a store with fencing
+//! **Read whole, judged twice** (issue 50). Each process writes its
+//! records to a file of its own, numbered, and counts them in a trailer as
+//! it ends; the parent reads each back whole (`history::read_transcript`),
+//! and any record lost, cut or miscounted fails the campaign. The history
+//! is then judged by two checkers that share no code: ours, rule by rule
+//! (`checker.rs`, and `answers.rs` for every answer's kind), and a
+//! linearizability check of each root's history against a sequential
+//! specification of the log written from SPEC's tables (`spec.rs`,
+//! searched by stateright's `LinearizabilityTester`: `linearizable.rs`).
+//! Every campaign fails unless both flag the same roots (ours counting
+//! only its anomalies about the log's answers). The histories and the
+//! final read-back are kept under `target/tmp/postgres_faults/`;
+//! [`replay_a_kept_campaign`] judges one again.
+//!
+//! Two controls must be caught (their tests pass only if the checkers
+//! report anomalies): the same campaign against a store with fencing
 //! disabled (a test-only switch of the workers, `BATON_FAULT_UNFENCED`),
 //! and one whose retention is broken the old way (`BATON_FAULT_RETENTION`:
 //! the owner retires roots by SQL once every Run the log holds is final,
@@ -66,8 +80,10 @@ mod common;
 mod answers;
 mod campaigns;
 mod checker;
+mod checker_tests;
 mod child;
 mod history;
+mod judge;
 mod linearizable;
 mod spec;
 
@@ -80,11 +96,11 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use baton::durable::PostgresSchema;
-use checker::check;
 use common::Pause;
 use common::postgres::{Cluster, USER};
 use common::proxy::{Mode, Proxy};
-use history::{HeldPause, Line, Outcome, Truth, read_transcript, replay};
+use history::{HeldPause, Outcome, Truth, replay};
+use judge::{Started, TRUTH, judge, kept, read_histories};
 
 /// The Runs processes pick from move on this often...
 pub const WINDOW: Duration = Duration::from_secs(1);
@@ -136,51 +152,6 @@ fn report(line: &str) {
 fn fault_child() {
     if let Some(role) = env("BATON_FAULT_ROLE") {
         child::main(&role);
-    }
-}
-
-/// Both checkers again on a kept campaign (`BATON_FAULT_REPLAY=<dir>`, a
-/// directory [`kept`] made): what they find and where they differ. Does
-/// nothing without it.
-#[test]
-fn replay_a_kept_campaign() {
-    let Some(dir) = env("BATON_FAULT_REPLAY") else {
-        return;
-    };
-    let dir = Path::new(&dir);
-    let truth = Truth::from_text(&std::fs::read_to_string(dir.join(TRUTH)).expect("the truth"));
-    let mut started = Started::new();
-    for entry in std::fs::read_dir(dir).expect("the histories") {
-        let path = entry.expect("an entry").path();
-        if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
-            if let Some(process) = name.strip_suffix(".history") {
-                // A worker's incarnation before the last may have been killed.
-                started.insert(process.to_owned(), (path.clone(), true));
-            }
-        }
-    }
-    let (lines, wrong) = read_histories(&started);
-    let judged = judge(&lines, &truth);
-    report(&format!(
-        "replay: {} records; ours {} anomalies, {} roots flagged ({:.3} s); linearizability {} \
-         roots flagged of {} ({} operations, {:.3} s); history {wrong:?}",
-        lines.len(),
-        judged.anomalies.len(),
-        judged.flagged.len(),
-        judged.ours.as_secs_f64(),
-        judged.second.flagged.len(),
-        judged.second.roots,
-        judged.second.ops,
-        judged.second.time.as_secs_f64(),
-    ));
-    for anomaly in judged.anomalies.iter().take(30) {
-        report(&format!(
-            "replay: anomaly: {} {}",
-            anomaly.root, anomaly.what
-        ));
-    }
-    for difference in &judged.disagreement {
-        report(&format!("replay: {difference}"));
     }
 }
 
@@ -243,25 +214,6 @@ impl Process {
     }
 }
 
-/// Every process a campaign started, by name: its history file, and
-/// whether the campaign killed it (then it wrote no trailer).
-type Started = BTreeMap<String, (PathBuf, bool)>;
-
-/// Reads every process's history back ([`read_transcript`]): the records
-/// of all, and what is wrong with any.
-fn read_histories(started: &Started) -> (Vec<Line>, Vec<String>) {
-    let mut lines = Vec::new();
-    let mut wrong = Vec::new();
-    for (name, (path, killed)) in started {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        match read_transcript(name, &text, *killed) {
-            Ok(read) => lines.extend(read),
-            Err(what) => wrong.push(what),
-        }
-    }
-    (lines, wrong)
-}
-
 /// What a campaign saw.
 struct Figures {
     ops: usize,
@@ -308,70 +260,6 @@ impl Figures {
             Vec::<String>::new(),
             "the two checkers disagree"
         );
-    }
-}
-
-/// The file a kept campaign's final read-back is in, beside its
-/// processes' histories.
-const TRUTH: &str = "truth";
-
-/// Where a campaign keeps its histories: `postgres_faults/<name>-<seed>`
-/// under cargo's temporary directory for tests (`target/tmp`), emptied
-/// first.
-fn kept(name: &str, seed: u64) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("postgres_faults")
-        .join(format!("{}-{seed}", name.replace(' ', "-")));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a directory for the histories");
-    dir
-}
-
-/// Both checkers on one history: the anomalies the first finds, the roots
-/// each flags, and where they differ (naming each root flagged by one
-/// only).
-struct Judged {
-    anomalies: Vec<checker::Anomaly>,
-    ours: Duration,
-    second: linearizable::Verdict,
-    flagged: BTreeSet<String>,
-    disagreement: Vec<String>,
-}
-
-fn judge(lines: &[Line], truth: &Truth) -> Judged {
-    let (ops, seals) = replay(lines);
-    let checked = Instant::now();
-    let anomalies = check(&ops, &seals, truth);
-    let ours = checked.elapsed();
-    let second = linearizable::check(lines, truth);
-    let flagged: BTreeSet<String> = anomalies
-        .iter()
-        .filter(|a| a.about_the_log())
-        .map(|a| a.root.clone())
-        .collect();
-    let mut disagreement: Vec<String> = flagged
-        .difference(&second.flagged)
-        .map(|root| {
-            let why: Vec<&str> = anomalies
-                .iter()
-                .filter(|a| a.root == *root)
-                .map(|a| a.what.as_str())
-                .collect();
-            format!("{root}: flagged by ours only ({why:?})")
-        })
-        .collect();
-    disagreement.extend(
-        second
-            .flagged
-            .difference(&flagged)
-            .map(|root| format!("{root}: flagged by the linearizability checker only")),
-    );
-    Judged {
-        anomalies,
-        ours,
-        second,
-        flagged,
-        disagreement,
     }
 }
 
