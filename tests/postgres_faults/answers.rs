@@ -14,7 +14,12 @@
 //!   pause or outcome of the Run may have been written;
 //! - `Retired` (a claim's, or a write's refusal) and `AlreadyRetired`
 //!   come after some retirement of the root may have taken effect;
-//! - the epochs claims answer increase in real-time order (R6).
+//! - the epochs claims answer increase in real-time order (R6);
+//! - `Retired { runs }` counts at least the Runs of the root claims had
+//!   answered `Owner` before it was sent, and at most those a claim may
+//!   have taken into an epoch before it answered; `RunOpen` names a Run
+//!   of the root a claim may have taken into an epoch, or a successor a
+//!   pause that may have been written names.
 
 use std::collections::HashMap;
 
@@ -151,6 +156,14 @@ pub fn check(ops: &[Op], anomalies: &mut Found) {
                 );
             }
         }
+        if let Kind::Retire { run: root } = &op.kind {
+            retirement(
+                root,
+                op,
+                by_root.get(root.as_str()).unwrap_or(&none),
+                anomalies,
+            );
+        }
         // R6: epochs increase in real-time order.
         if let (Kind::Claim { .. }, Outcome::Owner(e)) = (&op.kind, &op.outcome) {
             let older = owners
@@ -167,5 +180,60 @@ pub fn check(ops: &[Op], anomalies: &mut Found) {
                 );
             }
         }
+    }
+}
+
+/// A retirement's count, and the Run its `RunOpen` names.
+fn retirement(root: &str, op: &Op, of_root: &[&Op], anomalies: &mut Found) {
+    let answered = op.completed.unwrap_or(u64::MAX);
+    let mut surely: Vec<&str> = Vec::new();
+    let mut maybe: Vec<&str> = Vec::new();
+    for claim in of_root
+        .iter()
+        .filter(|c| matches!(c.kind, Kind::Claim { .. }))
+    {
+        let run = claim.kind.run();
+        match claim.outcome {
+            Outcome::Owner(_) if claim.completed.is_some_and(|c| c < op.invoked) => {
+                surely.push(run);
+                maybe.push(run);
+            }
+            Outcome::Owner(_) | Outcome::Unknown if claim.invoked < answered => maybe.push(run),
+            _ => {}
+        }
+    }
+    for runs in [&mut surely, &mut maybe] {
+        runs.sort_unstable();
+        runs.dedup();
+    }
+    match &op.outcome {
+        Outcome::RetiredNow(n) if (*n as usize) < surely.len() || (*n as usize) > maybe.len() => {
+            anomalies.flag(
+                root,
+                format!(
+                    "G3: the retirement of {root} answered Retired {{ runs: {n} }}; the log held \
+                     {} to {} Runs of it",
+                    surely.len(),
+                    maybe.len()
+                ),
+            );
+        }
+        Outcome::RunOpen(named) if named != "?" => {
+            let named_by_a_pause = of_root.iter().any(|w| {
+                matches!(&w.kind, Kind::Append { successor, .. } if successor == named)
+                    && w.invoked < answered
+                    && w.outcome.may_have_written()
+            });
+            if !maybe.contains(&named.as_str()) && !named_by_a_pause {
+                anomalies.flag(
+                    root,
+                    format!(
+                        "G3: the retirement of {root} answered RunOpen naming {named}, which no \
+                         claim took into an epoch and no pause names"
+                    ),
+                );
+            }
+        }
+        _ => {}
     }
 }

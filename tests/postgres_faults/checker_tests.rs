@@ -1,10 +1,12 @@
-//! The first checker on histories written by hand: each rule it names
-//! is reported where the history breaks it.
+//! The checkers on histories written by hand: each rule the first names
+//! is reported where the history breaks it, and a wrong refusal is
+//! flagged by both.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::checker::check;
-use super::history::{Line, Truth, read_transcript, replay};
+use super::history::{HeldPause, Line, Truth, read_transcript, replay};
+use super::judge::judge;
 
 /// A history written by hand, `(process, "<µs> <op> <words…>")`: each
 /// process's records numbered and ended with its trailer, as a process
@@ -136,4 +138,53 @@ fn the_checker_checks_the_roots_a_sweep_retired() {
             .any(|a| a.starts_with("G5 (by age): a sweep by owner3.0 retired r2")),
         "{anomalies:?}"
     );
+}
+
+/// Issue 50's example, judged by both checkers: a stale append (epoch 1,
+/// after epoch 2 was answered and wrote its pause) answered
+/// `AlreadyHandedOff` where SPEC answers `Fenced` — nothing written, yet
+/// the wrong refusal — is flagged by both, ours naming G3; answered
+/// `Fenced` naming epoch 2, by neither; naming epoch 3, no epoch any
+/// claim answered, by both again.
+#[test]
+fn a_stale_append_refused_as_already_handed_off_is_flagged_by_both_checkers() {
+    let judged = |answer: &str| {
+        let printed = [
+            ("worker0.0", "10 1 invoke claim r1"),
+            ("worker0.0", "20 1 ok owner 1"),
+            ("owner3.0", "30 1 invoke claim r1"),
+            ("owner3.0", "40 1 ok owner 2"),
+            ("owner3.0", "50 2 invoke append r1 2 p2 aaaa r1.1"),
+            ("owner3.0", "60 2 ok written"),
+            ("worker0.0", "70 2 invoke append r1 1 p1 bbbb r1.1"),
+            ("worker0.0", answer),
+        ];
+        let truth = Truth {
+            epochs: HashMap::from([("r1".to_owned(), 2)]),
+            pauses: HashMap::from([(
+                "r1".to_owned(),
+                HeldPause {
+                    id: "p2".into(),
+                    epoch: 2,
+                    digest: "aaaa".into(),
+                    successor: "r1.1".into(),
+                },
+            )]),
+            ..Truth::default()
+        };
+        judge(&numbered(&printed), &truth)
+    };
+    let r1 = BTreeSet::from(["r1".to_owned()]);
+    for wrong in ["80 2 refused already-handed-off", "80 2 refused fenced 3"] {
+        let judged = judged(wrong);
+        assert_eq!(judged.flagged, r1, "ours: {wrong}");
+        assert_eq!(judged.second.flagged, r1, "linearizability: {wrong}");
+        assert!(
+            judged.anomalies.iter().all(|a| a.what.starts_with("G3:")),
+            "{wrong}"
+        );
+    }
+    let right = judged("80 2 refused fenced 2");
+    assert!(right.flagged.is_empty(), "{:?}", right.anomalies);
+    assert!(right.second.flagged.is_empty());
 }

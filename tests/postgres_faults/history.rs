@@ -156,8 +156,9 @@ pub enum Outcome {
     Finished(String, String),
     /// A claim answered `Retired`.
     Retired,
-    /// A retirement answered `Retired { .. }` (now).
-    RetiredNow,
+    /// A retirement answered `Retired { runs }` (now): how many Runs it
+    /// removed.
+    RetiredNow(u64),
     /// A retirement answered `AlreadyRetired`.
     AlreadyRetired,
     /// A sweep's batch answered: the roots it retired, in its order, and
@@ -198,12 +199,12 @@ impl Outcome {
     pub fn retired(&self) -> bool {
         matches!(
             self,
-            Outcome::RetiredNow | Outcome::AlreadyRetired | Outcome::RetiredBySweep
+            Outcome::RetiredNow(_) | Outcome::AlreadyRetired | Outcome::RetiredBySweep
         )
     }
     /// A retirement answered so retired its root now (it was not already).
     pub fn retired_now(&self) -> bool {
-        matches!(self, Outcome::RetiredNow | Outcome::RetiredBySweep)
+        matches!(self, Outcome::RetiredNow(_) | Outcome::RetiredBySweep)
     }
 }
 
@@ -391,7 +392,9 @@ pub fn replay(lines: &[Line]) -> (Vec<Op>, Vec<Seal>) {
                         }
                         ["ok", "finished", id, d] => Outcome::Finished(owned(id), owned(d)),
                         ["ok", "retired"] => Outcome::Retired,
-                        ["ok", "retired-now", _] => Outcome::RetiredNow,
+                        ["ok", "retired-now", runs] => {
+                            Outcome::RetiredNow(runs.parse().unwrap_or(u64::MAX))
+                        }
                         ["ok", "already-retired"] => Outcome::AlreadyRetired,
                         [
                             "ok",

@@ -17,13 +17,22 @@ use super::{env, report};
 pub const TRUTH: &str = "truth";
 
 /// Where a campaign keeps its histories: `postgres_faults/<name>-<seed>`
-/// under cargo's temporary directory for tests (`target/tmp`), emptied
-/// first.
+/// under cargo's temporary directory for tests (`target/tmp`), in place
+/// of the campaign's earlier ones.
 pub fn kept(name: &str, seed: u64) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("postgres_faults")
         .join(format!("{}-{seed}", name.replace(' ', "-")));
-    let _ = std::fs::remove_dir_all(&dir);
+    let campaign = format!("{}-", name.replace(' ', "-"));
+    if let Ok(earlier) = std::fs::read_dir(dir.parent().expect("a parent")) {
+        for entry in earlier.flatten() {
+            let earlier_name = entry.file_name().to_string_lossy().into_owned();
+            let seed_after = earlier_name.strip_prefix(&campaign);
+            if seed_after.is_some_and(|seed| seed.chars().all(|c| c.is_ascii_digit())) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
     std::fs::create_dir_all(&dir).expect("a directory for the histories");
     dir
 }

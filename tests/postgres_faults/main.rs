@@ -681,7 +681,7 @@ fn campaign_on(name: &str, control: Control, seconds: u64, failover: Failover) -
             (history::Kind::Finish { .. }, Outcome::Unknown) => "finish unknown",
             (history::Kind::Finish { .. }, Outcome::Unavailable) => "finish unavailable",
             (history::Kind::Finish { .. }, _) => "finish refused (other)",
-            (history::Kind::Retire { .. }, Outcome::RetiredNow) => "retire ok",
+            (history::Kind::Retire { .. }, Outcome::RetiredNow(_)) => "retire ok",
             (history::Kind::Retire { .. }, Outcome::RetiredBySweep) => "retire ok (by a sweep)",
             (history::Kind::Retire { .. }, Outcome::AlreadyRetired) => "retire ok (already)",
             (history::Kind::Retire { run }, Outcome::RunOpen(open))
