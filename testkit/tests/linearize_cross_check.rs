@@ -99,11 +99,13 @@ proptest! {
     #[test]
     fn the_kits_search_and_staterights_agree_on_every_history(
         events in prop::collection::vec(event(), 1..9),
-        stretch in prop::collection::vec((0u64..100, 1u64..100), 9),
+        stretch in prop::collection::vec((0u64..250, 1u64..250), 9),
         slip in prop::option::of((0usize..9, 0usize..9)),
     ) {
         // A real sequential run, each step at 10 000·i, its call from up
-        // to 9 900 before to 9 900 after (every time distinct).
+        // to 25 000 before to 25 000 after, so overlapping up to two
+        // neighbours each side (every time distinct: `i` in the last
+        // digits, invocations and returns apart modulo 3).
         let mut ledger = Ledger::new();
         let mut outcomes: Vec<_> = events.iter().map(|e| step(&mut ledger, e.clone())).collect();
         // The slip: one outcome as the same event returns after another
@@ -122,10 +124,10 @@ proptest! {
             .zip(&stretch)
             .enumerate()
             .map(|(i, ((event, outcome), (before, after)))| {
-                let point = 10_000 * (i as u64 + 1);
+                let (i, point) = (i as u64, 10_000 * (i as u64 + 3));
                 Call {
-                    invoked: 3 * (point - 99 * before) + 1,
-                    returned: 3 * (point + 99 * after) + 2,
+                    invoked: 3 * (100 * (point - 100 * before) + i) + 1,
+                    returned: 3 * (100 * (point + 100 * after) + i) + 2,
                     op: LedgerOp { event, outcome },
                 }
             })
