@@ -2,9 +2,9 @@
  * The handoff gate (SPEC §1) in Promela: a second engine for what
  * baton-model's gate section checks (issue 37). The table (gate_step) is
  * written from SPEC §1's transition table and waiter queries and from the
- * real core's pure functions in src/gate/core.rs (step, reserve_next,
- * ready, boundary, seal, begin), not from the Rust model's code. The
- * actors around it are the system baton-model explores (SPEC §1's adapter
+ * real core's pure functions in src/gate/core.rs (step, reserve_next)
+ * and src/gate/core/wait.rs (ready, boundary, seal, begin), not from the
+ * Rust model's code. The actors around it are the system baton-model explores (SPEC §1's adapter
  * and its cancel-safety table): K requesters with TRIES reservations
  * each, the worker, a closer, cancellation and a sender of bad input.
  *

@@ -115,8 +115,8 @@ impl<P: PartialEq> HandoffGate<P> {
     /// a pause built around that same `Arc` ([`HandoffPause::new`]) is
     /// matched without comparing ids, and no step of the handoff copies it:
     /// the pause returned here, the requester's
-    /// [`preview`](HeldHandoff::preview) and the sealed pause
-    /// [`wait`](PendingSeal::wait) returns all share one allocation.
+    /// [`preview`](super::HeldHandoff::preview) and the sealed pause
+    /// [`wait`](super::PendingSeal::wait) returns all share one allocation.
     ///
     /// If a handoff is already committed — an earlier `boundary` future held
     /// it and was dropped after the commit — returns the committed pause at
