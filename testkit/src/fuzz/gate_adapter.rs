@@ -32,11 +32,10 @@
 //! [`MAX_OPS`] operations over three requesters, far past what loom can
 //! enumerate.
 
-use std::fmt;
 use std::rc::Rc;
 use std::task::Poll;
 
-use arbitrary::{Arbitrary, Unstructured};
+use arbitrary::Arbitrary;
 
 use super::{Rejected, intent_named, source};
 use baton::facts::{HandoffIntent, HandoffPause};
@@ -124,27 +123,7 @@ pub enum Op {
     DropGate,
 }
 
-/// A fuzz input: the operations, in order. Decoding stops after
-/// `MAX_OPS + 1` operations: the input is rejected anyway.
-#[derive(Clone)]
-pub struct Ops(pub Vec<Op>);
-
-impl<'a> Arbitrary<'a> for Ops {
-    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
-        u.arbitrary().map(Ops)
-    }
-
-    fn arbitrary_take_rest(u: Unstructured<'a>) -> arbitrary::Result<Self> {
-        super::take_ops(u, MAX_OPS).map(Ops)
-    }
-}
-
-/// Prints as the Rust expression that rebuilds the input, one op a line.
-impl fmt::Debug for Ops {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        super::write_ops(f, "Op", &self.0)
-    }
-}
+ops_input!();
 
 /// The `gate_adapter` target: runs `input` through the adapter. Panics if
 /// the adapter and the core disagree.

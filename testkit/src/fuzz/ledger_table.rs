@@ -2,212 +2,25 @@
 //! ([`core::step`](baton::ledger::core::step)), every answer compared with
 //! the ghost reference and D1–D6 checked after every operation.
 //!
-//! An [`Op`] names ids from a small set (`d0`…`d7`) so that short random
-//! inputs register, adopt, arrive and take the same delegations, plus
-//! invalid ids for the typed errors. Children are numbered; the harness
-//! keeps the books D3 needs: every child it made is in the ledger, ended by
-//! the harness (when the ledger hands it back to be ended), or taken after
-//! its outcome arrived — never lost, never in two places.
-//!
-//! Kept whole, past 600 lines: the harness's books and its step are one
-//! state machine, checked against the ghost step by step.
+//! The inputs, [`Ops`] of [`Op`]s, are in `ledger_ops.rs` (re-exported
+//! here). Children are numbered; the harness keeps the books D3 needs:
+//! every child it made is in the ledger, ended by the harness (when the
+//! ledger hands it back to be ended), or taken after its outcome arrived —
+//! never lost, never in two places.
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
-use std::fmt;
 use std::rc::Rc;
 use std::time::Duration;
 
-use arbitrary::{Arbitrary, Unstructured};
-
 pub use super::ledger_ghost::{Adopted, Row, Seen};
+pub use super::ledger_ops::{BoundPick, IdPick, MAX_OPS, Op, Ops, Task, TokenPick, WaitOp};
 
 use super::ledger_ghost::Ghost;
 use super::{Rejected, Violation};
-use baton::facts::MAX_ID_BYTES;
 use baton::ledger::core::{
     Adoption, Arrival, Child, Counts, Event, Ledger, Outcome, ScopeToken, Taken,
 };
-
-/// The most operations one input may hold; longer inputs are rejected.
-pub const MAX_OPS: usize = 64;
-
-/// A fuzz input: the operations, in order. Decoding stops after
-/// `MAX_OPS + 1` operations: the input is rejected anyway.
-#[derive(Clone)]
-pub struct Ops(pub Vec<Op>);
-
-impl<'a> Arbitrary<'a> for Ops {
-    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
-        Ok(Ops(u.arbitrary()?))
-    }
-
-    fn arbitrary_take_rest(u: Unstructured<'a>) -> arbitrary::Result<Self> {
-        super::take_ops(u, MAX_OPS).map(Ops)
-    }
-}
-
-/// A task, by name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Arbitrary)]
-pub enum Task {
-    /// `"A"`
-    A,
-    /// `"B"`
-    B,
-}
-
-impl Task {
-    fn name(self) -> &'static str {
-        match self {
-            Task::A => "A",
-            Task::B => "B",
-        }
-    }
-}
-
-/// Which delegation id an operation names.
-#[derive(Clone, Debug, PartialEq, Eq, Arbitrary)]
-pub enum IdPick {
-    /// `d{n % 8}`.
-    Small(u8),
-    /// Exactly this text (mostly not a valid id).
-    Raw(String),
-    /// One byte over [`MAX_ID_BYTES`].
-    TooLong,
-}
-
-impl IdPick {
-    fn id(&self) -> String {
-        match self {
-            IdPick::Small(n) => format!("d{}", n % 8),
-            IdPick::Raw(text) => text.clone(),
-            IdPick::TooLong => "d".repeat(MAX_ID_BYTES + 1),
-        }
-    }
-}
-
-/// Which scope token `EndScope` carries, relative to the last one issued.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Arbitrary)]
-pub enum TokenPick {
-    /// The last token issued (stale once its scope ended).
-    Last,
-    /// `n + 1` before the last one (saturating).
-    Before(u8),
-    /// `n + 1` after the last one: never issued yet.
-    After(u8),
-}
-
-/// The bound of `take_overdue` and `next_overdue`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Arbitrary)]
-pub enum BoundPick {
-    /// `n` seconds.
-    Secs(u8),
-    /// `Duration::MAX`: nothing is ever due.
-    Max,
-}
-
-impl BoundPick {
-    fn bound(self) -> Duration {
-        match self {
-            BoundPick::Secs(n) => Duration::from_secs(n.into()),
-            BoundPick::Max => Duration::MAX,
-        }
-    }
-}
-
-/// What a `wait_for_arrival` does, as [`Op::Wait`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WaitOp {
-    /// A new wait's first poll: `begin_wait()`.
-    Begin,
-    /// Pending wait `n` (modulo their number) polled again: `poll_wait()`.
-    Poll(u8),
-    /// Pending wait `n` (modulo their number) dropped: `drop_wait()`.
-    Drop(u8),
-}
-
-impl WaitOp {
-    /// The wait op of an [`Op::Wait`] whose variant choice read `raw`: its
-    /// low bits, which the choice of variant (its high bits) leaves free.
-    fn from_raw(raw: u32) -> Self {
-        let pick = ((raw / 3) % 4) as u8;
-        match raw % 3 {
-            0 => WaitOp::Begin,
-            1 => WaitOp::Poll(pick),
-            _ => WaitOp::Drop(pick),
-        }
-    }
-}
-
-/// One operation on the ledger (or its clock, or a child).
-///
-/// Decoded as `derive(Arbitrary)` decoded the 13 variants of an earlier
-/// `Op` (whose 8th, `TakePermit`, read no field): the same bytes give the
-/// same operations, except that the 8th is now a [`WaitOp`] chosen by the
-/// low bits of the variant's `u32`. So the committed corpus decodes as
-/// before, its permit polls becoming waits begun, polled and dropped.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Op {
-    /// `scope_task(task)`.
-    ScopeTask(Task),
-    /// `end_scope(token)`.
-    EndScope(TokenPick),
-    /// `register(id, task)` now; `task: None` is the task in scope (`A`
-    /// if none).
-    Register {
-        /// The id.
-        id: IdPick,
-        /// The delegation's task.
-        task: Option<Task>,
-    },
-    /// `adopt(id, a new child)`.
-    Adopt(IdPick),
-    /// `discard(id)`.
-    Discard(IdPick),
-    /// `arrive(id)`.
-    Arrive(IdPick),
-    /// Someone else begins ending the child of entry `id`, if it has one.
-    EndChild(IdPick),
-    /// A `wait_for_arrival` begins, is polled, or is dropped.
-    Wait(WaitOp),
-    /// `take_arrived()`.
-    TakeArrived,
-    /// `take_overdue(bound, now)`.
-    TakeOverdue(BoundPick),
-    /// `next_overdue(bound)`.
-    NextOverdue(BoundPick),
-    /// `take_all()`.
-    TakeAll,
-    /// The clock moves `n` seconds on.
-    Tick(u8),
-}
-
-impl<'a> Arbitrary<'a> for Op {
-    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
-        // `derive(Arbitrary)`'s choice of variant (multiply and shift), kept
-        // so that the committed corpus decodes as it did.
-        let raw = u32::arbitrary(u)?;
-        Ok(match (u64::from(raw) * 13) >> 32 {
-            0 => Op::ScopeTask(u.arbitrary()?),
-            1 => Op::EndScope(u.arbitrary()?),
-            2 => Op::Register {
-                id: u.arbitrary()?,
-                task: u.arbitrary()?,
-            },
-            3 => Op::Adopt(u.arbitrary()?),
-            4 => Op::Discard(u.arbitrary()?),
-            5 => Op::Arrive(u.arbitrary()?),
-            6 => Op::EndChild(u.arbitrary()?),
-            7 => Op::Wait(WaitOp::from_raw(raw)),
-            8 => Op::TakeArrived,
-            9 => Op::TakeOverdue(u.arbitrary()?),
-            10 => Op::NextOverdue(u.arbitrary()?),
-            11 => Op::TakeAll,
-            // 12: the shift leaves no other value.
-            _ => Op::Tick(u.arbitrary()?),
-        })
-    }
-}
 
 /// A child: a number, and the harness's record of which children are
 /// being ended (shared by every child of one run).
@@ -609,12 +422,5 @@ pub fn walk(input: &Ops, steps: usize, visit: &mut dyn FnMut(usize, &Op, &Seen))
     for (index, op) in input.0.iter().take(steps).enumerate() {
         let (seen, _) = harness.apply(op);
         visit(index, op, &seen);
-    }
-}
-
-/// Prints as the Rust expression that rebuilds the input, one op a line.
-impl fmt::Debug for Ops {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        super::write_ops(f, "Op", &self.0)
     }
 }

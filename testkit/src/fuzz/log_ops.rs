@@ -2,9 +2,7 @@
 //! each pick named relative to what the log holds, and the pause each
 //! append's pick describes.
 
-use std::fmt;
-
-use arbitrary::{Arbitrary, Unstructured};
+use arbitrary::Arbitrary;
 
 use super::log_ghost::{Payload, id_fault};
 use baton::durable::Epoch;
@@ -13,20 +11,7 @@ use baton::facts::{HandoffIntent, HandoffPause, Invocation, MAX_ID_BYTES};
 /// The most operations one input may hold; longer inputs are rejected.
 pub const MAX_OPS: usize = 48;
 
-/// A fuzz input: the operations, in order. Decoding stops after
-/// `MAX_OPS + 1` operations: the input is rejected anyway.
-#[derive(Clone)]
-pub struct Ops(pub Vec<Op>);
-
-impl<'a> Arbitrary<'a> for Ops {
-    fn arbitrary(u: &mut Unstructured<'a>) -> arbitrary::Result<Self> {
-        Ok(Ops(u.arbitrary()?))
-    }
-
-    fn arbitrary_take_rest(u: Unstructured<'a>) -> arbitrary::Result<Self> {
-        super::take_ops(u, MAX_OPS).map(Ops)
-    }
-}
+ops_input!();
 
 /// The names `IdPick::Name` and `RunPick::Slot` choose from.
 const NAMES: [&str; 4] = ["root-a", "root-b", "run-0", "run-1"];
@@ -254,13 +239,6 @@ pub(super) fn make_pause(
         Err(text) => text.clone(),
     };
     HandoffPause::new(intent, payload)
-}
-
-/// Prints as the Rust expression that rebuilds the input, one op a line.
-impl fmt::Debug for Ops {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        super::write_ops(f, "Op", &self.0)
-    }
 }
 
 /// An operation with every pick resolved: what is sent to the stores.

@@ -65,11 +65,42 @@ fn write_ops<T: fmt::Debug>(f: &mut fmt::Formatter<'_>, path: &str, ops: &[T]) -
     write!(f, "])")
 }
 
+/// Defines a target's input, `Ops`: its module's `Op`s in order, decoded
+/// up to its `MAX_OPS + 1` of them, printed by [`write_ops`]. One
+/// definition for the targets whose input is nothing but operations.
+macro_rules! ops_input {
+    () => {
+        /// A fuzz input: the operations, in order. Decoding stops after
+        /// `MAX_OPS + 1` operations: the input is rejected anyway.
+        #[derive(Clone)]
+        pub struct Ops(pub Vec<Op>);
+
+        impl<'a> arbitrary::Arbitrary<'a> for Ops {
+            fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
+                u.arbitrary().map(Ops)
+            }
+
+            fn arbitrary_take_rest(u: arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
+                super::take_ops(u, MAX_OPS).map(Ops)
+            }
+        }
+
+        /// Prints as the Rust expression that rebuilds the input, one op a
+        /// line.
+        impl std::fmt::Debug for Ops {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                super::write_ops(f, "Op", &self.0)
+            }
+        }
+    };
+}
+
 pub mod facts_json;
 pub mod gate_adapter;
 pub mod gate_table;
 mod ghost;
 mod ledger_ghost;
+mod ledger_ops;
 pub mod ledger_table;
 mod log_ghost;
 mod log_ops;
