@@ -50,6 +50,8 @@ pub struct Cluster {
     tls: Option<Tls>,
     /// The watchdog's stdin: dropping it stops and removes the cluster.
     watchdog: Option<(Child, ChildStdin)>,
+    /// More server settings, each `name=value`, given at every start.
+    settings: Vec<String>,
 }
 
 /// A TLS cluster's CA certificate, in both encodings.
@@ -141,7 +143,17 @@ impl Cluster {
         Cluster::start_with(true)
     }
 
+    /// Starts a new cluster with more server settings (`name=value`,
+    /// each passed as `-c`); `None` as [`start`](Self::start).
+    pub fn start_with_settings(settings: &[&str]) -> Option<Cluster> {
+        Cluster::start_configured(false, settings)
+    }
+
     fn start_with(tls: bool) -> Option<Cluster> {
+        Cluster::start_configured(tls, &[])
+    }
+
+    fn start_configured(tls: bool, settings: &[&str]) -> Option<Cluster> {
         let Some(bin) = server_bin() else {
             if std::env::var(REQUIRE).is_ok_and(|v| v == "1") {
                 panic!(
@@ -153,6 +165,7 @@ impl Cluster {
             return None;
         };
         let mut cluster = Cluster::in_a_new_dir("baton-pg", bin);
+        cluster.settings = settings.iter().map(|s| (*s).to_owned()).collect();
         let mut initdb = cluster.command("initdb");
         initdb.arg("-D").arg(cluster.data()).args([
             "-A",
@@ -190,6 +203,7 @@ impl Cluster {
             as_postgres: is_root(),
             tls: None,
             watchdog: None,
+            settings: Vec::new(),
         };
         if cluster.as_postgres {
             cluster.run(Command::new("chown").arg("postgres").arg(&cluster.dir));
@@ -365,6 +379,9 @@ impl Cluster {
             self.port,
             self.dir.display()
         );
+        for setting in &self.settings {
+            options.push_str(&format!(" -c {setting}"));
+        }
         if self.tls.is_some() {
             options.push_str(&format!(
                 " -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
@@ -506,6 +523,7 @@ impl Cluster {
             .and_then(|initdb| initdb.parent().map(Path::to_path_buf))
             .unwrap_or_else(|| self.bin.clone());
         let mut standby = Cluster::in_a_new_dir("baton-pg-standby", bin);
+        standby.settings = self.settings.clone();
         let mut backup = standby.command("pg_basebackup");
         backup
             .args([

@@ -13,7 +13,7 @@ use super::attempts::ATTEMPTS;
 use super::decide::{decide, retirement};
 use super::failure::{Failure, unavailable};
 use super::op::{Answer, Op, unexpected};
-use super::read::{RootRead, RunRead};
+use super::read::{Reading, RootRead, RunRead};
 use super::sql::{Conn, Which};
 use crate::durable::contract::{
     Claim, Epoch, LogError, Receipt, Retirement, check_append, check_finish, check_root, check_run,
@@ -317,7 +317,7 @@ where
         return Ok(step.answer());
     }
     let (root_run_id, run_id) = op.run();
-    let read = RunRead::prepare(conn, false).await?;
+    let read = RunRead::prepare(conn, Reading::of(op)).await?;
     let (found, facts) =
         super::flight2(isolation, read.read::<P>(client, root_run_id, run_id)).await;
     level(found)?;

@@ -19,6 +19,7 @@ mod end;
 mod failure;
 mod flight;
 mod in_tx;
+mod layout;
 mod lease;
 mod op;
 mod options;
@@ -353,10 +354,14 @@ impl<P> PostgresLog<P> {
         cancel: Option<Cancel>,
     ) -> Result<Self, LogError> {
         in_runtime()?;
-        let log = Self {
+        let mut log = Self {
             pool: AssertUnwindSafe(pool),
             timeout: options.timeout,
-            sql: Arc::new(Sql::new(&options.schema, options.timeout)),
+            sql: Arc::new(Sql::new(
+                &options.schema,
+                options.timeout,
+                layout::Layout::OneServer,
+            )),
             schema: options.schema,
             prepared: options.prepared_statements,
             settling: Settling::new(cancel),
@@ -371,7 +376,7 @@ impl<P> PostgresLog<P> {
                 log.schema.migrate(&object).await?;
             }
             match log.schema.version(&object).await? {
-                POSTGRES_SCHEMA_VERSION => Ok(()),
+                POSTGRES_SCHEMA_VERSION => layout::read(&log.schema, &object).await,
                 found => Err(LogError::UnknownSchema {
                     found,
                     expected: POSTGRES_SCHEMA_VERSION,
@@ -379,12 +384,13 @@ impl<P> PostgresLog<P> {
             }
         })
         .await;
-        checked.unwrap_or_else(|_| {
+        let layout = checked.unwrap_or_else(|_| {
             Err(unavailable(format!(
                 "the log did not open within {:?}",
                 log.timeout
             )))
         })?;
+        log.sql = Arc::new(Sql::new(&log.schema, log.timeout, layout));
         Ok(log)
     }
 

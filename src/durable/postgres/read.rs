@@ -11,35 +11,69 @@ use crate::facts::Invocation;
 
 use super::failure::{Failure, column, epoch_of};
 use super::flight::{flight2, flight3};
-use super::sql::{Conn, Param, Stmt, Which};
+use super::op::Op;
+use super::sql::{Conn, Layout, Param, Stmt, Which};
 
 /// The reads of one Run, prepared: its row (locked, for a write), its
 /// pause, its root Run's tombstone, and (for a write) the server's
-/// timeline.
+/// timeline; on tables distributed by root Run, a claim first makes its
+/// root Run's row ([`Layout::ByRootRun`]).
 pub(super) struct RunRead<'a> {
+    pub(super) ensure_root: Option<Stmt<'a>>,
     pub(super) run: Stmt<'a>,
     pub(super) pause: Stmt<'a>,
     pub(super) root: Stmt<'a>,
     pub(super) timeline: Option<Stmt<'a>>,
+    /// Whether the timeline is read on the root Run's own server (its
+    /// statement then takes the root Run).
+    pub(super) timeline_by_root: bool,
+}
+
+/// What a [`RunRead`] is for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reading {
+    /// A read of the facts: the Run's row unlocked, in the read's
+    /// `REPEATABLE READ` snapshot.
+    Facts,
+    /// A claim: the Run's row locked, the timeline read.
+    Claim,
+    /// An append or a finish: the Run's row locked.
+    Write,
+}
+
+impl Reading {
+    /// What `op` reads a Run for.
+    pub(super) fn of<P>(op: &Op<'_, P>) -> Self {
+        match op {
+            Op::Facts { .. } => Reading::Facts,
+            Op::Claim { .. } => Reading::Claim,
+            _ => Reading::Write,
+        }
+    }
 }
 
 impl<'a> RunRead<'a> {
-    /// The statements; `read_only`: the Run's row unlocked (a read of the
-    /// facts, in its `REPEATABLE READ` snapshot).
-    pub(super) async fn prepare(conn: &Conn<'a>, read_only: bool) -> Result<Self, Failure> {
-        let run = if read_only {
+    /// The statements for `reading`.
+    pub(super) async fn prepare(conn: &Conn<'a>, reading: Reading) -> Result<Self, Failure> {
+        let run = if reading == Reading::Facts {
             Which::ReadEpoch
         } else {
             Which::LockRun
         };
+        let by_root = conn.sql.layout == Layout::ByRootRun;
         Ok(Self {
+            ensure_root: match by_root && reading == Reading::Claim {
+                true => Some(conn.statement(Which::EnsureRoot).await?),
+                false => None,
+            },
             run: conn.statement(run).await?,
             pause: conn.statement(Which::ReadPause).await?,
             root: conn.statement(Which::ReadRoot).await?,
-            timeline: match read_only {
-                true => None,
-                false => Some(conn.statement(Which::Timeline).await?),
+            timeline: match reading {
+                Reading::Facts => None,
+                Reading::Claim | Reading::Write => Some(conn.statement(Which::Timeline).await?),
             },
+            timeline_by_root: by_root,
         })
     }
 
@@ -54,21 +88,29 @@ impl<'a> RunRead<'a> {
     ) -> Result<(bool, RunFacts<P>, Option<i64>), Failure> {
         let key: [Param<'_>; 2] = [&root_run_id, &run_id];
         let root: [Param<'_>; 1] = [&root_run_id];
+        let ensured = async {
+            match &self.ensure_root {
+                Some(ensure) => ensure.execute(client, &root).await.map(|_| ()),
+                None => Ok(()),
+            }
+        };
         let timeline = async {
+            let params: &[Param<'_>] = if self.timeline_by_root { &root } else { &[] };
             match &self.timeline {
-                Some(timeline) => timeline.query_opt(client, &[]).await.map(Some),
+                Some(timeline) => timeline.query_opt(client, params).await.map(Some),
                 None => Ok(None),
             }
         };
-        let ((run_row, pause_row, root_row), timeline) = flight2(
+        let ((ensured, run_row), (pause_row, root_row, timeline)) = flight2(
+            flight2(ensured, self.run.query_opt(client, &key)),
             flight3(
-                self.run.query_opt(client, &key),
                 self.pause.query_opt(client, &key),
                 self.root.query_opt(client, &root),
+                timeline,
             ),
-            timeline,
         )
         .await;
+        ensured?;
         let (run_row, pause_row, root_row) = (run_row?, pause_row?, root_row?);
         let timeline = match timeline?.flatten() {
             Some(row) => Some(column::<i64>(&row, 0, run_id)?),

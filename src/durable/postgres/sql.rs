@@ -9,6 +9,7 @@ use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Row, Statement};
 
 use super::failure::Failure;
+pub(super) use super::layout::Layout;
 use super::schema::PostgresSchema;
 
 /// The statements of the operations, by what they do.
@@ -33,6 +34,7 @@ pub(super) enum Which {
     RetireRoots,
     FinishIfNoPause,
     Timeline,
+    EnsureRoot,
 }
 
 pub(super) const TEXT1: &[Type] = &[Type::TEXT];
@@ -52,11 +54,14 @@ pub(super) const PAUSE_ROW: &[Type] = &[
 
 impl Which {
     /// The types of the statement's parameters, as it is prepared or sent.
-    pub(super) fn types(self) -> &'static [Type] {
+    pub(super) fn types(self, layout: Layout) -> &'static [Type] {
         match self {
+            // Read on the root Run's own server (see `Sql::new`).
+            Which::Timeline if layout == Layout::ByRootRun => TEXT1,
             Which::LockRun | Which::ReadEpoch | Which::ReadPause => TEXT2,
             Which::InsertRun => &[Type::TEXT, Type::TEXT, Type::INT8, Type::INT8],
             Which::Timeline => &[],
+            Which::EnsureRoot => TEXT1,
             Which::UpdateEpoch => &[Type::TEXT, Type::TEXT, Type::INT8, Type::INT8],
             Which::InsertPause | Which::AppendIfCurrent => PAUSE_ROW,
             Which::ReadRoot
@@ -92,7 +97,10 @@ pub(super) const TIMELINE: &str =
 pub(super) struct Sql {
     pub(super) begin_write: String,
     pub(super) begin_read: String,
-    pub(super) statements: [String; 19],
+    pub(super) statements: [String; 20],
+    /// How the tables are laid out: the statements that differ on a
+    /// database distributed by `root_run_id` (see [`Layout`]).
+    pub(super) layout: Layout,
     /// The server's timeline (see [`TIMELINE`]) this log last read: a
     /// Run's first claim, one statement, assumes it (and writes only if it
     /// is the server's), every transaction that claims reads it anew.
@@ -100,7 +108,7 @@ pub(super) struct Sql {
 }
 
 impl Sql {
-    pub(super) fn new(schema: &PostgresSchema, timeout: Duration) -> Self {
+    pub(super) fn new(schema: &PostgresSchema, timeout: Duration, layout: Layout) -> Self {
         let s = schema.prefix();
         let key = "WHERE root_run_id = $1 AND run_id = $2";
         let millis = u32::try_from(timeout.as_millis())
@@ -117,26 +125,21 @@ impl Sql {
             "epoch, finish_session_id, finish_turn_id, finish_invocation_id, outcome::text";
         let pause_read = "session_id, turn_id, invocation_id, handoff_id, \
                           successor_run_id, successor_invocation_id, pause::text";
-        Self {
-            begin_write: format!("BEGIN ISOLATION LEVEL READ COMMITTED; {timeouts}"),
-            begin_read: format!("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; {timeouts}"),
-            statements: [
-                format!("SELECT {run_columns} FROM {s}baton_run {key} FOR UPDATE"),
-                format!("SELECT {run_columns} FROM {s}baton_run {key}"),
-                format!("SELECT {pause_read} FROM {s}baton_handoff_pause {key}"),
-                // A new Run's row, only under a live root Run (R9): the
-                // root's row is made here if it has none (a root Run's
-                // first claim), else held `FOR SHARE` unless retired. A
-                // retirement takes that row exclusively before it reads
-                // the root's Runs, so the two are ordered: a claim that
-                // waited for a retirement's commit finds the row, as the
-                // server re-reads it then, retired (no row: nothing
-                // inserted, and the claim's transaction reads the
-                // tombstone); a retirement that waited for this claim's
-                // commit reads its Run, open. Both in this one statement,
-                // so a Run's first claim stays one write.
-                // Only on the server's timeline `$4`, the one the claim's
-                // epoch was chosen above (G4 across a failover).
+        let (insert_run, timeline) = match layout {
+            // A new Run's row, only under a live root Run (R9): the
+            // root's row is made here if it has none (a root Run's
+            // first claim), else held `FOR SHARE` unless retired. A
+            // retirement takes that row exclusively before it reads
+            // the root's Runs, so the two are ordered: a claim that
+            // waited for a retirement's commit finds the row, as the
+            // server re-reads it then, retired (no row: nothing
+            // inserted, and the claim's transaction reads the
+            // tombstone); a retirement that waited for this claim's
+            // commit reads its Run. Both in this one statement,
+            // so a Run's first claim stays one write.
+            // Only on the server's timeline `$4`, the one the claim's
+            // epoch was chosen above (G4 across a failover).
+            Layout::OneServer => (
                 format!(
                     "WITH new_root AS ( \
                          INSERT INTO {s}baton_root (root_run_id) SELECT $1 \
@@ -150,6 +153,39 @@ impl Sql {
                      WHERE EXISTS (SELECT 1 FROM new_root) OR EXISTS (SELECT 1 FROM live_root) \
                      ON CONFLICT (root_run_id, run_id) DO NOTHING"
                 ),
+                format!("SELECT {TIMELINE}"),
+            ),
+            // Distributed by `root_run_id`, every statement runs on the
+            // root Run's shard alone (a router query): Citus would plan
+            // the CTEs above each on its own, into intermediate results,
+            // and evaluate the timeline on its coordinator. So a claim's
+            // transaction makes the root Run's row first (`EnsureRoot`),
+            // reads the timeline of the server that holds the root's
+            // shard (a one-row aggregate of the root's table, evaluated
+            // there), and inserts a new Run from the root's row held `FOR
+            // SHARE` unless retired: the same order with a retirement as
+            // above. `$4` is not read again: this form is only sent in
+            // the transaction that read the timeline, on that server (a
+            // promotion ends the transaction), and a volatile function
+            // here would pull the statement to the coordinator.
+            Layout::ByRootRun => (
+                format!(
+                    "INSERT INTO {s}baton_run (root_run_id, run_id, epoch) \
+                     SELECT root_run_id, $2, $3 FROM {s}baton_root \
+                     WHERE root_run_id = $1 AND NOT retired FOR SHARE \
+                     ON CONFLICT (root_run_id, run_id) DO NOTHING"
+                ),
+                format!("SELECT {TIMELINE}, count(*) FROM {s}baton_root WHERE root_run_id = $1"),
+            ),
+        };
+        Self {
+            begin_write: format!("BEGIN ISOLATION LEVEL READ COMMITTED; {timeouts}"),
+            begin_read: format!("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; {timeouts}"),
+            statements: [
+                format!("SELECT {run_columns} FROM {s}baton_run {key} FOR UPDATE"),
+                format!("SELECT {run_columns} FROM {s}baton_run {key}"),
+                format!("SELECT {pause_read} FROM {s}baton_handoff_pause {key}"),
+                insert_run,
                 format!("UPDATE {s}baton_run SET epoch = $3 {key} AND epoch = $4"),
                 format!(
                     "INSERT INTO {s}baton_handoff_pause ({pause_columns}) \
@@ -162,16 +198,21 @@ impl Sql {
                 // finish). A finish committed while this waited for the
                 // row's lock is seen: the server re-reads the locked row's
                 // newest version against the qualifiers; a retirement's
-                // delete leaves no row. No `ON CONFLICT`: its speculative
+                // delete leaves no row. The pause's key and epoch are the
+                // locked row's own columns, so a database distributed by
+                // `root_run_id` runs it on the root Run's shard (an insert
+                // from a select of a colocated table by its distribution
+                // column), as one statement; from a CTE, Citus pulls the
+                // rows to its coordinator and inserts them in a second
+                // step. No `ON CONFLICT`: its speculative
                 // insertion costs every append (pgbench here: 0.313-0.330
                 // ms with it, 0.292-0.298 ms without), while the key's
                 // refusal costs only the rare append that finds a pause.
                 format!(
-                    "WITH run AS (SELECT epoch FROM {s}baton_run {key} AND epoch = $10 \
-                                  AND outcome IS NULL FOR UPDATE) \
-                     INSERT INTO {s}baton_handoff_pause ({pause_columns}) \
-                     SELECT $1, $2, $3, $4, $5, $6, $7, $8, CAST($9::text AS json), $10 \
-                     FROM run"
+                    "INSERT INTO {s}baton_handoff_pause ({pause_columns}) \
+                     SELECT root_run_id, run_id, $3, $4, $5, $6, $7, $8, CAST($9::text AS json), \
+                            epoch \
+                     FROM {s}baton_run {key} AND epoch = $10 AND outcome IS NULL FOR UPDATE"
                 ),
                 format!("SELECT retired FROM {s}baton_root WHERE root_run_id = $1"),
                 format!(
@@ -241,8 +282,13 @@ impl Sql {
                      {key} AND epoch = $7 AND outcome IS NULL \
                      AND NOT EXISTS (SELECT 1 FROM {s}baton_handoff_pause {key})"
                 ),
-                format!("SELECT {TIMELINE}"),
+                timeline,
+                format!(
+                    "INSERT INTO {s}baton_root (root_run_id) VALUES ($1) \
+                     ON CONFLICT (root_run_id) DO NOTHING"
+                ),
             ],
+            layout,
             timeline: AtomicI64::new(1),
         }
     }
@@ -330,9 +376,11 @@ impl<'a> Conn<'a> {
         let text = self.sql.text(which);
         match self.cache {
             Some(cache) => Ok(Stmt::Prepared(
-                cache.prepare_typed_cached(text, which.types()).await?,
+                cache
+                    .prepare_typed_cached(text, which.types(self.sql.layout))
+                    .await?,
             )),
-            None => Ok(Stmt::Unnamed(text, which.types())),
+            None => Ok(Stmt::Unnamed(text, which.types(self.sql.layout))),
         }
     }
 }

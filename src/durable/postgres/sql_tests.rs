@@ -5,11 +5,11 @@
 
 use std::time::Duration;
 
-use super::{Sql, Which};
+use super::{Layout, Sql, Which};
 use crate::durable::postgres::PostgresSchema;
 
 /// Every statement, by what it does.
-const ALL: [Which; 19] = [
+const ALL: [Which; 20] = [
     Which::LockRun,
     Which::ReadEpoch,
     Which::ReadPause,
@@ -29,6 +29,7 @@ const ALL: [Which; 19] = [
     Which::RetireRoots,
     Which::FinishIfNoPause,
     Which::Timeline,
+    Which::EnsureRoot,
 ];
 
 /// The sweep's batch: many root Runs in one transaction (docs/SCALE.md).
@@ -75,23 +76,27 @@ fn bound_to_one_root(clause: &str) -> bool {
         .trim_start()
         .trim_start_matches("AS root ")
         .starts_with("(root_run_id");
+    // `SELECT root_run_id, …`: the root Run of the rows selected, which
+    // the clause after it (the table they are selected from) binds.
     let first_value = clause.contains("VALUES ($1")
         || clause.contains("SELECT $1,")
-        || clause.contains("SELECT $1 WHERE");
+        || clause.contains("SELECT $1 WHERE")
+        || clause.contains("SELECT root_run_id,");
     clause.contains("root_run_id = $1") || (inserts && first_value)
 }
 
 #[test]
 fn every_statement_of_an_operation_binds_its_rows_to_one_root_run() {
-    for schema in [
-        PostgresSchema::default(),
-        PostgresSchema::named("baton").unwrap(),
+    for (schema, layout) in [
+        (PostgresSchema::default(), Layout::OneServer),
+        (PostgresSchema::named("baton").unwrap(), Layout::OneServer),
+        (PostgresSchema::named("baton").unwrap(), Layout::ByRootRun),
     ] {
-        let sql = Sql::new(&schema, Duration::from_secs(1));
+        let sql = Sql::new(&schema, Duration::from_secs(1), layout);
         for which in ALL {
             let text = sql.text(which);
             let clauses = clauses(text);
-            if matches!(which, Which::Timeline) {
+            if matches!(which, Which::Timeline) && layout == Layout::OneServer {
                 // The server's timeline: no table, so no shard either.
                 assert!(clauses.is_empty(), "{which:?} names a table: {text}");
                 continue;

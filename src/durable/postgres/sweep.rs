@@ -19,7 +19,7 @@ use super::failure::{Failure, column, unavailable};
 use super::flight::{flight2, flight3};
 use super::op::{Answer, Op, unexpected};
 use super::read::RootRows;
-use super::sql::{Conn, Param, Which};
+use super::sql::{Conn, Layout, Param, Which};
 use crate::durable::contract::LogError;
 use crate::durable::row::corrupt;
 use crate::durable::sweep::{Sweep, SweepCursor, SweepStep, candidates};
@@ -79,20 +79,28 @@ where
         if roots.is_empty() {
             return Ok(sweep);
         }
-        let Answer::Swept(steps) = self
-            .execute(Op::Sweep {
-                roots: &roots,
-                before,
-            })
-            .await?
-        else {
-            return unexpected();
+        // Distributed by root Run, each root is a batch of its own: one
+        // transaction on its own shard, as `retire_async`'s.
+        let batches: Vec<&[String]> = match self.sql.layout {
+            Layout::OneServer => vec![&roots],
+            Layout::ByRootRun => roots.chunks(1).collect(),
         };
-        if steps.len() != roots.len() {
-            return unexpected();
-        }
-        for (root_run_id, step) in roots.iter().zip(steps) {
-            sweep.count(root_run_id, step);
+        for batch in batches {
+            let Answer::Swept(steps) = self
+                .execute(Op::Sweep {
+                    roots: batch,
+                    before,
+                })
+                .await?
+            else {
+                return unexpected();
+            };
+            if steps.len() != batch.len() {
+                return unexpected();
+            }
+            for (root_run_id, step) in batch.iter().zip(steps) {
+                sweep.count(root_run_id, step);
+            }
         }
         Ok(sweep)
     }
@@ -179,6 +187,13 @@ pub(super) async fn batch<P>(
 where
     P: PartialEq + Clone + Serialize + DeserializeOwned + Send + Sync,
 {
+    if conn.sql.layout == Layout::ByRootRun {
+        // One root a batch, on its own shard (see `retire_ended_async`).
+        let [root_run_id] = roots else {
+            return Err(unavailable("a distributed sweep's batch holds one root Run").into());
+        };
+        return super::transaction::one_root(conn, root_run_id, Some(before)).await;
+    }
     let client = conn.client;
     let lock_roots = conn.statement(Which::LockRoots).await?;
     let lock_runs = conn.statement(Which::LockRunsOf).await?;

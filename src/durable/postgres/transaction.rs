@@ -2,6 +2,7 @@
 //! its commit.
 
 use std::sync::atomic::Ordering;
+use std::time::SystemTime;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -17,8 +18,8 @@ use super::end::{abort, commit};
 use super::failure::{Failure, stored};
 use super::flight::{flight2, flight3};
 use super::op::{Answer, Op};
-use super::read::{RootRead, RunRead};
-use super::sql::{Conn, Param, Which};
+use super::read::{Reading, RootRead, RunRead};
+use super::sql::{Conn, Layout, Param, Which};
 
 /// One attempt at `op`'s transaction, in two flights: `BEGIN` (with its
 /// `SET LOCAL` timeouts), the Run's row lock (which returns its epoch and
@@ -52,35 +53,10 @@ where
         return super::sweep::batch::<P>(conn, roots, before).await;
     }
     if let Op::Retire { root_run_id } = *op {
-        let read = RootRead::prepare(conn).await?;
-        let (begun, rows) =
-            flight2(client.batch_execute(begin), read.read(client, root_run_id)).await;
-        let decided = begun
-            .map_err(Failure::from)
-            .and(rows)
-            .and_then(|rows| retirement::<P>(root_run_id, rows, None));
-        let step = match decided {
-            Ok(step) => step,
-            Err(failure) => return Err(abort(client, failure).await),
-        };
-        if step.removes() {
-            let retire = match conn.statement(Which::RetireRoot).await {
-                Ok(retire) => retire,
-                Err(failure) => return Err(abort(client, failure).await),
-            };
-            let params: [Param<'_>; 1] = [&root_run_id];
-            if commit(client, Some(retire.execute(client, &params))).await? != 1 {
-                return Err(
-                    corrupt(root_run_id, "the root Run's row changed under its lock").into(),
-                );
-            }
-        } else {
-            commit(client, None::<std::future::Ready<_>>).await?;
-        }
-        return Ok(step.answer());
+        return one_root::<P>(conn, root_run_id, None).await;
     }
     let (root_run_id, run_id) = op.run();
-    let read = RunRead::prepare(conn, matches!(op, Op::Facts { .. })).await?;
+    let read = RunRead::prepare(conn, Reading::of(op)).await?;
     let (begun, facts) = flight2(
         client.batch_execute(begin),
         read.read(client, root_run_id, run_id),
@@ -111,6 +87,53 @@ where
     let count = commit(client, Some(statement.execute(client, &params))).await?;
     write.check(count, run_id)?;
     Ok(answer)
+}
+
+/// One root Run's retirement, one transaction in two flights: `BEGIN`
+/// and the root's reads under its locks ([`RootRead`]), then (if the rule
+/// retires it) its removal and `COMMIT`. By name ([`retire_step`]) without
+/// `before`; with it, a sweep's rule ([`sweep_step`]) on that root alone,
+/// as a sweep runs on tables distributed by root Run (one shard per
+/// transaction).
+///
+/// [`retire_step`]: crate::durable::retire_step
+/// [`sweep_step`]: crate::durable::sweep_step
+pub(super) async fn one_root<P>(
+    conn: &Conn<'_>,
+    root_run_id: &str,
+    before: Option<SystemTime>,
+) -> Result<Answer<P>, Failure>
+where
+    P: PartialEq + Clone + Serialize + DeserializeOwned + Send + Sync,
+{
+    let client: &Client = conn.client;
+    let read = RootRead::prepare(conn).await?;
+    let (begun, rows) = flight2(
+        client.batch_execute(&conn.sql.begin_write),
+        read.read(client, root_run_id),
+    )
+    .await;
+    let decided = begun
+        .map_err(Failure::from)
+        .and(rows)
+        .and_then(|rows| retirement::<P>(root_run_id, rows, before));
+    let step = match decided {
+        Ok(step) => step,
+        Err(failure) => return Err(abort(client, failure).await),
+    };
+    if step.removes() {
+        let retire = match conn.statement(Which::RetireRoot).await {
+            Ok(retire) => retire,
+            Err(failure) => return Err(abort(client, failure).await),
+        };
+        let params: [Param<'_>; 1] = [&root_run_id];
+        if commit(client, Some(retire.execute(client, &params))).await? != 1 {
+            return Err(corrupt(root_run_id, "the root Run's row changed under its lock").into());
+        }
+    } else {
+        commit(client, None::<std::future::Ready<_>>).await?;
+    }
+    Ok(step.answer())
 }
 
 /// The one-statement form of a claim or an append, tried first: the pure
@@ -146,6 +169,9 @@ where
     let (written, answer) = match *op {
         Op::Facts { .. } | Op::Retire { .. } | Op::Sweep { .. } => return Ok(None),
         Op::Finish { .. } => return finish_in_one_flight(conn, op).await,
+        // Distributed by root Run, the first claim is sent only in the
+        // transaction that read the root's server's timeline (see `Sql`).
+        Op::Claim { .. } if conn.sql.layout == Layout::ByRootRun => return Ok(None),
         Op::Claim {
             root_run_id,
             run_id,
