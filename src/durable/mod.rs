@@ -83,7 +83,7 @@ pub use memory::MemoryLog;
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::{
     InvalidSchemaName, POSTGRES_SCHEMA_VERSION, PostgresConfig, PostgresLog, PostgresOptions,
-    PostgresReplication, PostgresSchema, deadpool_postgres, tokio_postgres,
+    PostgresReplication, PostgresSchema, PostgresStatement, deadpool_postgres, tokio_postgres,
 };
 pub use reconcile::{Decision, reconcile};
 #[cfg(feature = "sqlite")]

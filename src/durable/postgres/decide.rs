@@ -17,7 +17,7 @@ use crate::facts::{HandoffPause, Invocation};
 use super::failure::{Failure, column, epoch_of, stored, unavailable};
 use super::op::{Answer, Op};
 use super::read::{RootRows, decode_finish, decode_pause};
-use super::sql::{Param, Which};
+use super::sql::{Layout, Param, Which};
 
 /// What a retirement decided for its root: by name ([`retire_step`]), or
 /// in a sweep ([`sweep_step`]).
@@ -138,8 +138,9 @@ impl Write {
         }
     }
 
-    /// The statement's parameters, from the operation's input.
-    pub(super) fn params<'a, P>(&'a self, op: &'a Op<'a, P>) -> Vec<Param<'a>> {
+    /// The statement's parameters, from the operation's input, for the
+    /// statements of `layout`.
+    pub(super) fn params<'a, P>(&'a self, op: &'a Op<'a, P>, layout: Layout) -> Vec<Param<'a>> {
         match (self, op) {
             (
                 Write::UpdateEpoch { new, old },
@@ -159,7 +160,12 @@ impl Write {
                 },
             ) => {
                 let params: [Param<'a>; 4] = [root_run_id, run_id, new, timeline];
-                params.to_vec()
+                match layout {
+                    Layout::OneServer => params.to_vec(),
+                    // Its timeline was read in the same transaction, on
+                    // the root's server (see `Sql::new`): not sent again.
+                    Layout::ByRootRun => params[..3].to_vec(),
+                }
             }
             (
                 Write::InsertPause { at },

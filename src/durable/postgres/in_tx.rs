@@ -329,7 +329,7 @@ where
     let (answer, write) = decide(op, facts, locked, timeline)?;
     if let Some(write) = write {
         let statement = conn.statement(write.which()).await?;
-        let params = write.params(op);
+        let params = write.params(op, conn.sql.layout);
         let count = statement.execute(client, &params).await?;
         write.check(count, run_id)?;
     }

@@ -57,6 +57,7 @@ use crate::facts::{HandoffPause, Invocation};
 pub use options::PostgresOptions;
 pub use replication::PostgresReplication;
 pub use schema::{InvalidSchemaName, POSTGRES_SCHEMA_VERSION, PostgresSchema};
+pub use sql::PostgresStatement;
 
 /// How to reach the server: tokio-postgres's connection settings, parsed
 /// from a `key=value` string or a `postgresql://` URL with
@@ -428,6 +429,31 @@ impl<P> PostgresLog<P> {
     /// The schema the log's tables are in.
     pub fn schema(&self) -> &PostgresSchema {
         &self.schema
+    }
+
+    /// Whether the log found its tables distributed by `root_run_id` on
+    /// Citus when it opened ([`PostgresSchema::distribute`]; docs/SCALE.md):
+    /// its statements are then the forms that run each operation on the
+    /// shard of its root Run ([`statements`](Self::statements)).
+    pub fn is_distributed(&self) -> bool {
+        self.sql.layout == layout::Layout::ByRootRun
+    }
+
+    /// Every statement the log sends for its operations, with its
+    /// parameters' types, for the layout it found when it opened. Besides
+    /// these it sends only `BEGIN` (with its `SET LOCAL` timeouts),
+    /// `COMMIT`, `ROLLBACK`, and the sweep's read of its candidates (one
+    /// read across every root Run, by design).
+    ///
+    /// ```
+    /// # async fn run(log: &baton::durable::PostgresLog<u32>) {
+    /// for statement in log.statements() {
+    ///     println!("{}: {}", statement.name, statement.text);
+    /// }
+    /// # }
+    /// ```
+    pub fn statements(&self) -> Vec<PostgresStatement> {
+        self.sql.sent()
     }
 
     /// The log's pool: its [`status`](deadpool_postgres::Pool::status)

@@ -53,12 +53,39 @@ pub(super) const PAUSE_ROW: &[Type] = &[
 ];
 
 impl Which {
+    /// Every statement, in the order of their texts.
+    pub(super) const ALL: [Which; 20] = [
+        Which::LockRun,
+        Which::ReadEpoch,
+        Which::ReadPause,
+        Which::InsertRun,
+        Which::UpdateEpoch,
+        Which::InsertPause,
+        Which::AppendIfCurrent,
+        Which::ReadRoot,
+        Which::FinishRun,
+        Which::LockRoot,
+        Which::LockRuns,
+        Which::ReadPauses,
+        Which::RetireRoot,
+        Which::LockRoots,
+        Which::LockRunsOf,
+        Which::ReadPausesOf,
+        Which::RetireRoots,
+        Which::FinishIfNoPause,
+        Which::Timeline,
+        Which::EnsureRoot,
+    ];
+
     /// The types of the statement's parameters, as it is prepared or sent.
     pub(super) fn types(self, layout: Layout) -> &'static [Type] {
         match self {
             // Read on the root Run's own server (see `Sql::new`).
             Which::Timeline if layout == Layout::ByRootRun => TEXT1,
             Which::LockRun | Which::ReadEpoch | Which::ReadPause => TEXT2,
+            Which::InsertRun if layout == Layout::ByRootRun => {
+                &[Type::TEXT, Type::TEXT, Type::INT8]
+            }
             Which::InsertRun => &[Type::TEXT, Type::TEXT, Type::INT8, Type::INT8],
             Which::Timeline => &[],
             Which::EnsureRoot => TEXT1,
@@ -164,10 +191,10 @@ impl Sql {
             // shard (a one-row aggregate of the root's table, evaluated
             // there), and inserts a new Run from the root's row held `FOR
             // SHARE` unless retired: the same order with a retirement as
-            // above. `$4` is not read again: this form is only sent in
-            // the transaction that read the timeline, on that server (a
-            // promotion ends the transaction), and a volatile function
-            // here would pull the statement to the coordinator.
+            // above. The timeline is not checked again (no `$4`): this
+            // form is only sent in the transaction that read it, on that
+            // server (a promotion ends the transaction), and a volatile
+            // function here would pull the statement to the coordinator.
             Layout::ByRootRun => (
                 format!(
                     "INSERT INTO {s}baton_run (root_run_id, run_id, epoch) \
@@ -296,6 +323,43 @@ impl Sql {
     pub(super) fn text(&self, which: Which) -> &str {
         &self.statements[which as usize]
     }
+
+    /// Every statement a log of this layout sends for its operations.
+    pub(super) fn sent(&self) -> Vec<PostgresStatement> {
+        Which::ALL
+            .into_iter()
+            .filter(|which| match self.layout {
+                Layout::OneServer => !matches!(which, Which::EnsureRoot),
+                Layout::ByRootRun => !matches!(
+                    which,
+                    Which::LockRoots | Which::LockRunsOf | Which::ReadPausesOf | Which::RetireRoots
+                ),
+            })
+            .map(|which| PostgresStatement {
+                name: format!("{which:?}"),
+                text: self.text(which).to_owned(),
+                types: which.types(self.layout).to_vec(),
+            })
+            .collect()
+    }
+}
+
+/// One statement a [`PostgresLog`](super::PostgresLog) sends for its
+/// operations ([`PostgresLog::statements`](super::PostgresLog::statements)):
+/// for a review of the SQL baton runs, or to `PREPARE` and `EXPLAIN` each
+/// on the server, as baton's own tests do on Citus to show that every one
+/// runs on one shard.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PostgresStatement {
+    /// What it does, e.g. `LockRun` (the Run's row lock) or `InsertRun`
+    /// (a Run's first claim).
+    pub name: String,
+    /// Its text, as sent, for the log's schema and timeout.
+    pub text: String,
+    /// Its parameters' types, in order (`$1` is the root Run in every
+    /// statement that has parameters, except a sweep's, whose `$1` is an
+    /// array of them).
+    pub types: Vec<Type>,
 }
 
 /// One statement, ready to send: prepared on the connection, or its text

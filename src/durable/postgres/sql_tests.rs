@@ -8,30 +8,6 @@ use std::time::Duration;
 use super::{Layout, Sql, Which};
 use crate::durable::postgres::PostgresSchema;
 
-/// Every statement, by what it does.
-const ALL: [Which; 20] = [
-    Which::LockRun,
-    Which::ReadEpoch,
-    Which::ReadPause,
-    Which::InsertRun,
-    Which::UpdateEpoch,
-    Which::InsertPause,
-    Which::AppendIfCurrent,
-    Which::ReadRoot,
-    Which::FinishRun,
-    Which::LockRoot,
-    Which::LockRuns,
-    Which::ReadPauses,
-    Which::RetireRoot,
-    Which::LockRoots,
-    Which::LockRunsOf,
-    Which::ReadPausesOf,
-    Which::RetireRoots,
-    Which::FinishIfNoPause,
-    Which::Timeline,
-    Which::EnsureRoot,
-];
-
 /// The sweep's batch: many root Runs in one transaction (docs/SCALE.md).
 fn of_a_batch(which: Which) -> bool {
     matches!(
@@ -93,7 +69,7 @@ fn every_statement_of_an_operation_binds_its_rows_to_one_root_run() {
         (PostgresSchema::named("baton").unwrap(), Layout::ByRootRun),
     ] {
         let sql = Sql::new(&schema, Duration::from_secs(1), layout);
-        for which in ALL {
+        for which in Which::ALL {
             let text = sql.text(which);
             let clauses = clauses(text);
             if matches!(which, Which::Timeline) && layout == Layout::OneServer {

@@ -83,7 +83,7 @@ where
         Ok(statement) => statement,
         Err(failure) => return Err(abort(client, failure).await),
     };
-    let params = write.params(op);
+    let params = write.params(op, conn.sql.layout);
     let count = commit(client, Some(statement.execute(client, &params))).await?;
     write.check(count, run_id)?;
     Ok(answer)
