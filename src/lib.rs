@@ -307,6 +307,11 @@ pub struct GuideLedgerDoctests;
 #[doc = include_str!("../docs/guide/checking.md")]
 pub struct GuideCheckingDoctests;
 
+/// `docs/SCALE.md` (baton on Citus), its example compiled as a doctest.
+#[cfg(all(doctest, feature = "postgres"))]
+#[doc = include_str!("../docs/SCALE.md")]
+pub struct ScaleDoctests;
+
 pub use cancel::{CancelSignal, Cancellation, Phase};
 pub use facts::{HandoffExecution, HandoffIntent, HandoffPause, IntentError, Invocation};
 pub use gate::{

@@ -29,6 +29,8 @@ mod common;
 #[cfg(all(unix, feature = "postgres"))]
 mod citus;
 #[cfg(all(unix, feature = "postgres"))]
+mod citus_failover;
+#[cfg(all(unix, feature = "postgres"))]
 mod citus_layout;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_commits;
