@@ -48,21 +48,29 @@
 //! `cargo bench --features sqlite,postgres --bench durable_stores`; it
 //! prints Markdown. `BATON_BENCH_OPS` sets the operations per cell of the
 //! table (default 800), `BATON_BENCH_RUNS` the fleet's N (default 1000);
-//! `BATON_BENCH_SECTIONS` (`sqlite,postgres,fleet,synchronous`) and
+//! `BATON_BENCH_SECTIONS` (`sqlite,postgres,fleet,synchronous,citus`) and
 //! `BATON_BENCH_OPERATIONS` (`append,claim,handoff`) pick what runs
 //! (default: all).
 //!
 //! The table's cells are in `durable_stores/sqlite.rs` and
 //! `durable_stores/postgres.rs`, the fleet section in
 //! `durable_stores/fleet.rs`, the price of a synchronous standby in
-//! `durable_stores/synchronous.rs`; this file holds what they share and
-//! the order they run in.
+//! `durable_stores/synchronous.rs`, the price of Citus in
+//! `durable_stores/citus.rs`; this file holds what they share and the
+//! order they run in.
 
 mod durable_common;
-#[path = "../tests/common/postgres.rs"]
+/// The tests' fixtures: the throwaway PostgreSQL cluster and the Citus
+/// cluster of three of them.
+#[path = "../tests/common"]
 #[allow(dead_code)]
-mod postgres_fixture;
+mod common {
+    pub mod citus;
+    pub mod postgres;
+}
 
+#[path = "durable_stores/citus.rs"]
+mod citus;
 #[path = "durable_stores/fleet.rs"]
 mod fleet;
 #[path = "durable_stores/postgres.rs"]
@@ -77,8 +85,8 @@ use std::time::Duration;
 
 use baton::HandoffExecution;
 use baton::durable::PostgresLog;
+use common::postgres::Cluster;
 use durable_common::{Pause, TempFile, setting, source};
-use postgres_fixture::Cluster;
 
 const ROOT: &str = "root";
 const CONCURRENCY: [usize; 3] = [1, 8, 32];
@@ -164,7 +172,7 @@ fn main() {
     };
     let sections = chosen(
         "BATON_BENCH_SECTIONS",
-        &["sqlite", "postgres", "fleet", "synchronous"],
+        &["sqlite", "postgres", "fleet", "synchronous", "citus"],
     );
     let operations = chosen("BATON_BENCH_OPERATIONS", &OPERATIONS);
     println!(
@@ -223,6 +231,9 @@ fn main() {
         }
         if sections.contains(&"synchronous") {
             synchronous::price(&cluster, &operations, ops, rounds).await;
+        }
+        if sections.contains(&"citus") {
+            citus::price(&cluster, &operations, ops, rounds).await;
         }
     });
 }

@@ -11,8 +11,8 @@ use baton::durable::deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingM
 use baton::durable::{AsyncHandoffLog, Claim, PostgresOptions};
 use tokio_postgres::NoTls;
 
+use super::common::postgres::Cluster;
 use super::postgres::{bounded, open_all, open_log};
-use super::postgres_fixture::Cluster;
 use super::{Log, ROOT, Sample, ms, pause, source};
 
 /// The pool sizes of the fleet section.

@@ -67,10 +67,18 @@
 //! must name the acknowledged writes lost and find no epoch answered
 //! twice — and must find some with epochs as before issue 49 (a control).
 //!
+//! Two more run on Citus (issue 57): a coordinator and two workers, the
+//! tables distributed by root Run, every process's log on the coordinator
+//! through its proxy, each crash hitting a node drawn from the three. The
+//! checkers must find nothing — and must find epochs answered twice when
+//! Citus's catalog is hidden from the log's sessions, so that it sends
+//! one server's statements to the distributed tables (a control).
+//!
 //! `BATON_FAULT_SEED` replays a seed's fault schedule (the processes'
 //! timing still varies); `BATON_FAULT_SECONDS` sets how long faults are
 //! injected (default 120 s; a longer campaign: set it higher), and
-//! `BATON_FAULT_FAILOVER_SECONDS` the failover campaigns' (default 30 s).
+//! `BATON_FAULT_FAILOVER_SECONDS` the failover campaigns' (default 30 s),
+//! `BATON_FAULT_CITUS_SECONDS` the Citus campaign's (default 30 s).
 
 #![cfg(all(unix, feature = "postgres"))]
 
@@ -97,6 +105,7 @@ use std::time::{Duration, Instant};
 
 use baton::durable::PostgresSchema;
 use common::Pause;
+use common::citus::{self, Citus};
 use common::postgres::{Cluster, USER};
 use common::proxy::{Mode, Proxy};
 use history::{HeldPause, Outcome, Truth, replay};
@@ -276,10 +285,29 @@ enum Control {
     /// `pg_walfile_name` of the control's own, first on their
     /// `search_path`), so every claim's floor is 0.
     NoFloor,
+    /// Citus's catalog hidden from the log's sessions (a `pg_extension`
+    /// of the control's own, first on their `search_path`, without
+    /// `citus`): the log takes its distributed tables for one server's
+    /// and sends the one-server statements.
+    NoCitus,
+}
+
+/// What the campaign's processes reach: one server (which may fail over),
+/// or a Citus coordinator and two workers, the tables distributed by root
+/// Run (issue 57).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Servers {
+    One(Failover),
+    Citus,
 }
 
 fn campaign(name: &str, control: Control, seconds: u64) -> Option<Figures> {
     campaign_on(name, control, seconds, Failover::None)
+}
+
+/// [`campaign`] on one server, failing over as `failover` says.
+fn campaign_on(name: &str, control: Control, seconds: u64, failover: Failover) -> Option<Figures> {
+    campaign_over(name, control, seconds, Servers::One(failover))
 }
 
 /// A process's config: its proxies, one per server, in one multi-host
@@ -318,8 +346,32 @@ enum Failover {
 /// config (`target_session_attrs=read-write`, a proxy to each server, a
 /// partition or a delay of the process applying to both), so it goes on
 /// with the new primary by itself, and the faults that follow crash it.
-fn campaign_on(name: &str, control: Control, seconds: u64, failover: Failover) -> Option<Figures> {
-    let first = Cluster::start()?;
+/// On Citus the processes reach the coordinator, the tables are
+/// distributed by the operator's step, and each crash hits a node drawn
+/// from the coordinator and the workers.
+fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -> Option<Figures> {
+    let failover = match servers {
+        Servers::One(failover) => failover,
+        Servers::Citus => Failover::None,
+    };
+    let citus = match servers {
+        Servers::Citus => Some(Citus::start()?),
+        Servers::One(_) => None,
+    };
+    let single = match citus {
+        None => Some(Cluster::start()?),
+        Some(_) => None,
+    };
+    let first: &Cluster = match (&citus, &single) {
+        (Some(citus), _) => citus.coordinator(),
+        (None, Some(single)) => single,
+        (None, None) => unreachable!(),
+    };
+    // The nodes a crash may hit (besides the primary of one server).
+    let nodes: Vec<&Cluster> = citus
+        .iter()
+        .flat_map(|citus| std::iter::once(citus.coordinator()).chain(citus.workers()))
+        .collect();
     let seed = env("BATON_FAULT_SEED")
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(child::now_us);
@@ -332,20 +384,40 @@ fn campaign_on(name: &str, control: Control, seconds: u64, failover: Failover) -
         .enable_all()
         .build()
         .unwrap();
-    let dbname = runtime.block_on(first.database());
+    let dbname = match citus {
+        Some(_) => citus::DATABASE.to_owned(),
+        None => runtime.block_on(first.database()),
+    };
     let standby = match failover {
         Failover::None => None,
         Failover::Synchronous => Some(runtime.block_on(first.synchronous_standby())),
         Failover::AsynchronousBehind => Some(first.standby()),
     };
     // The primary now: the first server, then the promoted standby.
-    let mut cluster = &first;
+    let mut cluster = first;
     runtime.block_on(async {
         let admin = cluster.connect(&dbname).await;
         PostgresSchema::search_path()
             .migrate(&admin)
             .await
             .expect("the schema");
+        if citus.is_some() {
+            PostgresSchema::search_path()
+                .distribute(&admin)
+                .await
+                .expect("the tables distributed");
+        }
+        if control == Control::NoCitus {
+            admin
+                .batch_execute(&format!(
+                    "CREATE SCHEMA no_citus; \
+                     CREATE VIEW no_citus.pg_extension AS \
+                         SELECT * FROM pg_catalog.pg_extension WHERE extname <> 'citus'; \
+                     ALTER DATABASE \"{dbname}\" SET search_path = no_citus, pg_catalog, public"
+                ))
+                .await
+                .expect("the control's catalog");
+        }
         if control == Control::NoFloor {
             admin
                 .batch_execute(&format!(
@@ -457,7 +529,8 @@ fn campaign_on(name: &str, control: Control, seconds: u64, failover: Failover) -
         }
         let slot = rng.below(WORKERS as u64 + 1) as usize;
         let worker = rng.below(WORKERS as u64) as usize;
-        let kind = match round.pop().unwrap_or(0) {
+        let kind_drawn = round.pop().unwrap_or(0);
+        let kind = match kind_drawn {
             0 => {
                 set(&proxies[slot], Mode::Drop);
                 thread::sleep(rng.millis(500, 3000));
@@ -489,17 +562,30 @@ fn campaign_on(name: &str, control: Control, seconds: u64, failover: Failover) -
                 replaced.end(Duration::from_secs(5));
                 "kill a worker (SIGKILL)"
             }
-            4 => {
-                cluster.crash();
+            4 | 5 => {
+                // One server's primary, or a Citus node (the coordinator
+                // first in `nodes`).
+                let hit = match nodes.len() {
+                    0 => None,
+                    n => Some(rng.below(n as u64) as usize),
+                };
+                let node = hit.map_or(cluster, |at| nodes[at]);
+                let immediate = kind_drawn == 4;
+                if immediate {
+                    node.crash();
+                } else {
+                    node.kill_postmaster();
+                }
                 thread::sleep(rng.millis(200, 1500));
-                cluster.restart();
-                "server crash (pg_ctl -m immediate)"
-            }
-            5 => {
-                cluster.kill_postmaster();
-                thread::sleep(rng.millis(200, 1500));
-                cluster.restart();
-                "server crash (SIGKILL postmaster)"
+                node.restart();
+                match (hit, immediate) {
+                    (None, true) => "server crash (pg_ctl -m immediate)",
+                    (None, false) => "server crash (SIGKILL postmaster)",
+                    (Some(0), true) => "coordinator crash (pg_ctl -m immediate)",
+                    (Some(0), false) => "coordinator crash (SIGKILL postmaster)",
+                    (Some(_), true) => "worker crash (pg_ctl -m immediate)",
+                    (Some(_), false) => "worker crash (SIGKILL postmaster)",
+                }
             }
             6 => {
                 proxies[slot][leading].lose_next_commit_reply();

@@ -48,12 +48,19 @@ where
     /// database holds (retired or not). The end of a Run is the server's
     /// `now()` in the transaction that wrote its pause or its finish.
     ///
+    /// **On tables distributed by root Run** (Citus,
+    /// [`is_distributed`](Self::is_distributed)) the batch reads its
+    /// candidates across all shards, then retires each root in a
+    /// transaction of its own on its shard (Citus refuses row locks over
+    /// several shards in one statement), under the same locks.
+    ///
     /// # Cancel safety
     ///
     /// Dropping the future ends the batch: its transaction commits whole
     /// (if its commit was sent) or not at all, as a dropped
     /// `retire_async`'s, and the log's next operation waits until that is
-    /// settled; the same batch may be sent again.
+    /// settled; the same batch may be sent again. Distributed by root Run,
+    /// the roots before the one in progress stay retired.
     ///
     /// # Errors
     ///
@@ -62,7 +69,9 @@ where
     /// send it again); [`LogError::Corrupt`] naming a root's Run that does
     /// not decode (nothing retired); [`LogError::OutcomeUnknown`] if the
     /// commit was sent and its reply lost (the batch retired every root it
-    /// would have, or none: send it again, it finds only what is left).
+    /// would have, or none: send it again, it finds only what is left);
+    /// distributed by root Run, also when a root's transaction failed after
+    /// earlier roots of the batch were retired (some are: send it again).
     pub async fn retire_ended_async(
         &self,
         before: SystemTime,
@@ -85,16 +94,33 @@ where
             Layout::OneServer => vec![&roots],
             Layout::ByRootRun => roots.chunks(1).collect(),
         };
+        let mut retired = 0;
         for batch in batches {
-            let Answer::Swept(steps) = self
+            let answered = self
                 .execute(Op::Sweep {
                     roots: batch,
                     before,
                 })
-                .await?
+                .await;
+            let Answer::Swept(steps) = answered.map_err(|error| match retired {
+                0 => error,
+                // Roots of this batch are retired already (each its own
+                // transaction): the batch is not "nothing retired".
+                _ => LogError::OutcomeUnknown(
+                    format!(
+                        "a distributed sweep's batch failed after retiring {retired} of its \
+                         roots, each in a transaction of its own: {error}"
+                    )
+                    .into(),
+                ),
+            })?
             else {
                 return unexpected();
             };
+            retired += steps
+                .iter()
+                .filter(|step| matches!(step, SweepStep::Retire { .. }))
+                .count();
             if steps.len() != batch.len() {
                 return unexpected();
             }
