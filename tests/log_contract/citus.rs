@@ -2,7 +2,7 @@
 //! workers the fixture starts (`tests/common/citus.rs`), each store a
 //! fresh schema migrated and then distributed by the operator's step
 //! (`PostgresSchema::migrate`, then `PostgresSchema::distribute`), the log
-//! on the coordinator. The kit's whole contract runs on it
+//! on the coordinator as a role with only DML rights on it. The kit's whole contract runs on it
 //! (`citus::contract::`), beside what only a distributed database has:
 //! every statement a router plan, and the layouts a log refuses.
 
@@ -12,6 +12,8 @@ use baton::durable::{LogError, PostgresLog, PostgresOptions, PostgresSchema, Swe
 use baton_testkit::log_contract::{HoldsFloats, Payload, Store, SweepsEnded};
 
 use crate::common::citus::Citus;
+use crate::common::postgres::USER;
+use crate::postgres_store::DML_ROLE;
 
 /// A fresh schema on the shared Citus cluster, migrated and distributed.
 pub struct CitusSchema {
@@ -36,9 +38,23 @@ impl CitusSchema {
                 .await
                 .expect("the operator's distribution");
         }
+        // As on one server, the log runs as a role with only DML rights:
+        // Citus propagates the role and the grants to the workers' shards.
+        admin
+            .batch_execute(&format!(
+                "DO $$ BEGIN CREATE ROLE {DML_ROLE} LOGIN; \
+                 EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$; \
+                 GRANT USAGE ON SCHEMA {schema} TO {DML_ROLE}; \
+                 GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} \
+                 TO {DML_ROLE}"
+            ))
+            .await
+            .expect("the DML-only role");
         CitusSchema {
+            url: citus
+                .url()
+                .replace(&format!("user={USER} "), &format!("user={DML_ROLE} ")),
             schema,
-            url: citus.url(),
         }
     }
 
