@@ -4,8 +4,10 @@
 //! on tables distributed any other way refuses to open, naming what is
 //! wrong, before it could answer a claim it cannot keep.
 
+use baton::Invocation;
 use baton::durable::{
-    AsyncHandoffLog, Claim, LogError, PostgresLog, PostgresSchema, PostgresStatement,
+    AsyncHandoffLog, Claim, Epoch, LogError, PostgresLog, PostgresSchema, PostgresStatement,
+    Receipt, Retirement,
 };
 
 use crate::Payload;
@@ -264,5 +266,94 @@ fn r6_a_log_on_tables_distributed_otherwise_refuses_to_open_naming_what_is_wrong
             log.claim_async("root", "run").await,
             Ok(Claim::Owner(_))
         ));
+    });
+}
+
+/// The caller's-transaction forms on Citus send the same router
+/// statements, in the caller's transaction on the coordinator: rolled
+/// back, a claim and an append leave nothing and the next claim issues the
+/// same epoch (R6); committed, the append is durable and the Run handed
+/// off (R1, R4); a retirement of the root in a transaction rolled back
+/// retires nothing, and committed retires it (R9).
+#[test]
+fn r6_r9_the_callers_transaction_forms_on_citus_commit_whole_or_leave_nothing() {
+    let Some(citus) = Citus::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let store = CitusSchema::new(citus, true).await;
+        let log: PostgresLog<Payload> = store.connect().await.expect("open");
+        let (mut client, connection) = tokio_postgres::connect(&store.url, tokio_postgres::NoTls)
+            .await
+            .expect("the caller's connection");
+        tokio::spawn(connection);
+        client
+            .batch_execute(&format!("SET search_path = {}", store.schema))
+            .await
+            .unwrap();
+        let (root, source, pause) = (
+            crate::postgres_only::ROOT,
+            crate::common::source(),
+            crate::postgres_only::pause(),
+        );
+        let run = source.run_id.as_str();
+        for commit in [false, true] {
+            let tx = client.transaction().await.unwrap();
+            assert_eq!(
+                log.claim_in(&tx, root, run).await.unwrap(),
+                Claim::Owner(Epoch::new(1))
+            );
+            assert_eq!(
+                log.append_in(&tx, root, &source, Epoch::new(1), &pause)
+                    .await
+                    .unwrap(),
+                Receipt::Written
+            );
+            if commit {
+                tx.commit().await.unwrap();
+            } else {
+                tx.rollback().await.unwrap();
+                let facts = log.facts_async(root, run).await.unwrap();
+                assert_eq!(facts.epoch, Epoch::NONE, "R6: the claim rolled back");
+                assert!(facts.pauses.is_empty(), "the append rolled back");
+            }
+        }
+        let facts = log.facts_async(root, run).await.unwrap();
+        assert_eq!(facts.pauses.len(), 1, "R4: the committed append is durable");
+        assert!(matches!(
+            log.claim_async(root, run).await.unwrap(),
+            Claim::HandedOff(_)
+        ));
+        // The successor finishes, so the root's work ends; then its
+        // retirement, rolled back and committed.
+        let successor = &pause.intent.successor_run_id;
+        let Claim::Owner(epoch) = log.claim_async(root, successor).await.unwrap() else {
+            panic!("the successor's claim");
+        };
+        let next = Invocation {
+            run_id: successor.clone(),
+            invocation_id: pause.intent.successor_invocation_id.clone(),
+            ..source.clone()
+        };
+        assert_eq!(
+            log.finish_async(root, &next, epoch, &pause.execution)
+                .await
+                .unwrap(),
+            Receipt::Written
+        );
+        for commit in [false, true] {
+            let tx = client.transaction().await.unwrap();
+            assert!(matches!(
+                log.retire_in(&tx, root).await.unwrap(),
+                Retirement::Retired { .. }
+            ));
+            if commit {
+                tx.commit().await.unwrap();
+            } else {
+                tx.rollback().await.unwrap();
+                assert!(!log.facts_async(root, run).await.unwrap().retired);
+            }
+        }
+        assert!(log.facts_async(root, run).await.unwrap().retired, "R9");
     });
 }
