@@ -11,7 +11,8 @@
 //!   (SPEC checks the epoch before the Run's fate), never `Written`,
 //!   `AlreadyDurable`, `AlreadyHandedOff` or `AlreadyFinished`;
 //! - `AlreadyHandedOff` and `AlreadyFinished` come after some other
-//!   pause or outcome of the Run may have been written;
+//!   pause or outcome of the Run may have been written under the write's
+//!   own epoch, in any order of the operations that overlapped it;
 //! - `Retired` (a claim's, or a write's refusal) and `AlreadyRetired`
 //!   come after some retirement of the root may have taken effect;
 //! - the epochs claims answer increase in real-time order (R6);
@@ -95,13 +96,19 @@ pub fn check(ops: &[Op], anomalies: &mut Found) {
                 }
                 _ => {}
             }
-            // Another record of the Run that may have been written first.
+            // Another record of the Run that may have been written first,
+            // under this write's epoch: SPEC answers `AlreadyHandedOff` or
+            // `AlreadyFinished` only when the write's epoch is the Run's,
+            // and a Run's epoch never moves past its pause or its finish,
+            // so the record it found was written under that same epoch
+            // (one under another epoch makes the answer `Fenced` or
+            // `EpochNotIssued` in every order, issue 60).
             let other = |handed_off: bool| {
                 same_run.iter().any(|w| {
                     let kind = matches!(w.kind, Kind::Append { .. }) == handed_off;
                     kind && w.invoked < answered
                         && w.outcome.may_have_written()
-                        && write(w).is_some_and(|(_, _, id)| id != record)
+                        && write(w).is_some_and(|(_, at, id)| id != record && at == epoch)
                 }) || same_run.iter().any(|c| {
                     c.invoked < answered
                         && match c.outcome {

@@ -188,3 +188,48 @@ fn a_stale_append_refused_as_already_handed_off_is_flagged_by_both_checkers() {
     assert!(right.flagged.is_empty(), "{:?}", right.anomalies);
     assert!(right.second.flagged.is_empty());
 }
+
+/// Issue 60's class, seen in CI's unfenced control (seed
+/// 1796582639761167, root r99): the stale append (epoch 1) is sent
+/// *before* the claim that issues epoch 2 is invoked, and answered
+/// `AlreadyHandedOff` after that epoch's pause is written. Under epoch 1
+/// SPEC answers `Written` (ordered before the claim) or `Fenced(2)`
+/// (after it), in every order of the overlapping operations; a pause that
+/// makes `AlreadyHandedOff` right must be under the write's own epoch.
+/// Both checkers flag it; the same shape answered `Fenced(2)` by neither.
+#[test]
+fn a_stale_append_overlapping_the_newer_claim_and_refused_as_handed_off_is_flagged_by_both() {
+    let judged = |answer: &str| {
+        let printed = [
+            ("worker1.0", "10 1 invoke claim r1"),
+            ("worker1.0", "20 1 ok owner 1"),
+            ("worker1.0", "30 2 invoke append r1 1 p1 bbbb r1.1"),
+            ("worker0.0", "40 1 invoke claim r1"),
+            ("worker0.0", "50 1 ok owner 2"),
+            ("worker0.0", "60 2 invoke append r1 2 p2 aaaa r1.1"),
+            ("worker0.0", "70 2 ok written"),
+            ("worker1.0", answer),
+        ];
+        let truth = Truth {
+            epochs: HashMap::from([("r1".to_owned(), 2)]),
+            pauses: HashMap::from([(
+                "r1".to_owned(),
+                HeldPause {
+                    id: "p2".into(),
+                    epoch: 2,
+                    digest: "aaaa".into(),
+                    successor: "r1.1".into(),
+                },
+            )]),
+            ..Truth::default()
+        };
+        judge(&numbered(&printed), &truth)
+    };
+    let r1 = BTreeSet::from(["r1".to_owned()]);
+    let wrong = judged("80 2 refused already-handed-off");
+    assert_eq!(wrong.flagged, r1, "ours: {:?}", wrong.anomalies);
+    assert_eq!(wrong.second.flagged, r1, "linearizability");
+    let right = judged("80 2 refused fenced 2");
+    assert!(right.flagged.is_empty(), "{:?}", right.anomalies);
+    assert!(right.second.flagged.is_empty());
+}
