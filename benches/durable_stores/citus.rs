@@ -12,25 +12,10 @@ use std::sync::Arc;
 
 use baton::durable::PostgresSchema;
 
+use super::CONCURRENCY;
 use super::common::citus::Citus;
 use super::common::postgres::Cluster;
-use super::postgres::{baton, bounded};
-use super::{CONCURRENCY, Sample, ms};
-
-/// One row: the operation on one server and through the coordinator.
-fn row(op: &str, workers: usize, single: &Sample, citus: &Sample, ratios: &[String]) {
-    println!(
-        "| {op} | {workers} | {} / {} | {} / {} | {:.2}× ({}) | {:.0} | {:.0} |",
-        ms(single.quantile(0.5)),
-        ms(single.quantile(0.99)),
-        ms(citus.quantile(0.5)),
-        ms(citus.quantile(0.99)),
-        citus.quantile(0.5).as_secs_f64() / single.quantile(0.5).as_secs_f64(),
-        ratios.join(", "),
-        single.per_second(),
-        citus.per_second()
-    );
-}
+use super::postgres::{bounded, side_by_side};
 
 /// The section: `operations` on `single` and on a Citus cluster the
 /// section starts, `ops` a cell, `rounds` alternating rounds, the row the
@@ -61,25 +46,6 @@ pub(super) async fn price(
     })
     .await;
     let single_url = Arc::new(single.url(&single.database().await));
-    let citus_url = Arc::new(citus.url());
-    println!(
-        "| operation | workers | one server median / p99 (ms) | Citus median / p99 (ms) | \
-         ratio (medians; the rounds') | one server ops/s | Citus ops/s |"
-    );
-    println!("|---|---|---|---|---|---|---|");
-    for &op in operations {
-        for workers in CONCURRENCY {
-            let mut cells = Vec::new();
-            for round in 0..rounds {
-                let one = baton(Arc::clone(&single_url), op, workers, ops, 200 + round).await;
-                let two = baton(Arc::clone(&citus_url), op, workers, ops, 200 + round).await;
-                let ratio = two.quantile(0.5).as_secs_f64() / one.quantile(0.5).as_secs_f64();
-                cells.push((ratio, one, two));
-            }
-            cells.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let ratios: Vec<String> = cells.iter().map(|c| format!("{:.2}", c.0)).collect();
-            let (_, one, two) = &cells[cells.len() / 2];
-            row(op, workers, one, two, &ratios);
-        }
-    }
+    let urls = (single_url, Arc::new(citus.url()));
+    side_by_side("Citus", urls, operations, &CONCURRENCY, (ops, rounds, 200)).await;
 }

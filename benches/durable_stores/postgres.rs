@@ -9,7 +9,7 @@ use baton::durable::deadpool_postgres::{Object, Pool};
 use baton::durable::{AsyncHandoffLog, Claim, Epoch, PostgresLog, PostgresOptions};
 use tokio_postgres::NoTls;
 
-use super::{Log, ROOT, Sample, pause, share, source};
+use super::{Log, ROOT, Sample, ms, pause, share, source};
 
 /// The longest any one measurement (or wait of the bench) may take: past
 /// it the bench panics, never hangs.
@@ -176,4 +176,47 @@ pub(super) async fn bare(
         }
     });
     bounded(&format!("bare {tag}"), work).await
+}
+
+/// A section's table of `operations` on one server (`single_url`) beside
+/// `other` (`other_url`), each cell `ops` units in `rounds` alternating
+/// rounds (Runs of their own, numbered from `first_round`); the row is the
+/// round of the median ratio, every round's ratio beside it.
+pub(super) async fn side_by_side(
+    other: &str,
+    (single_url, other_url): (Arc<String>, Arc<String>),
+    operations: &[&'static str],
+    workers: &[usize],
+    (ops, rounds, first_round): (usize, usize, usize),
+) {
+    println!(
+        "| operation | workers | one server median / p99 (ms) | {other} median / p99 (ms) | \
+         ratio (medians; the rounds') | one server ops/s | {other} ops/s |"
+    );
+    println!("|---|---|---|---|---|---|---|");
+    for &op in operations {
+        for &workers in workers {
+            let mut cells = Vec::new();
+            for round in first_round..first_round + rounds {
+                let one = baton(Arc::clone(&single_url), op, workers, ops, round).await;
+                let two = baton(Arc::clone(&other_url), op, workers, ops, round).await;
+                let ratio = two.quantile(0.5).as_secs_f64() / one.quantile(0.5).as_secs_f64();
+                cells.push((ratio, one, two));
+            }
+            cells.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let ratios: Vec<String> = cells.iter().map(|c| format!("{:.2}", c.0)).collect();
+            let (_, one, two) = &cells[cells.len() / 2];
+            println!(
+                "| {op} | {workers} | {} / {} | {} / {} | {:.2}× ({}) | {:.0} | {:.0} |",
+                ms(one.quantile(0.5)),
+                ms(one.quantile(0.99)),
+                ms(two.quantile(0.5)),
+                ms(two.quantile(0.99)),
+                two.quantile(0.5).as_secs_f64() / one.quantile(0.5).as_secs_f64(),
+                ratios.join(", "),
+                one.per_second(),
+                two.per_second()
+            );
+        }
+    }
 }

@@ -10,8 +10,8 @@
 
 use std::sync::Arc;
 
-use super::postgres::{baton, bounded};
-use super::{Cluster, Sample, ms};
+use super::Cluster;
+use super::postgres::{bounded, side_by_side};
 
 /// The workers of each cell.
 const WORKERS: [usize; 2] = [1, 8];
@@ -21,21 +21,6 @@ async fn synchronous_pair() -> Option<(Cluster, Cluster)> {
     let primary = Cluster::start()?;
     let standby = bounded("the standby is synchronous", primary.synchronous_standby()).await;
     Some((primary, standby))
-}
-
-/// One row: the operation on one server and on the synchronous pair.
-fn row(op: &str, workers: usize, single: &Sample, pair: &Sample, ratios: &[String]) {
-    println!(
-        "| {op} | {workers} | {} / {} | {} / {} | {:.2}× ({}) | {:.0} | {:.0} |",
-        ms(single.quantile(0.5)),
-        ms(single.quantile(0.99)),
-        ms(pair.quantile(0.5)),
-        ms(pair.quantile(0.99)),
-        pair.quantile(0.5).as_secs_f64() / single.quantile(0.5).as_secs_f64(),
-        ratios.join(", "),
-        single.per_second(),
-        pair.per_second()
-    );
 }
 
 /// The section: `operations` on `single` and on a synchronous pair the
@@ -56,24 +41,13 @@ pub(super) async fn price(
     };
     let single_url = Arc::new(single.url(&single.database().await));
     let pair_url = Arc::new(primary.url(&primary.database().await));
-    println!(
-        "| operation | workers | one server median / p99 (ms) | synchronous pair median / p99 (ms) | \
-         ratio (medians; the rounds') | one server ops/s | pair ops/s |"
-    );
-    println!("|---|---|---|---|---|---|---|");
-    for &op in operations {
-        for workers in WORKERS {
-            let mut cells = Vec::new();
-            for round in 0..rounds {
-                let one = baton(Arc::clone(&single_url), op, workers, ops, 100 + round).await;
-                let two = baton(Arc::clone(&pair_url), op, workers, ops, 100 + round).await;
-                let ratio = two.quantile(0.5).as_secs_f64() / one.quantile(0.5).as_secs_f64();
-                cells.push((ratio, one, two));
-            }
-            cells.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let ratios: Vec<String> = cells.iter().map(|c| format!("{:.2}", c.0)).collect();
-            let (_, one, two) = &cells[cells.len() / 2];
-            row(op, workers, one, two, &ratios);
-        }
-    }
+    let urls = (single_url, pair_url);
+    side_by_side(
+        "synchronous pair",
+        urls,
+        operations,
+        &WORKERS,
+        (ops, rounds, 100),
+    )
+    .await;
 }

@@ -12,8 +12,7 @@ use baton::durable::{LogError, PostgresLog, PostgresOptions, PostgresSchema, Swe
 use baton_testkit::log_contract::{HoldsFloats, Payload, Store, SweepsEnded};
 
 use crate::common::citus::Citus;
-use crate::common::postgres::USER;
-use crate::postgres_store::DML_ROLE;
+use crate::postgres_store::{as_dml_role, grant_dml_only};
 
 /// A fresh schema on the shared Citus cluster, migrated and distributed.
 pub struct CitusSchema {
@@ -40,20 +39,9 @@ impl CitusSchema {
         }
         // As on one server, the log runs as a role with only DML rights:
         // Citus propagates the role and the grants to the workers' shards.
-        admin
-            .batch_execute(&format!(
-                "DO $$ BEGIN CREATE ROLE {DML_ROLE} LOGIN; \
-                 EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$; \
-                 GRANT USAGE ON SCHEMA {schema} TO {DML_ROLE}; \
-                 GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} \
-                 TO {DML_ROLE}"
-            ))
-            .await
-            .expect("the DML-only role");
+        grant_dml_only(&admin, &schema).await;
         CitusSchema {
-            url: citus
-                .url()
-                .replace(&format!("user={USER} "), &format!("user={DML_ROLE} ")),
+            url: as_dml_role(&citus.url()),
             schema,
         }
     }

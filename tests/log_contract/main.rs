@@ -246,29 +246,37 @@ mod postgres_store {
     /// connection string for that role.
     pub async fn dml_only(cluster: &Cluster, dbname: &str) -> String {
         let admin = cluster.connect(dbname).await;
-        admin
-            .batch_execute(&format!(
-                "DO $$ BEGIN CREATE ROLE {DML_ROLE} LOGIN; \
-                 EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$"
-            ))
-            .await
-            .expect("the DML-only role");
         PostgresSchema::named(SCHEMA)
             .unwrap()
             .migrate(&admin)
             .await
             .expect("the operator's migration");
         admin
+            .batch_execute("REVOKE ALL ON SCHEMA public FROM PUBLIC")
+            .await
+            .expect("the revoke");
+        grant_dml_only(&admin, SCHEMA).await;
+        as_dml_role(&cluster.url(dbname))
+    }
+
+    /// Makes [`DML_ROLE`] (once per cluster) and grants it only `USAGE` on
+    /// `schema` and `SELECT`, `INSERT`, `UPDATE`, `DELETE` on its tables.
+    pub async fn grant_dml_only(admin: &tokio_postgres::Client, schema: &str) {
+        admin
             .batch_execute(&format!(
-                "REVOKE ALL ON SCHEMA public FROM PUBLIC; \
-                 GRANT USAGE ON SCHEMA {SCHEMA} TO {DML_ROLE}; \
-                 GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {SCHEMA} TO {DML_ROLE}"
+                "DO $$ BEGIN CREATE ROLE {DML_ROLE} LOGIN; \
+                 EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$; \
+                 GRANT USAGE ON SCHEMA {schema} TO {DML_ROLE}; \
+                 GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} \
+                 TO {DML_ROLE}"
             ))
             .await
-            .expect("the grants");
-        cluster
-            .url(dbname)
-            .replace(&format!("user={USER} "), &format!("user={DML_ROLE} "))
+            .expect("the DML-only role and its grants");
+    }
+
+    /// The connection string `url` (the superuser's) for [`DML_ROLE`].
+    pub fn as_dml_role(url: &str) -> String {
+        url.replace(&format!("user={USER} "), &format!("user={DML_ROLE} "))
     }
 
     pub async fn postgres() -> Option<PostgresDatabase> {

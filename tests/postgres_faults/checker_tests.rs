@@ -140,6 +140,25 @@ fn the_checker_checks_the_roots_a_sweep_retired() {
     );
 }
 
+/// `printed` judged by both checkers against a server that holds r1 at
+/// epoch 2 with the pause `p2` appended under it.
+fn judged_on_p2(printed: &[(&str, &str)]) -> super::judge::Judged {
+    let truth = Truth {
+        epochs: HashMap::from([("r1".to_owned(), 2)]),
+        pauses: HashMap::from([(
+            "r1".to_owned(),
+            HeldPause {
+                id: "p2".into(),
+                epoch: 2,
+                digest: "aaaa".into(),
+                successor: "r1.1".into(),
+            },
+        )]),
+        ..Truth::default()
+    };
+    judge(&numbered(printed), &truth)
+}
+
 /// Issue 50's example, judged by both checkers: a stale append (epoch 1,
 /// after epoch 2 was answered and wrote its pause) answered
 /// `AlreadyHandedOff` where SPEC answers `Fenced` — nothing written, yet
@@ -159,20 +178,7 @@ fn a_stale_append_refused_as_already_handed_off_is_flagged_by_both_checkers() {
             ("worker0.0", "70 2 invoke append r1 1 p1 bbbb r1.1"),
             ("worker0.0", answer),
         ];
-        let truth = Truth {
-            epochs: HashMap::from([("r1".to_owned(), 2)]),
-            pauses: HashMap::from([(
-                "r1".to_owned(),
-                HeldPause {
-                    id: "p2".into(),
-                    epoch: 2,
-                    digest: "aaaa".into(),
-                    successor: "r1.1".into(),
-                },
-            )]),
-            ..Truth::default()
-        };
-        judge(&numbered(&printed), &truth)
+        judged_on_p2(&printed)
     };
     let r1 = BTreeSet::from(["r1".to_owned()]);
     for wrong in ["80 2 refused already-handed-off", "80 2 refused fenced 3"] {
@@ -210,20 +216,7 @@ fn a_stale_append_overlapping_the_newer_claim_and_refused_as_handed_off_is_flagg
             ("worker0.0", "70 2 ok written"),
             ("worker1.0", answer),
         ];
-        let truth = Truth {
-            epochs: HashMap::from([("r1".to_owned(), 2)]),
-            pauses: HashMap::from([(
-                "r1".to_owned(),
-                HeldPause {
-                    id: "p2".into(),
-                    epoch: 2,
-                    digest: "aaaa".into(),
-                    successor: "r1.1".into(),
-                },
-            )]),
-            ..Truth::default()
-        };
-        judge(&numbered(&printed), &truth)
+        judged_on_p2(&printed)
     };
     let r1 = BTreeSet::from(["r1".to_owned()]);
     let wrong = judged("80 2 refused already-handed-off");
