@@ -258,6 +258,16 @@ fn r6_a_log_on_tables_distributed_otherwise_refuses_to_open_naming_what_is_wrong
                 }
             }
         }
+        // The operator's step before the migration refuses, changing
+        // nothing.
+        let unmigrated = PostgresSchema::named(&Citus::fresh_schema())
+            .unwrap()
+            .distribute(&admin)
+            .await;
+        assert!(
+            matches!(unmigrated, Err(LogError::UnknownSchema { found: 0, .. })),
+            "{unmigrated:?}"
+        );
         // The same tables distributed by the operator's step open, and
         // answer.
         let store = CitusSchema::new(citus, true).await;

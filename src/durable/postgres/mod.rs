@@ -441,9 +441,11 @@ impl<P> PostgresLog<P> {
 
     /// Every statement the log sends for its operations, with its
     /// parameters' types, for the layout it found when it opened. Besides
-    /// these it sends only `BEGIN` (with its `SET LOCAL` timeouts),
-    /// `COMMIT`, `ROLLBACK`, and the sweep's read of its candidates (one
-    /// read across every root Run, by design).
+    /// these its operations send only `BEGIN` (with its `SET LOCAL`
+    /// timeouts), `COMMIT`, `ROLLBACK`, the sweep's read of its candidates
+    /// (one read across every root Run, by design) and, in a caller's
+    /// transaction, one read of its isolation level; opening the log reads
+    /// the schema's version and the tables' layout.
     ///
     /// ```
     /// # async fn run(log: &baton::durable::PostgresLog<u32>) {
