@@ -6,7 +6,9 @@
 //!
 //! Removal is the job of a watchdog: a shell started beside the cluster
 //! that waits for its stdin (a pipe only this process holds) to close and
-//! then stops the server (`-m immediate`) and deletes the dir. The pipe
+//! then stops the server (`-m immediate`; a server a test paused with
+//! SIGSTOP is continued first, and killed if it still does not stop) and
+//! deletes the dir. The pipe
 //! closes when the [`Cluster`] is dropped, and also when the test process
 //! ends in any way (a panic, an abort, a SIGKILL): no cluster outlives its
 //! test binary.
@@ -332,14 +334,19 @@ impl Cluster {
         }
     }
 
+    /// The running server's postmaster's process id.
+    pub fn postmaster_pid(&self) -> String {
+        std::fs::read_to_string(self.data().join("postmaster.pid"))
+            .ok()
+            .and_then(|text| text.lines().next().map(str::to_owned))
+            .expect("the postmaster's pid")
+    }
+
     /// Sends `signal` (`-STOP`, `-CONT`, `-KILL`) to the postmaster and
     /// every process it started: `-STOP` is a server paused, or cut off,
     /// not dead — its sockets stay open and answer nothing.
     pub fn signal_all(&self, signal: &str) {
-        let pid = std::fs::read_to_string(self.data().join("postmaster.pid"))
-            .ok()
-            .and_then(|text| text.lines().next().map(str::to_owned))
-            .expect("the postmaster's pid");
+        let pid = self.postmaster_pid();
         let mut pids = vec![pid.clone()];
         for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
             let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
@@ -488,11 +495,23 @@ impl Cluster {
         let stop = self.command("pg_ctl");
         let mut words: Vec<String> = vec![stop.get_program().to_string_lossy().into_owned()];
         words.extend(stop.get_args().map(|a| a.to_string_lossy().into_owned()));
+        // A server a test paused (SIGSTOP) and never continued — it died
+        // between the two — acts on no signal until continued: the
+        // postmaster and its children are continued first, and killed if
+        // the stop fails (only if the pid is still a postgres process).
         let script = format!(
-            "cat >/dev/null; {} -D '{}' -m immediate stop >/dev/null 2>&1; rm -rf '{}'",
-            words.join(" "),
-            self.data().display(),
-            self.dir.display()
+            "cat >/dev/null; d='{data}'; \
+             pid=$(head -n 1 \"$d/postmaster.pid\" 2>/dev/null); \
+             case \"$pid\" in ''|*[!0-9]*) pid= ;; esac; \
+             if [ -n \"$pid\" ] && [ \"$(cat /proc/$pid/comm 2>/dev/null)\" = postgres ]; then \
+                 kids=$(pgrep -P \"$pid\"); kill -CONT \"$pid\" $kids 2>/dev/null; \
+             else pid=; fi; \
+             {stop} -D \"$d\" -m immediate -t 10 -w stop >/dev/null 2>&1 \
+                 || {{ [ -n \"$pid\" ] && kill -KILL \"$pid\" $(pgrep -P \"$pid\") 2>/dev/null; }}; \
+             rm -rf '{dir}'",
+            stop = words.join(" "),
+            data = self.data().display(),
+            dir = self.dir.display()
         );
         let mut child = Command::new("sh")
             .args(["-c", &script])

@@ -59,6 +59,8 @@ mod postgres_schema;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_sessions;
 #[cfg(all(unix, feature = "postgres"))]
+mod postgres_standby_guard;
+#[cfg(all(unix, feature = "postgres"))]
 mod postgres_tls_bouncer;
 
 // The contract itself lives in the test kit (`baton_testkit::log_contract`),

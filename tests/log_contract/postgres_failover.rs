@@ -11,7 +11,7 @@
 //! one (G4: no epoch answered to two claims). What an asynchronous standby
 //! keeps is its replication's, not baton's (docs/SPEC.md §6, "Replication").
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use baton::durable::{
     AsyncHandoffLog, Claim, Epoch, LogError, PostgresLog, PostgresOptions, Receipt, RunFacts,
@@ -345,4 +345,32 @@ fn a_log_requiring_a_synchronous_standby_refuses_a_server_without_one_and_writes
             ("on", "", false)
         );
     });
+}
+
+/// Fixture hygiene (issue 58): a server a test paused (SIGSTOP of every
+/// process) and never continued — the test died between the two — is
+/// still removed with its `Cluster`: its watchdog continues it, stops it,
+/// and kills it if it does not stop.
+#[test]
+fn a_paused_server_is_removed_with_its_cluster() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let pid = cluster.postmaster_pid();
+    cluster.signal_all("-STOP");
+    let stopped = Instant::now();
+    drop(cluster);
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Gone, or a zombie its parent has not reaped yet: never stopped.
+    let state = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.trim_start().chars().next());
+    assert!(
+        matches!(state, None | Some(Some('Z'))),
+        "the paused postmaster {pid} outlived its cluster: {stat}"
+    );
+    println!(
+        "a paused server removed in {:.2} s",
+        stopped.elapsed().as_secs_f64()
+    );
 }

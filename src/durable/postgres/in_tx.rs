@@ -14,6 +14,7 @@ use super::decide::{decide, retirement};
 use super::failure::{Failure, unavailable};
 use super::op::{Answer, Op, unexpected};
 use super::read::{Reading, RootRead, RunRead};
+use super::replication::{NoSynchronousStandby, PostgresReplication};
 use super::sql::{Conn, Which};
 use crate::durable::contract::{
     Claim, Epoch, LogError, Receipt, Retirement, check_append, check_finish, check_root, check_run,
@@ -265,8 +266,9 @@ where
 }
 
 /// One try of `op` on the caller's transaction: its reads (with, the first
-/// time, the check of the isolation level, in the same flight), the rule,
-/// its write.
+/// time, the check of the isolation level and, if the log requires a
+/// synchronous standby, of the server's replication, in the same flight),
+/// the rule, its write.
 async fn attempt<P>(
     conn: &Conn<'_>,
     op: &Op<'_, P>,
@@ -280,21 +282,44 @@ where
         if *checked {
             return Ok(None);
         }
-        client
-            .query_typed_one("SELECT current_setting('transaction_isolation')", &[])
-            .await
-            .map(|row| row.try_get::<_, String>(0).ok())
+        // With the requirement of a synchronous standby, the server's
+        // replication as the caller's session sees it, in the same read.
+        let text = match conn.sql.guard {
+            None => "SELECT current_setting('transaction_isolation')",
+            Some(_) => {
+                "SELECT current_setting('transaction_isolation'), \
+                        current_setting('synchronous_commit'), \
+                        current_setting('synchronous_standby_names')"
+            }
+        };
+        client.query_typed_one(text, &[]).await.map(|row| {
+            let replication = match (row.try_get(1), row.try_get(2)) {
+                (Ok(synchronous_commit), Ok(synchronous_standby_names)) => {
+                    Some(PostgresReplication {
+                        synchronous_commit,
+                        synchronous_standby_names,
+                    })
+                }
+                _ => None,
+            };
+            Some((row.try_get::<_, String>(0).ok(), replication))
+        })
     };
-    let level = |found: Result<Option<String>, tokio_postgres::Error>| -> Result<(), Failure> {
-        match found {
-            Ok(None) => Ok(()),
-            Ok(Some(level)) if level == READ_COMMITTED => Ok(()),
-            Ok(Some(level)) => Err(unavailable(format!(
+    type Found = Option<(Option<String>, Option<PostgresReplication>)>;
+    let level = |found: Result<Found, tokio_postgres::Error>| -> Result<(), Failure> {
+        let (level, replication) = found?.unwrap_or((None, None));
+        if let Some(level) = level.filter(|level| level != READ_COMMITTED) {
+            return Err(unavailable(format!(
                 "the caller's transaction is {level}: PostgresLog's writes inside it need READ \
                  COMMITTED; nothing was written"
             ))
-            .into()),
-            Err(error) => Err(error.into()),
+            .into());
+        }
+        match replication {
+            Some(found) if !found.waits_for_a_standby() => Err(Failure::Answer(
+                LogError::Unavailable(Box::new(NoSynchronousStandby { found })),
+            )),
+            _ => Ok(()),
         }
     };
     if let Op::Retire { root_run_id, .. } = *op {

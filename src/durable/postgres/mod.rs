@@ -55,7 +55,7 @@ use crate::durable::contract::{
 use crate::facts::{HandoffPause, Invocation};
 
 pub use options::PostgresOptions;
-pub use replication::PostgresReplication;
+pub use replication::{NoSynchronousStandby, PostgresReplication};
 pub use schema::{InvalidSchemaName, POSTGRES_SCHEMA_VERSION, PostgresSchema};
 pub use sql::PostgresStatement;
 
@@ -362,6 +362,7 @@ impl<P> PostgresLog<P> {
                 &options.schema,
                 options.timeout,
                 layout::Layout::OneServer,
+                options.require_synchronous_standby,
             )),
             schema: options.schema,
             prepared: options.prepared_statements,
@@ -391,7 +392,12 @@ impl<P> PostgresLog<P> {
                 log.timeout
             )))
         })?;
-        log.sql = Arc::new(Sql::new(&log.schema, log.timeout, layout));
+        log.sql = Arc::new(Sql::new(
+            &log.schema,
+            log.timeout,
+            layout,
+            options.require_synchronous_standby,
+        ));
         Ok(log)
     }
 

@@ -1,7 +1,12 @@
 //! What the server a `PostgresLog` writes to acknowledges a commit after:
-//! [`PostgresReplication`] (docs/SPEC.md §6, "Replication and failover").
+//! [`PostgresReplication`] (docs/SPEC.md §6, "Replication and failover"),
+//! and the guard that holds a log to a synchronous standby for its whole
+//! life ([`NoSynchronousStandby`]).
+
+use std::fmt;
 
 use tokio_postgres::Client;
+use tokio_postgres::error::DbError;
 
 use super::failure::unavailable;
 use crate::durable::contract::LogError;
@@ -43,17 +48,17 @@ pub struct PostgresReplication {
 
 impl PostgresReplication {
     /// Whether the server acknowledges a commit only once a synchronous
-    /// standby has it: some standby is named, and `synchronous_commit` is
-    /// `on`, `remote_apply` or `remote_write` (at `remote_write` the
-    /// standby has written the commit but not yet flushed it: it survives
-    /// the standby server's crash, not its host's). With `local` or `off`,
-    /// or no standby named, a commit is acknowledged first.
+    /// standby has flushed it to disk: some standby is named (one, a list,
+    /// `FIRST n (…)` or a quorum `ANY n (…)`), and `synchronous_commit` is
+    /// `on` or `remote_apply`. Then every promise holds across a failover
+    /// to that standby (docs/SPEC.md §6). At `remote_write` the standby
+    /// has written the commit but not flushed it: it is lost if the
+    /// standby's host fails with the primary's (a power cut), so it is
+    /// `false` here, as at `local`, `off` or with no standby named, where
+    /// a commit is acknowledged first.
     pub fn waits_for_a_standby(&self) -> bool {
         !self.synchronous_standby_names.trim().is_empty()
-            && matches!(
-                self.synchronous_commit.as_str(),
-                "on" | "remote_apply" | "remote_write"
-            )
+            && matches!(self.synchronous_commit.as_str(), "on" | "remote_apply")
     }
 
     /// Reads both settings on `client`, one of the log's connections.
@@ -93,6 +98,80 @@ impl PostgresReplication {
     }
 }
 
+/// The SQLSTATE the guard raises ([`GUARD`]): baton's own, outside
+/// PostgreSQL's classes.
+pub(super) const NO_STANDBY: &str = "BA001";
+
+/// The guard of a log that requires a synchronous standby, sent in the
+/// flight of every write, before the write and its `COMMIT`: it aborts the
+/// transaction (so the write is never made and the `COMMIT` rolls back)
+/// unless the session, as it is when the write runs, commits only once a
+/// standby has flushed the commit ([`PostgresReplication::waits_for_a_standby`]).
+/// Its detail and hint carry the two settings it found.
+pub(super) const GUARD: &str = "DO $baton$ BEGIN \
+     IF btrim(current_setting('synchronous_standby_names')) = '' \
+        OR current_setting('synchronous_commit') NOT IN ('on', 'remote_apply') THEN \
+         RAISE EXCEPTION USING ERRCODE = 'BA001', \
+             MESSAGE = 'baton: the log requires a synchronous standby, and this server has none', \
+             DETAIL = current_setting('synchronous_commit'), \
+             HINT = current_setting('synchronous_standby_names'); \
+     END IF; END $baton$";
+
+/// Why a log that requires a synchronous standby
+/// ([`PostgresOptions::require_synchronous_standby`]) refused a write: the
+/// server it reached would have acknowledged the commit before any
+/// standby had it — typically a promoted standby that has no standby of
+/// its own yet, or a primary whose high-availability manager dropped its
+/// synchronous standby to stay writable. It is the
+/// [`source`](std::error::Error::source) of a [`LogError::Unavailable`]:
+/// nothing was written, and the same operation may be sent again once the
+/// server has a synchronous standby (docs/guide/ha.md).
+///
+/// ```
+/// use baton::durable::{LogError, NoSynchronousStandby};
+///
+/// fn no_standby(error: &LogError) -> Option<&NoSynchronousStandby> {
+///     match error {
+///         LogError::Unavailable(source) => source.downcast_ref(),
+///         _ => None,
+///     }
+/// }
+/// # let _ = no_standby;
+/// ```
+///
+/// [`PostgresOptions::require_synchronous_standby`]: super::PostgresOptions::require_synchronous_standby
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoSynchronousStandby {
+    /// The server's settings as the refused write's session saw them.
+    pub found: PostgresReplication,
+}
+
+impl NoSynchronousStandby {
+    /// The refusal the guard raised, if `error` is it.
+    pub(super) fn raised(error: &DbError) -> Option<Self> {
+        (error.code().code() == NO_STANDBY).then(|| Self {
+            found: PostgresReplication {
+                synchronous_commit: error.detail().unwrap_or_default().to_owned(),
+                synchronous_standby_names: error.hint().unwrap_or_default().to_owned(),
+            },
+        })
+    }
+}
+
+impl fmt::Display for NoSynchronousStandby {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the server would acknowledge the commit before any standby has it \
+             (synchronous_commit = {}, synchronous_standby_names = '{}'), and the log \
+             requires a synchronous standby: nothing was written",
+            self.found.synchronous_commit, self.found.synchronous_standby_names
+        )
+    }
+}
+
+impl std::error::Error for NoSynchronousStandby {}
+
 #[cfg(test)]
 mod tests {
     use super::PostgresReplication;
@@ -106,11 +185,11 @@ mod tests {
 
     /// Every `synchronous_commit` against a named standby and none.
     #[test]
-    fn a_commit_waits_for_a_standby_only_if_one_is_named_and_the_commit_is_remote() {
+    fn a_commit_waits_for_a_standby_only_if_one_is_named_and_the_commit_is_flushed_there() {
         for (commit, waits) in [
             ("on", true),
             ("remote_apply", true),
-            ("remote_write", true),
+            ("remote_write", false),
             ("local", false),
             ("off", false),
         ] {
@@ -119,10 +198,13 @@ mod tests {
                 waits,
                 "{commit}"
             );
-            assert_eq!(
-                replication(commit, "FIRST 1 (s1, s2)").waits_for_a_standby(),
-                waits
-            );
+            for names in ["FIRST 1 (s1, s2)", "ANY 1 (s1, s2)", "s1"] {
+                assert_eq!(
+                    replication(commit, names).waits_for_a_standby(),
+                    waits,
+                    "{commit} {names}"
+                );
+            }
             assert!(!replication(commit, "").waits_for_a_standby(), "{commit}");
             assert!(!replication(commit, "  ").waits_for_a_standby(), "{commit}");
         }

@@ -10,6 +10,7 @@ use tokio_postgres::{Client, Row, Statement};
 
 use super::failure::Failure;
 pub(super) use super::layout::Layout;
+use super::replication::GUARD;
 use super::schema::PostgresSchema;
 
 /// The statements of the operations, by what they do.
@@ -124,6 +125,14 @@ pub(super) const TIMELINE: &str =
 pub(super) struct Sql {
     pub(super) begin_write: String,
     pub(super) begin_read: String,
+    /// The guard of a log that requires a synchronous standby
+    /// ([`GUARD`](super::replication::GUARD)), sent before every write;
+    /// `None` without the requirement.
+    pub(super) guard: Option<&'static str>,
+    /// `begin_write` and the guard, one message: how a write that is
+    /// otherwise its own transaction (a one-statement form) begins when
+    /// the log requires a synchronous standby.
+    pub(super) begin_guarded: String,
     pub(super) statements: [String; 20],
     /// How the tables are laid out: the statements that differ on a
     /// database distributed by `root_run_id` (see [`Layout`]).
@@ -135,7 +144,12 @@ pub(super) struct Sql {
 }
 
 impl Sql {
-    pub(super) fn new(schema: &PostgresSchema, timeout: Duration, layout: Layout) -> Self {
+    pub(super) fn new(
+        schema: &PostgresSchema,
+        timeout: Duration,
+        layout: Layout,
+        standby_required: bool,
+    ) -> Self {
         let s = schema.prefix();
         let key = "WHERE root_run_id = $1 AND run_id = $2";
         let millis = u32::try_from(timeout.as_millis())
@@ -205,9 +219,12 @@ impl Sql {
                 format!("SELECT {TIMELINE}, count(*) FROM {s}baton_root WHERE root_run_id = $1"),
             ),
         };
+        let begin_write = format!("BEGIN ISOLATION LEVEL READ COMMITTED; {timeouts}");
         Self {
-            begin_write: format!("BEGIN ISOLATION LEVEL READ COMMITTED; {timeouts}"),
+            begin_guarded: format!("{begin_write}; {GUARD}"),
+            begin_write,
             begin_read: format!("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; {timeouts}"),
+            guard: standby_required.then_some(GUARD),
             statements: [
                 format!("SELECT {run_columns} FROM {s}baton_run {key} FOR UPDATE"),
                 format!("SELECT {run_columns} FROM {s}baton_run {key}"),

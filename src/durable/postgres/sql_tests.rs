@@ -68,7 +68,7 @@ fn every_statement_of_an_operation_binds_its_rows_to_one_root_run() {
         (PostgresSchema::named("baton").unwrap(), Layout::OneServer),
         (PostgresSchema::named("baton").unwrap(), Layout::ByRootRun),
     ] {
-        let sql = Sql::new(&schema, Duration::from_secs(1), layout);
+        let sql = Sql::new(&schema, Duration::from_secs(1), layout, false);
         for which in Which::ALL {
             let text = sql.text(which);
             let clauses = clauses(text);

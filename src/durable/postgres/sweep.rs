@@ -262,10 +262,10 @@ where
         .map(|(root_run_id, _)| root_run_id.as_str())
         .collect();
     if retiring.is_empty() {
-        commit(client, None::<std::future::Ready<_>>).await?;
+        commit(conn, None::<std::future::Ready<_>>).await?;
     } else {
         let params: [Param<'_>; 1] = [&retiring];
-        let count = commit(client, Some(retire.execute(client, &params))).await?;
+        let count = commit(conn, Some(retire.execute(client, &params))).await?;
         if count != retiring.len() as u64 {
             return Err(corrupt(retiring[0], "a root Run's row changed under its lock").into());
         }

@@ -1,6 +1,7 @@
 //! One attempt at an operation's transaction: its flights, its write and
 //! its commit.
 
+use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
@@ -14,7 +15,7 @@ use crate::durable::fence::{AppendStep, Fate, append_step, claim_step_above, fin
 use crate::durable::row::corrupt;
 
 use super::decide::{decide, finish_params, floor_of, pause_params, retirement};
-use super::end::{abort, commit};
+use super::end::{abort, commit, guarded};
 use super::failure::{Failure, stored};
 use super::flight::{flight2, flight3};
 use super::op::{Answer, Op};
@@ -76,7 +77,7 @@ where
         Err(failure) => return Err(abort(client, failure).await),
     };
     let Some(write) = write else {
-        commit(client, None::<std::future::Ready<_>>).await?;
+        commit(conn, None::<std::future::Ready<_>>).await?;
         return Ok(answer);
     };
     let statement = match conn.statement(write.which()).await {
@@ -84,7 +85,7 @@ where
         Err(failure) => return Err(abort(client, failure).await),
     };
     let params = write.params(op, conn.sql.layout);
-    let count = commit(client, Some(statement.execute(client, &params))).await?;
+    let count = commit(conn, Some(statement.execute(client, &params))).await?;
     write.check(count, run_id)?;
     Ok(answer)
 }
@@ -127,11 +128,11 @@ where
             Err(failure) => return Err(abort(client, failure).await),
         };
         let params: [Param<'_>; 1] = [&root_run_id];
-        if commit(client, Some(retire.execute(client, &params))).await? != 1 {
+        if commit(conn, Some(retire.execute(client, &params))).await? != 1 {
             return Err(corrupt(root_run_id, "the root Run's row changed under its lock").into());
         }
     } else {
-        commit(client, None::<std::future::Ready<_>>).await?;
+        commit(conn, None::<std::future::Ready<_>>).await?;
     }
     Ok(step.answer())
 }
@@ -189,7 +190,7 @@ where
             };
             let insert = conn.statement(Which::InsertRun).await?;
             let params: [Param<'_>; 4] = [&root_run_id, &run_id, &new, &timeline];
-            let inserted = insert.execute(client, &params).await;
+            let inserted = one_statement(conn, insert.execute(client, &params)).await?;
             (inserted, Answer::Claim(step.answer))
         }
         Op::Append {
@@ -214,7 +215,7 @@ where
             };
             let insert = conn.statement(Which::AppendIfCurrent).await?;
             let params = pause_params(&root_run_id, source, pause, json, &at);
-            let inserted = insert.execute(client, &params).await;
+            let inserted = one_statement(conn, insert.execute(client, &params)).await?;
             (inserted, Answer::Receipt(step.receipt()))
         }
     };
@@ -232,6 +233,22 @@ where
             Failure::Lost(error) | Failure::Unknown(error) => Failure::Unknown(error),
             other @ (Failure::Answer(_) | Failure::Raced) => other,
         }),
+    }
+}
+
+/// A one-statement form's write, its own transaction: sent alone
+/// (autocommit), or, by a log that requires a synchronous standby, in a
+/// transaction of its own with the guard ([`guarded`]).
+async fn one_statement<W>(
+    conn: &Conn<'_>,
+    write: W,
+) -> Result<Result<u64, tokio_postgres::Error>, Failure>
+where
+    W: Future<Output = Result<u64, tokio_postgres::Error>>,
+{
+    match conn.sql.guard {
+        None => Ok(write.await),
+        Some(_) => guarded(conn, write).await,
     }
 }
 
@@ -290,7 +307,7 @@ where
     let (begun, locked, committed) = flight3(
         client.batch_execute(&conn.sql.begin_write),
         lock.query_opt(client, &key),
-        commit(client, Some(finish.execute(client, &params))),
+        commit(conn, Some(finish.execute(client, &params))),
     )
     .await;
     let aborted = [begun.err(), locked.err()]
