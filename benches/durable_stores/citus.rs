@@ -15,7 +15,7 @@ use baton::durable::PostgresSchema;
 use super::CONCURRENCY;
 use super::common::citus::Citus;
 use super::common::postgres::Cluster;
-use super::postgres::{bounded, side_by_side};
+use super::postgres::{Side, bounded, side_by_side};
 
 /// The section: `operations` on `single` and on a Citus cluster the
 /// section starts, `ops` a cell, `rounds` alternating rounds, the row the
@@ -46,6 +46,9 @@ pub(super) async fn price(
     })
     .await;
     let single_url = Arc::new(single.url(&single.database().await));
-    let urls = (single_url, Arc::new(citus.url()));
-    side_by_side("Citus", urls, operations, &CONCURRENCY, (ops, rounds, 200)).await;
+    let sides = [
+        Side::new("one server", single_url),
+        Side::new("Citus", Arc::new(citus.url())),
+    ];
+    side_by_side(sides, operations, &CONCURRENCY, (ops, rounds, 200)).await;
 }

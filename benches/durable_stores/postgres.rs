@@ -64,9 +64,22 @@ pub(super) async fn baton(
     ops: usize,
     round: usize,
 ) -> Sample {
+    baton_with(url, PostgresOptions::new(), op, workers, ops, round).await
+}
+
+/// [`baton`] on a log opened with `options` (its pool sized to the
+/// workers).
+async fn baton_with(
+    url: Arc<String>,
+    options: PostgresOptions,
+    op: &'static str,
+    workers: usize,
+    ops: usize,
+    round: usize,
+) -> Sample {
     let tag = format!("{op}-{workers}-r{round}");
     // One log shared by the cell's workers, a connection each.
-    let log = open_log(&url, PostgresOptions::new().pool_size(workers)).await;
+    let log = open_log(&url, options.pool_size(workers)).await;
     drop(open_all(log.pool(), workers).await);
     if op == "append" {
         let (client, connection) = tokio_postgres::connect(&url, NoTls).await.unwrap();
@@ -178,28 +191,47 @@ pub(super) async fn bare(
     bounded(&format!("bare {tag}"), work).await
 }
 
-/// A section's table of `operations` on one server (`single_url`) beside
-/// `other` (`other_url`), each cell `ops` units in `rounds` alternating
-/// rounds (Runs of their own, numbered from `first_round`); the row is the
-/// round of the median ratio, every round's ratio beside it.
+/// One side of a section's table: its name, its server, and the options
+/// its logs open with.
+pub(super) struct Side {
+    pub(super) name: &'static str,
+    pub(super) url: Arc<String>,
+    pub(super) options: PostgresOptions,
+}
+
+impl Side {
+    /// A side whose logs open with the default options.
+    pub(super) fn new(name: &'static str, url: Arc<String>) -> Self {
+        let options = PostgresOptions::new();
+        Side { name, url, options }
+    }
+}
+
+/// A section's table of `operations` on `one` beside `two`, each cell
+/// `ops` units in `rounds` alternating rounds (Runs of their own, numbered
+/// from `first_round`); the row is the round of the median ratio, every
+/// round's ratio beside it.
 pub(super) async fn side_by_side(
-    other: &str,
-    (single_url, other_url): (Arc<String>, Arc<String>),
+    [one_side, two_side]: [Side; 2],
     operations: &[&'static str],
     workers: &[usize],
     (ops, rounds, first_round): (usize, usize, usize),
 ) {
+    let (one_name, other) = (one_side.name, two_side.name);
     println!(
-        "| operation | workers | one server median / p99 (ms) | {other} median / p99 (ms) | \
-         ratio (medians; the rounds') | one server ops/s | {other} ops/s |"
+        "| operation | workers | {one_name} median / p99 (ms) | {other} median / p99 (ms) | \
+         ratio (medians; the rounds') | {one_name} ops/s | {other} ops/s |"
     );
     println!("|---|---|---|---|---|---|---|");
     for &op in operations {
         for &workers in workers {
             let mut cells = Vec::new();
             for round in first_round..first_round + rounds {
-                let one = baton(Arc::clone(&single_url), op, workers, ops, round).await;
-                let two = baton(Arc::clone(&other_url), op, workers, ops, round).await;
+                let (url, options) = (Arc::clone(&one_side.url), one_side.options.clone());
+                let one = baton_with(url, options, op, workers, ops, round).await;
+                let (url, options) = (Arc::clone(&two_side.url), two_side.options.clone());
+                // Runs of its own, should both sides share a database.
+                let two = baton_with(url, options, op, workers, ops, round + 1000).await;
                 let ratio = two.quantile(0.5).as_secs_f64() / one.quantile(0.5).as_secs_f64();
                 cells.push((ratio, one, two));
             }

@@ -10,8 +10,10 @@
 
 use std::sync::Arc;
 
+use baton::durable::PostgresOptions;
+
 use super::Cluster;
-use super::postgres::{bounded, side_by_side};
+use super::postgres::{Side, bounded, side_by_side};
 
 /// The workers of each cell.
 const WORKERS: [usize; 2] = [1, 8];
@@ -41,13 +43,24 @@ pub(super) async fn price(
     };
     let single_url = Arc::new(single.url(&single.database().await));
     let pair_url = Arc::new(primary.url(&primary.database().await));
-    let urls = (single_url, pair_url);
-    side_by_side(
-        "synchronous pair",
-        urls,
-        operations,
-        &WORKERS,
-        (ops, rounds, 100),
-    )
-    .await;
+    let sides = [
+        Side::new("one server", single_url),
+        Side::new("synchronous pair", Arc::clone(&pair_url)),
+    ];
+    side_by_side(sides, operations, &WORKERS, (ops, rounds, 100)).await;
+    println!();
+    println!("### The price of requiring the standby at every write");
+    println!();
+    // The same pair, its logs opened with and without the requirement:
+    // the guard sent before every write (issue 58).
+    let guarded = PostgresOptions::new().require_synchronous_standby(true);
+    let sides = [
+        Side::new("unguarded", Arc::clone(&pair_url)),
+        Side {
+            name: "guarded",
+            url: pair_url,
+            options: guarded,
+        },
+    ];
+    side_by_side(sides, operations, &WORKERS, (ops, rounds, 150)).await;
 }

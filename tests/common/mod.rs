@@ -22,6 +22,10 @@ pub mod child;
 #[cfg(all(unix, feature = "postgres"))]
 pub mod citus;
 #[cfg(all(unix, feature = "postgres"))]
+pub mod managed;
+#[cfg(all(unix, feature = "postgres"))]
+pub mod patroni;
+#[cfg(all(unix, feature = "postgres"))]
 pub mod pgbouncer;
 #[cfg(all(unix, feature = "postgres"))]
 pub mod postgres;

@@ -124,7 +124,8 @@ fn say_skipped() {
     });
 }
 
-fn free_port() -> u16 {
+/// A loopback port free now (another process may take it before it is bound).
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .map(|addr| addr.port())

@@ -33,6 +33,8 @@ mod citus_failover;
 #[cfg(all(unix, feature = "postgres"))]
 mod citus_layout;
 #[cfg(all(unix, feature = "postgres"))]
+mod managed_failover;
+#[cfg(all(unix, feature = "postgres"))]
 mod postgres_commits;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_drops;

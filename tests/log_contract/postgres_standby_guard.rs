@@ -224,6 +224,7 @@ fn g2_a_log_requiring_a_synchronous_standby_refuses_every_write_once_the_server_
             }
             let refusal = refused(what, answer);
             assert_eq!(refusal.found.synchronous_commit, "local", "{what}");
+            assert_eq!(refusal.found.synchronous_standby_names, "*", "{what}");
             local += 1;
         }
         assert!(
@@ -286,6 +287,7 @@ fn g2_a_callers_session_below_remote_flush_is_refused_in_its_transaction() {
                 .unwrap();
             let refusal = refused(commit, log.claim_in(&tx, ROOT, "run").await);
             assert_eq!(refusal.found.synchronous_commit, commit);
+            assert_eq!(refusal.found.synchronous_standby_names, "*");
             tx.batch_execute("SELECT 1").await.unwrap();
             tx.rollback().await.unwrap();
         }

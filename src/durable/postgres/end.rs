@@ -36,10 +36,17 @@ where
     W: Future<Output = Result<u64, tokio_postgres::Error>>,
 {
     let client = conn.client;
-    let (written, committed) = match (write, conn.sql.guard) {
+    let guard = match write {
+        Some(_) => match conn.guard().await {
+            Ok(guard) => guard,
+            Err(failure) => return Err(abort(client, failure).await),
+        },
+        None => None,
+    };
+    let (written, committed) = match (write, guard) {
         (Some(write), Some(guard)) => {
             let (guarded, written, committed) = flight3(
-                client.batch_execute(guard),
+                guard.execute(client, &[]),
                 write,
                 client.batch_execute("COMMIT"),
             )
@@ -50,7 +57,7 @@ where
                     return Err(refused(error));
                 }
                 Err(error) => (Err(error), committed),
-                Ok(()) => (written, committed),
+                Ok(_) => (written, committed),
             }
         }
         (Some(write), None) => flight2(write, client.batch_execute("COMMIT")).await,
@@ -79,26 +86,26 @@ where
 }
 
 /// A write that is its own transaction (a one-statement form), of a log
-/// that requires a synchronous standby: `BEGIN` with the guard, the write
-/// and `COMMIT`, in one flight. What the write answered, as if it had
-/// been sent alone (its `COMMIT`'s failure, if that failed: the write may
-/// have committed), or the guard's refusal ([`refused`]: nothing written).
+/// that requires a synchronous standby: `BEGIN`, the guard, the write and
+/// `COMMIT`, in one flight. What the write answered, as if it had been
+/// sent alone (its `COMMIT`'s failure, if that failed: the write may have
+/// committed), or the guard's refusal ([`refused`]: nothing written).
 pub(super) async fn guarded<W>(
     conn: &Conn<'_>,
+    guard: &super::sql::Stmt<'_>,
     write: W,
 ) -> Result<Result<u64, tokio_postgres::Error>, Failure>
 where
     W: Future<Output = Result<u64, tokio_postgres::Error>>,
 {
     let client = conn.client;
-    let (begun, written, committed) = flight3(
-        client.batch_execute(&conn.sql.begin_guarded),
-        write,
-        client.batch_execute("COMMIT"),
+    let ((begun, guarded), (written, committed)) = flight2(
+        flight2(client.batch_execute("BEGIN"), guard.execute(client, &[])),
+        flight2(write, client.batch_execute("COMMIT")),
     )
     .await;
-    match (begun, written, committed) {
-        // The guard (or the BEGIN) aborted the transaction: the write was
+    match (begun.and(guarded.map(|_| ())), written, committed) {
+        // The guard (or the BEGIN) failed on the server: the write was
         // not made, and the COMMIT rolled back.
         (Err(error), _, Ok(())) if error.code().is_some() => Err(refused(error)),
         (_, Ok(count), Ok(())) => Ok(Ok(count)),

@@ -404,9 +404,10 @@ impl<P> PostgresLog<P> {
     /// What the server the log writes to acknowledges a commit after
     /// ([`PostgresReplication`]), read now on one of the log's connections:
     /// whether a failover keeps what the log acknowledged
-    /// (docs/SPEC.md §6, "Replication and failover"). An operator may
-    /// change it at any time; [`PostgresOptions::require_synchronous_standby`]
-    /// checks it once, when the log opens.
+    /// (docs/SPEC.md §6, "Replication and failover"). An operator, or a
+    /// high-availability manager, may change it at any time; with
+    /// [`PostgresOptions::require_synchronous_standby`] the log checks it
+    /// when it opens and again at every write.
     ///
     /// # Errors
     ///
@@ -448,7 +449,8 @@ impl<P> PostgresLog<P> {
     /// Every statement the log sends for its operations, with its
     /// parameters' types, for the layout it found when it opened. Besides
     /// these its operations send only `BEGIN` (with its `SET LOCAL`
-    /// timeouts), `COMMIT`, `ROLLBACK`, the sweep's read of its candidates
+    /// timeouts), `COMMIT`, `ROLLBACK`, the guard of a log that requires a
+    /// synchronous standby (one `SELECT` of its settings), the sweep's read of its candidates
     /// (one read across every root Run, by design) and, in a caller's
     /// transaction, one read of its isolation level; opening the log reads
     /// the schema's version and the tables' layout.

@@ -117,16 +117,37 @@ impl PostgresOptions {
         self
     }
 
-    /// Whether opening the log refuses a server that acknowledges a commit
-    /// before any standby has it (default: no): for an operator who wants
-    /// every promise of docs/SPEC.md §6 to hold across a failover, not
-    /// only the fence. Opening then reads the server's
-    /// [`PostgresReplication`](super::PostgresReplication) and, unless it
-    /// [waits for a standby](super::PostgresReplication::waits_for_a_standby),
-    /// answers [`LogError::NotALog`](crate::durable::LogError::NotALog)
-    /// naming both settings, before migrating anything. Checked once:
-    /// [`PostgresLog::replication`](super::PostgresLog::replication) reads
-    /// them again.
+    /// Whether the log refuses a server that acknowledges a commit before
+    /// a standby has flushed it (default: no), for its whole life: for an
+    /// operator who wants every promise of docs/SPEC.md §6 to hold across
+    /// a failover, not only the fence.
+    ///
+    /// - **Opening** reads the server's
+    ///   [`PostgresReplication`](super::PostgresReplication) and, unless
+    ///   it [waits for a standby](super::PostgresReplication::waits_for_a_standby),
+    ///   answers [`LogError::NotALog`](crate::durable::LogError::NotALog)
+    ///   naming both settings, before migrating anything.
+    /// - **Every write** after that is checked again where it runs, as
+    ///   the server then is (a failover to a standby that has none of its
+    ///   own, a manager that dropped the synchronous standby, a role's or
+    ///   a database's `synchronous_commit`): a guard sent in the same
+    ///   flight as the write, before it, aborts the write's transaction
+    ///   unless the session waits for a standby, and the operation answers
+    ///   [`LogError::Unavailable`](crate::durable::LogError::Unavailable)
+    ///   with [`NoSynchronousStandby`](super::NoSynchronousStandby) as its
+    ///   source: nothing was written, and the same operation may be sent
+    ///   again. A write that is otherwise one autocommit statement is
+    ///   then sent as `BEGIN`, the guard, the statement and `COMMIT` in
+    ///   one flight: no round trip more. In the caller's transaction
+    ///   (`claim_in` and its siblings) the settings are read with the
+    ///   isolation level, and a refusal leaves that transaction usable.
+    ///   Reads are not checked.
+    ///
+    /// What the guard cannot close: a setting changed between the guard
+    /// and the `COMMIT` of the same flight, and a commit already waiting
+    /// for a standby that PostgreSQL releases when the standby is dropped
+    /// from `synchronous_standby_names` (docs/guide/ha.md, "What baton
+    /// cannot see").
     pub fn require_synchronous_standby(mut self, require: bool) -> Self {
         self.require_synchronous_standby = require;
         self

@@ -98,24 +98,27 @@ impl PostgresReplication {
     }
 }
 
-/// The SQLSTATE the guard raises ([`GUARD`]): baton's own, outside
-/// PostgreSQL's classes.
-pub(super) const NO_STANDBY: &str = "BA001";
+/// What the guard's refusal says, in the server's error (and its log).
+const REFUSAL: &str = "baton: no synchronous standby (synchronous_commit = ";
+const NAMES: &str = ", synchronous_standby_names = '";
 
-/// The guard of a log that requires a synchronous standby, sent in the
-/// flight of every write, before the write and its `COMMIT`: it aborts the
-/// transaction (so the write is never made and the `COMMIT` rolls back)
-/// unless the session, as it is when the write runs, commits only once a
-/// standby has flushed the commit ([`PostgresReplication::waits_for_a_standby`]).
-/// Its detail and hint carry the two settings it found.
-pub(super) const GUARD: &str = "DO $baton$ BEGIN \
-     IF btrim(current_setting('synchronous_standby_names')) = '' \
-        OR current_setting('synchronous_commit') NOT IN ('on', 'remote_apply') THEN \
-         RAISE EXCEPTION USING ERRCODE = 'BA001', \
-             MESSAGE = 'baton: the log requires a synchronous standby, and this server has none', \
-             DETAIL = current_setting('synchronous_commit'), \
-             HINT = current_setting('synchronous_standby_names'); \
-     END IF; END $baton$";
+/// The guard of a log that requires a synchronous standby, one prepared
+/// statement sent in the flight of every write, before the write and its
+/// `COMMIT`: it fails — and so aborts the transaction: the write is not
+/// made, the `COMMIT` rolls back — unless the session, as it is when the
+/// guard runs, commits only once a standby has flushed the commit
+/// ([`PostgresReplication::waits_for_a_standby`]). Plain SQL, no PL/pgSQL
+/// block to compile at every write: it fails by casting to `int` a text
+/// that names both settings (`invalid_text_representation`, 22P02), read
+/// back by [`NoSynchronousStandby::raised`]; `current_setting` is not
+/// folded at planning, so the cast runs only when the test fails.
+pub(super) const GUARD: &str = "SELECT CASE \
+     WHEN btrim(current_setting('synchronous_standby_names')) <> '' \
+      AND current_setting('synchronous_commit') IN ('on', 'remote_apply') THEN 0 \
+     ELSE CAST('baton: no synchronous standby (synchronous_commit = ' \
+               || current_setting('synchronous_commit') \
+               || ', synchronous_standby_names = ''' \
+               || current_setting('synchronous_standby_names') || ''')' AS int) END";
 
 /// Why a log that requires a synchronous standby
 /// ([`PostgresOptions::require_synchronous_standby`]) refused a write: the
@@ -147,12 +150,18 @@ pub struct NoSynchronousStandby {
 }
 
 impl NoSynchronousStandby {
-    /// The refusal the guard raised, if `error` is it.
+    /// The refusal the guard raised, if `error` is it: the settings it
+    /// names, read from the text the guard failed to cast (the error's
+    /// message quotes it whatever the server's language).
     pub(super) fn raised(error: &DbError) -> Option<Self> {
-        (error.code().code() == NO_STANDBY).then(|| Self {
+        let (_, found) = error.message().split_once(REFUSAL)?;
+        let (synchronous_commit, rest) = found.split_once(NAMES)?;
+        // The text ends with `')`, the message with its closing quote.
+        let names = rest.rsplit_once("')")?.0;
+        Some(Self {
             found: PostgresReplication {
-                synchronous_commit: error.detail().unwrap_or_default().to_owned(),
-                synchronous_standby_names: error.hint().unwrap_or_default().to_owned(),
+                synchronous_commit: synchronous_commit.to_owned(),
+                synchronous_standby_names: names.to_owned(),
             },
         })
     }

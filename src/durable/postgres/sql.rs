@@ -129,10 +129,6 @@ pub(super) struct Sql {
     /// ([`GUARD`](super::replication::GUARD)), sent before every write;
     /// `None` without the requirement.
     pub(super) guard: Option<&'static str>,
-    /// `begin_write` and the guard, one message: how a write that is
-    /// otherwise its own transaction (a one-statement form) begins when
-    /// the log requires a synchronous standby.
-    pub(super) begin_guarded: String,
     pub(super) statements: [String; 20],
     /// How the tables are laid out: the statements that differ on a
     /// database distributed by `root_run_id` (see [`Layout`]).
@@ -219,10 +215,8 @@ impl Sql {
                 format!("SELECT {TIMELINE}, count(*) FROM {s}baton_root WHERE root_run_id = $1"),
             ),
         };
-        let begin_write = format!("BEGIN ISOLATION LEVEL READ COMMITTED; {timeouts}");
         Self {
-            begin_guarded: format!("{begin_write}; {GUARD}"),
-            begin_write,
+            begin_write: format!("BEGIN ISOLATION LEVEL READ COMMITTED; {timeouts}"),
             begin_read: format!("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; {timeouts}"),
             guard: standby_required.then_some(GUARD),
             statements: [
@@ -451,6 +445,19 @@ pub(super) struct Conn<'a> {
 }
 
 impl<'a> Conn<'a> {
+    /// The guard of a log that requires a synchronous standby, prepared on
+    /// this connection once (or sent by its text); `None` without the
+    /// requirement.
+    pub(super) async fn guard(&self) -> Result<Option<Stmt<'a>>, Failure> {
+        let Some(text) = self.sql.guard else {
+            return Ok(None);
+        };
+        Ok(Some(match self.cache {
+            Some(cache) => Stmt::Prepared(cache.prepare_typed_cached(text, &[]).await?),
+            None => Stmt::Unnamed(text, &[]),
+        }))
+    }
+
     /// The statement `which`: prepared on this connection once (then from
     /// its cache), or sent by its text.
     pub(super) async fn statement(&self, which: Which) -> Result<Stmt<'a>, Failure> {

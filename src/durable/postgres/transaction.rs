@@ -149,7 +149,9 @@ where
 /// refused by the pause's primary key if a pause is there (a unique
 /// violation: nothing written). The statement is its own
 /// transaction (autocommit), so the write is durable in one round trip,
-/// like the bare store's own insert. `None` when the facts are not those
+/// like the bare store's own insert; a log that requires a synchronous
+/// standby sends it in a transaction of its own with the guard, still in
+/// one flight ([`one_statement`]). `None` when the facts are not those
 /// (no row affected, or the pause's key refused it: nothing written): the
 /// operation then runs its
 /// transaction, which reads the facts under the lock and asks the rule
@@ -246,9 +248,9 @@ async fn one_statement<W>(
 where
     W: Future<Output = Result<u64, tokio_postgres::Error>>,
 {
-    match conn.sql.guard {
+    match conn.guard().await? {
         None => Ok(write.await),
-        Some(_) => guarded(conn, write).await,
+        Some(guard) => guarded(conn, &guard, write).await,
     }
 }
 

@@ -1,0 +1,399 @@
+//! A throwaway Patroni cluster on loopback (issue 58): one etcd, and a
+//! Patroni per member, each running its own PostgreSQL (the primary and
+//! one or two replicas), in `synchronous_mode` — strict or not — with the
+//! shortest timings Patroni takes (`ttl` 5 s, `loop_wait` 1 s). Everything
+//! runs from one directory, removed with every process by its watchdog
+//! (`managed.rs`). A log reaches it with the multi-host URL of every
+//! member and `target_session_attrs=read-write`, without HAProxy: with one,
+//! the log would be given the proxy's one address, which Patroni's health
+//! checks point at the leader; a new connection then always goes to the
+//! leader, and the log never tries a demoted primary first.
+//!
+//! Without `patroni` and `etcd` on PATH the tests that need it print one
+//! line and pass; with `BATON_REQUIRE_HA=1` (as `.ci/run` sets) they fail.
+
+use std::path::PathBuf;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use baton::durable::tokio_postgres;
+use serde_json::Value;
+
+use super::managed::{self, Dir};
+use super::postgres::{USER, free_port, server_bin};
+
+/// How Patroni keeps replication synchronous.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Synchronous {
+    /// `synchronous_mode: true`: with no replica left, the primary goes on
+    /// alone (`synchronous_standby_names = ''`).
+    Mode,
+    /// `synchronous_mode_strict: true` as well: with no replica left, the
+    /// primary's commits wait (`synchronous_standby_names = '*'`).
+    Strict,
+}
+
+/// A running Patroni cluster.
+pub struct Patroni {
+    dir: Option<Dir>,
+    etcd: Child,
+    members: Vec<Member>,
+}
+
+/// One member: its Patroni and the PostgreSQL it runs.
+struct Member {
+    name: String,
+    port: u16,
+    rest: u16,
+    config: PathBuf,
+    data: PathBuf,
+    home: PathBuf,
+    patroni: Option<Child>,
+}
+
+/// Patroni's leader key lives this long without its leader (s).
+pub const TTL: u64 = 5;
+
+impl Patroni {
+    /// Starts etcd and `members` members (the first becomes the leader),
+    /// and waits until the leader takes writes and a replica is its
+    /// synchronous standby; `None` without Patroni or etcd (see the
+    /// module's docs).
+    pub fn start(members: usize, synchronous: Synchronous) -> Option<Patroni> {
+        managed::programs(
+            "Patroni",
+            &["patroni", "etcd"],
+            "apt-get install -y patroni etcd-server",
+        )?;
+        // The server programs' own directory (PATH may hold links to
+        // initdb and pg_ctl alone), where Patroni finds pg_controldata.
+        let bin = server_bin()?;
+        let bin = std::fs::canonicalize(bin.join("initdb"))
+            .ok()
+            .and_then(|initdb| initdb.parent().map(PathBuf::from))
+            .unwrap_or(bin);
+        let dir = Dir::new("baton-patroni");
+        let (client, peer) = (free_port(), free_port());
+        let etcd_data = dir.sub("etcd");
+        let etcd = managed::spawn(
+            "etcd",
+            &[
+                "--name=e1",
+                &format!("--data-dir={}", etcd_data.join("data").display()),
+                &format!("--listen-client-urls=http://127.0.0.1:{client}"),
+                &format!("--advertise-client-urls=http://127.0.0.1:{client}"),
+                &format!("--listen-peer-urls=http://127.0.0.1:{peer}"),
+                &format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer}"),
+                &format!("--initial-cluster=e1=http://127.0.0.1:{peer}"),
+                "--heartbeat-interval=10",
+                "--election-timeout=100",
+                "--log-level=warn",
+            ],
+            &etcd_data,
+            &etcd_data.join("etcd.log"),
+        );
+        let strict = synchronous == Synchronous::Strict;
+        let members = (1..=members)
+            .map(|i| {
+                let name = format!("pg{i}");
+                let home = dir.sub(&name);
+                let (port, rest) = (free_port(), free_port());
+                let data = home.join("data");
+                let config = dir.write(
+                    &format!("{name}.yml"),
+                    &config(&name, &home, port, rest, client, &bin, strict),
+                );
+                Member {
+                    name,
+                    port,
+                    rest,
+                    config,
+                    data,
+                    home,
+                    patroni: None,
+                }
+            })
+            .collect();
+        let mut patroni = Patroni {
+            dir: Some(dir),
+            etcd,
+            members,
+        };
+        // The first member bootstraps alone, so that it is the leader;
+        // the others then copy it.
+        patroni.start_member(0);
+        patroni.wait_until("the first member leads", Duration::from_secs(60), |p| {
+            p.leader() == Some(0)
+        });
+        for i in 1..patroni.members.len() {
+            patroni.start_member(i);
+        }
+        patroni.healthy(Duration::from_secs(60));
+        Some(patroni)
+    }
+
+    /// Starts member `i`'s Patroni (again, after [`kill_member`](Self::kill_member)).
+    pub fn start_member(&mut self, i: usize) {
+        let member = &mut self.members[i];
+        let log = member.home.join("patroni.out");
+        let config = member.config.to_string_lossy().into_owned();
+        member.patroni = Some(managed::spawn("patroni", &[&config], &member.home, &log));
+    }
+
+    /// Until a leader takes writes with a synchronous standby, and every
+    /// member runs (at most `bound`).
+    pub fn healthy(&self, bound: Duration) {
+        self.wait_until("the cluster is healthy", bound, |p| {
+            let members = p.cluster();
+            let running = members
+                .iter()
+                .filter(|m| matches!(m["state"].as_str(), Some("running" | "streaming")))
+                .count();
+            let leads = members.iter().any(|m| m["role"] == "leader");
+            let sync = members.iter().any(|m| m["role"] == "sync_standby");
+            leads && running == p.members.len() && (sync || p.members.len() == 1)
+        });
+    }
+
+    fn wait_until(&self, what: &str, bound: Duration, done: impl Fn(&Patroni) -> bool) {
+        let deadline = Instant::now() + bound;
+        while !done(self) {
+            assert!(
+                Instant::now() < deadline,
+                "Patroni: {what} not within {bound:?}: {:?}\n{}",
+                self.cluster(),
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The members as Patroni's REST API lists them (`GET /cluster`), from
+    /// the first member that answers.
+    fn cluster(&self) -> Vec<Value> {
+        for member in &self.members {
+            let answer = managed::http("GET", member.rest, "/cluster", "", Duration::from_secs(1));
+            if let Some((200, body)) = answer {
+                if let Ok(cluster) = serde_json::from_str::<Value>(&body) {
+                    return cluster["members"].as_array().cloned().unwrap_or_default();
+                }
+            }
+        }
+        Vec::new()
+    }
+
+    /// The member (its index) with `role` (`leader`, `sync_standby`).
+    fn with_role(&self, role: &str) -> Option<usize> {
+        let name = self.cluster().into_iter().find(|m| {
+            m["role"] == role && matches!(m["state"].as_str(), Some("running" | "streaming"))
+        })?["name"]
+            .as_str()?
+            .to_owned();
+        self.members.iter().position(|m| m.name == name)
+    }
+
+    /// The leader, if one runs.
+    pub fn leader(&self) -> Option<usize> {
+        self.with_role("leader")
+    }
+
+    /// The synchronous standby, if one runs.
+    pub fn sync_standby(&self) -> Option<usize> {
+        self.with_role("sync_standby")
+    }
+
+    /// Every member's PostgreSQL port, in order.
+    pub fn ports(&self) -> Vec<u16> {
+        self.members.iter().map(|m| m.port).collect()
+    }
+
+    /// A multi-host config of every member, opening on the leader.
+    pub fn url(&self, dbname: &str) -> String {
+        let ports: Vec<String> = self.ports().iter().map(u16::to_string).collect();
+        let hosts = vec!["127.0.0.1"; ports.len()].join(",");
+        format!(
+            "host={hosts} port={} user={USER} dbname={dbname} connect_timeout=2 \
+             target_session_attrs=read-write",
+            ports.join(",")
+        )
+    }
+
+    /// A new database, made on the leader (and so on every member).
+    pub async fn database(&self) -> String {
+        let (admin, connection) =
+            tokio_postgres::connect(&self.url("postgres"), tokio_postgres::NoTls)
+                .await
+                .expect("the leader");
+        tokio::spawn(connection);
+        let name = format!("baton_{}", std::process::id());
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .expect("a database");
+        name
+    }
+
+    /// SIGKILL of member `i`'s postmaster (Patroni restarts it).
+    pub fn kill_postgres(&self, i: usize) {
+        if let Some(pid) = managed::postmaster(&self.members[i].data) {
+            managed::signal_tree(pid, "-KILL");
+        }
+    }
+
+    /// SIGKILL of member `i`'s Patroni and its PostgreSQL: the host gone.
+    pub fn kill_member(&mut self, i: usize) {
+        let member = &mut self.members[i];
+        let postmaster = managed::postmaster(&member.data);
+        if let Some(mut patroni) = member.patroni.take() {
+            let _ = patroni.kill();
+            let _ = patroni.wait();
+        }
+        if let Some(pid) = postmaster {
+            managed::signal_tree(pid, "-KILL");
+        }
+    }
+
+    /// `signal` (`-STOP`, `-CONT`) to member `i`'s Patroni and its
+    /// PostgreSQL: the host paused, or cut off, not dead.
+    pub fn signal_member(&self, i: usize, signal: &str) {
+        let member = &self.members[i];
+        if let Some(patroni) = &member.patroni {
+            managed::signal_tree(patroni.id(), signal);
+        }
+        if let Some(pid) = managed::postmaster(&member.data) {
+            managed::signal_tree(pid, signal);
+        }
+    }
+
+    /// `signal` (`-STOP`, `-CONT`) to etcd: Patroni's store unreachable.
+    pub fn signal_etcd(&self, signal: &str) {
+        managed::signal_tree(self.etcd.id(), signal);
+    }
+
+    /// A planned switchover to the synchronous standby (Patroni takes no
+    /// other candidate in synchronous mode), by the REST API; whether
+    /// Patroni says it switched.
+    pub fn switchover(&self) -> bool {
+        let (Some(leader), Some(candidate)) = (self.leader(), self.sync_standby()) else {
+            return false;
+        };
+        let body = format!(
+            r#"{{"leader": "{}", "candidate": "{}"}}"#,
+            self.members[leader].name, self.members[candidate].name
+        );
+        let rest = self.members[leader].rest;
+        let answer = managed::http("POST", rest, "/switchover", &body, Duration::from_secs(30));
+        matches!(answer, Some((200, _)))
+    }
+
+    /// The tail of every member's Patroni log, for a failure's message.
+    fn logs(&self) -> String {
+        let mut logs = String::new();
+        for member in &self.members {
+            let log = ["patroni.log", "patroni.out"]
+                .map(|file| std::fs::read_to_string(member.home.join(file)).unwrap_or_default())
+                .join("");
+            let tail: Vec<&str> = log.lines().rev().take(40).collect();
+            logs.push_str(&format!("--- {}\n", member.name));
+            for line in tail.into_iter().rev() {
+                logs.push_str(line);
+                logs.push('\n');
+            }
+        }
+        logs
+    }
+}
+
+impl Drop for Patroni {
+    fn drop(&mut self) {
+        // The watchdog kills every process of the cluster and removes it;
+        // then the ones that are this process's children are reaped.
+        drop(self.dir.take());
+        for child in self
+            .members
+            .iter_mut()
+            .filter_map(|m| m.patroni.as_mut())
+            .chain(std::iter::once(&mut self.etcd))
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Member `name`'s Patroni configuration.
+fn config(
+    name: &str,
+    home: &std::path::Path,
+    port: u16,
+    rest: u16,
+    etcd: u16,
+    bin: &std::path::Path,
+    strict: bool,
+) -> String {
+    let home = home.display();
+    let bin = bin.display();
+    format!(
+        r#"scope: baton
+namespace: /patroni/
+name: {name}
+log:
+  level: INFO
+  dir: {home}
+restapi:
+  listen: 127.0.0.1:{rest}
+  connect_address: 127.0.0.1:{rest}
+etcd3:
+  hosts: 127.0.0.1:{etcd}
+bootstrap:
+  dcs:
+    ttl: {TTL}
+    loop_wait: 1
+    retry_timeout: 2
+    maximum_lag_on_failover: 1048576
+    synchronous_mode: true
+    synchronous_mode_strict: {strict}
+    synchronous_node_count: 1
+    postgresql:
+      use_pg_rewind: true
+      use_slots: true
+      parameters:
+        wal_level: replica
+        hot_standby: "on"
+        max_wal_senders: 10
+        max_replication_slots: 10
+        wal_log_hints: "on"
+        synchronous_commit: "on"
+        wal_retrieve_retry_interval: 200ms
+  initdb:
+    - encoding: UTF8
+    - auth: trust
+    - username: {USER}
+    - no-sync
+  pg_hba:
+    - local all all trust
+    - host all all 127.0.0.1/32 trust
+    - host replication all 127.0.0.1/32 trust
+postgresql:
+  listen: 127.0.0.1:{port}
+  connect_address: 127.0.0.1:{port}
+  data_dir: {home}/data
+  bin_dir: {bin}
+  pgpass: {home}/pgpass
+  remove_data_directory_on_rewind_failure: true
+  remove_data_directory_on_diverged_timelines: true
+  authentication:
+    superuser:
+      username: {USER}
+    replication:
+      username: {USER}
+  parameters:
+    unix_socket_directories: {home}
+    shared_buffers: 16MB
+  basebackup:
+    - checkpoint: fast
+watchdog:
+  mode: "off"
+"#
+    )
+}

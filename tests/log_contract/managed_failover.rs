@@ -1,0 +1,161 @@
+//! The failovers an HA manager does by itself (issue 58), one log given
+//! every member with `target_session_attrs=read-write` and requiring a
+//! synchronous standby, as docs/guide/ha.md configures it: Patroni (etcd,
+//! a leader and two replicas, `synchronous_mode`) and pg_auto_failover (a
+//! monitor and two data nodes). The manager decides when the leader is
+//! gone and which standby to promote; the same log object follows it.
+//! Every acknowledged write reads back (G2), a handed-off Run is claimed
+//! `HandedOff` (G1), an open one answers a greater epoch (G4), and the
+//! log acknowledges no write while the new primary has no synchronous
+//! standby. Each test prints how long the log took to read, and to write,
+//! again.
+
+use std::time::{Duration, Instant};
+
+use baton::durable::{
+    AsyncHandoffLog, Claim, Epoch, LogError, NoSynchronousStandby, PostgresLog, PostgresOptions,
+    Receipt,
+};
+
+use crate::Payload;
+use crate::common::patroni::{Patroni, Synchronous};
+use crate::common::within;
+use crate::postgres_fates::source_of;
+use crate::postgres_only::{open, pause, runtime};
+
+type Log = PostgresLog<Payload>;
+
+const ROOT: &str = "run";
+
+/// Migrating, a 5 s timeout, a synchronous standby required.
+fn requiring() -> PostgresOptions {
+    PostgresOptions::new()
+        .migrate(true)
+        .timeout(Duration::from_secs(5))
+        .require_synchronous_standby(true)
+}
+
+/// Ten Runs claimed, the even ones handed off: each Run, its epoch, and
+/// whether its pause was acknowledged.
+async fn ten_runs(log: &Log, prefix: &str) -> Vec<(String, Epoch, bool)> {
+    let mut answered = Vec::new();
+    for i in 0..10 {
+        let run = format!("{prefix}-{i}");
+        let Ok(Claim::Owner(epoch)) = within("R5", log.claim_async(ROOT, &run)).await else {
+            panic!("{run} is open");
+        };
+        if i % 2 == 0 {
+            let (source, pause) = (source_of(&run), pause());
+            let append = log.append_async(ROOT, &source, epoch, &pause);
+            assert_eq!(within("R5", append).await.unwrap(), Receipt::Written);
+        }
+        answered.push((run, epoch, i % 2 == 0));
+    }
+    answered
+}
+
+/// What a failover cost the log: seconds until it read, and until it
+/// wrote, again; and the writes the guard refused meanwhile.
+struct Answered {
+    read: f64,
+    wrote: f64,
+    refused: usize,
+}
+
+/// From `since`, until the log reads `run`'s facts and then until a new
+/// Run's claim is acknowledged: every refusal on the way is the guard's
+/// or an unreachable server's, and acknowledges nothing.
+async fn answers_again(log: &Log, since: Instant, run: &str) -> Answered {
+    let deadline = since + Duration::from_secs(90);
+    while log.facts_async(ROOT, run).await.is_err() {
+        assert!(Instant::now() < deadline, "R5: the log reads again");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let read = since.elapsed().as_secs_f64();
+    let mut refused = 0;
+    for attempt in 0.. {
+        match log.claim_async(ROOT, &format!("probe-{attempt}")).await {
+            Ok(_) => break,
+            Err(LogError::Unavailable(source)) => {
+                refused += usize::from(source.is::<NoSynchronousStandby>());
+            }
+            Err(other) => panic!("a probe's claim: {other:?}"),
+        }
+        assert!(Instant::now() < deadline, "R5: the log writes again");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Answered {
+        read,
+        wrote: since.elapsed().as_secs_f64(),
+        refused,
+    }
+}
+
+/// Every acknowledged write reads back (G2); a handed-off Run is claimed
+/// `HandedOff` (R1, G1), an open one a greater epoch (G4), which is kept
+/// as its epoch now.
+async fn every_acknowledged_write_is_there(log: &Log, answered: &mut [(String, Epoch, bool)]) {
+    for (run, epoch, handed_off) in answered.iter_mut() {
+        let handed_off = *handed_off;
+        let facts = within("R5", log.facts_async(ROOT, run)).await.unwrap();
+        assert_eq!(facts.epoch, *epoch, "G2: {run}'s acknowledged epoch");
+        assert_eq!(
+            facts.pauses.len(),
+            usize::from(handed_off),
+            "G2: {run}'s pause"
+        );
+        match within("R5", log.claim_async(ROOT, run)).await.unwrap() {
+            Claim::HandedOff(_) => assert!(handed_off, "R1: {run} was never handed off"),
+            Claim::Owner(next) => {
+                assert!(!handed_off, "G1/R1: {run}'s handoff was lost");
+                assert!(next > *epoch, "G4: {run} answered {next} after {epoch}");
+                *epoch = next;
+            }
+            other => panic!("{run}: {other:?}"),
+        }
+    }
+}
+
+/// Patroni fails the leader over by itself: its host gone (Patroni and
+/// PostgreSQL killed), then its PostgreSQL alone killed (Patroni restarts
+/// it in place), then a planned switchover.
+#[test]
+fn g1_g2_g4_patroni_fails_over_by_itself_and_the_log_keeps_every_acknowledged_write() {
+    let Some(mut patroni) = Patroni::start(3, Synchronous::Mode) else {
+        return;
+    };
+    runtime().block_on(async {
+        let dbname = patroni.database().await;
+        let url = patroni.url(&dbname);
+        let log = open(&url, requiring())
+            .await
+            .expect("the log on Patroni's leader");
+        let mut answered = Vec::new();
+        let faults: [&str; 3] = [
+            "leader's host killed",
+            "leader's postmaster killed",
+            "switchover",
+        ];
+        for (round, fault) in faults.into_iter().enumerate() {
+            answered.extend(ten_runs(&log, &format!("round{round}")).await);
+            let leader = patroni.leader().expect("a leader");
+            let since = Instant::now();
+            match round {
+                0 => patroni.kill_member(leader),
+                1 => patroni.kill_postgres(leader),
+                _ => assert!(patroni.switchover(), "Patroni switched over"),
+            }
+            let again = answers_again(&log, since, &answered[0].0).await;
+            println!(
+                "Patroni, {fault}: the log read again after {:.2} s, wrote again after {:.2} s \
+                 ({} writes refused for want of a synchronous standby meanwhile)",
+                again.read, again.wrote, again.refused
+            );
+            every_acknowledged_write_is_there(&log, &mut answered).await;
+            if round == 0 {
+                patroni.start_member(leader);
+            }
+            patroni.healthy(Duration::from_secs(60));
+        }
+    });
+}
