@@ -1,7 +1,9 @@
 //! The campaigns (see the crate's docs): the real one, the failovers of
 //! issue 49, and the controls the checker must catch, each a test.
 
+use super::managers::Manager;
 use super::{Control, Failover, KINDS, Servers, campaign, campaign_on, campaign_over, env};
+use crate::common::patroni::Synchronous;
 
 /// R1–R10, no acknowledged write lost, and R5 once the faults stop, over a
 /// campaign of partitions, pauses, kills, server crashes and lost replies,
@@ -267,5 +269,32 @@ fn the_checker_catches_a_log_that_takes_distributed_tables_for_one_servers() {
         "one server's statements on distributed tables, and the checker saw no epoch answered \
          twice: {:?}",
         figures.anomalies
+    );
+}
+
+/// Patroni fails over by itself (issue 58): three members in
+/// `synchronous_mode`, every worker's log requiring a synchronous standby,
+/// the manager's faults drawn among the others (`managers.rs`). Both
+/// checkers find nothing: no acknowledged write lost, no epoch answered
+/// twice, across every failover Patroni makes.
+#[test]
+fn g1_to_g5_hold_across_the_failovers_patroni_makes_by_itself() {
+    let seconds = env("BATON_FAULT_MANAGER_SECONDS")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(40);
+    let servers = Servers::Managed(Manager::Patroni(Synchronous::Mode));
+    let Some(figures) = campaign_over("patroni", Control::None, seconds, servers) else {
+        return;
+    };
+    figures.assert_read_whole_and_checked_twice();
+    assert!(
+        !figures.manager.is_empty(),
+        "no fault of the manager's: {:?}",
+        figures.faults
+    );
+    assert_eq!(
+        figures.anomalies,
+        Vec::<String>::new(),
+        "the checkers found anomalies across Patroni's failovers"
     );
 }

@@ -414,7 +414,13 @@ pub fn main(role: &str) {
 async fn connect(url: &str) -> Log {
     loop {
         let config = url.parse().expect("a connection string");
-        let options = PostgresOptions::new().timeout(Duration::from_secs(2));
+        // The guide's configuration for every promise across a manager's
+        // failover (issue 58): a synchronous standby required at every
+        // write.
+        let required = env("BATON_FAULT_REQUIRE_STANDBY").is_some_and(|v| v == "1");
+        let options = PostgresOptions::new()
+            .timeout(Duration::from_secs(2))
+            .require_synchronous_standby(required);
         match PostgresLog::connect_with(config, NoTls, options).await {
             Ok(log) => return log,
             Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,

@@ -93,6 +93,7 @@ mod child;
 mod history;
 mod judge;
 mod linearizable;
+mod managers;
 mod spec;
 
 use std::cell::RefCell;
@@ -110,6 +111,7 @@ use common::postgres::{Cluster, USER};
 use common::proxy::{Mode, Proxy};
 use history::{HeldPause, Outcome, Truth, replay};
 use judge::{Started, TRUTH, judge, kept, read_histories};
+use managers::{Managed, Manager};
 
 /// The Runs processes pick from move on this often...
 pub const WINDOW: Duration = Duration::from_secs(1);
@@ -257,6 +259,10 @@ struct Figures {
     /// nowhere, in every campaign).
     flagged: BTreeSet<String>,
     disagreement: Vec<String>,
+    /// Under a manager, each of its faults: its kind, whether the leader
+    /// changed, and the seconds until a process's write invoked after it
+    /// began was acknowledged (`None`: none was).
+    manager: Vec<(&'static str, bool, Option<f64>)>,
 }
 
 impl Figures {
@@ -299,6 +305,9 @@ enum Control {
 enum Servers {
     One(Failover),
     Citus,
+    /// Run by a high-availability manager, which fails over by itself
+    /// (issue 58; `managers.rs`).
+    Managed(Manager),
 }
 
 fn campaign(name: &str, control: Control, seconds: u64) -> Option<Figures> {
@@ -320,6 +329,16 @@ fn via(proxies: &[Proxy], dbname: &str) -> String {
          target_session_attrs=read-write",
         ports.join(",")
     )
+}
+
+/// A connection of the test's own to `url`.
+async fn connect(url: &str) -> baton::durable::tokio_postgres::Client {
+    use baton::durable::tokio_postgres;
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("the primary");
+    tokio::spawn(connection);
+    client
 }
 
 /// Sets every proxy of a process to `mode`.
@@ -352,20 +371,25 @@ enum Failover {
 fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -> Option<Figures> {
     let failover = match servers {
         Servers::One(failover) => failover,
-        Servers::Citus => Failover::None,
+        Servers::Citus | Servers::Managed(_) => Failover::None,
     };
     let citus = match servers {
         Servers::Citus => Some(Citus::start()?),
-        Servers::One(_) => None,
+        Servers::One(_) | Servers::Managed(_) => None,
     };
-    let single = match citus {
-        None => Some(Cluster::start()?),
-        Some(_) => None,
+    let mut managed = match servers {
+        Servers::Managed(manager) => Some(Managed::start(manager)?),
+        Servers::One(_) | Servers::Citus => None,
     };
-    let first: &Cluster = match (&citus, &single) {
-        (Some(citus), _) => citus.coordinator(),
-        (None, Some(single)) => single,
-        (None, None) => unreachable!(),
+    let single = match (&citus, &managed) {
+        (None, None) => Some(Cluster::start()?),
+        _ => None,
+    };
+    // The server the test controls (none under a manager).
+    let first: Option<&Cluster> = match (&citus, &single) {
+        (Some(citus), _) => Some(citus.coordinator()),
+        (None, Some(single)) => Some(single),
+        (None, None) => None,
     };
     // The nodes a crash may hit (besides the primary of one server).
     let nodes: Vec<&Cluster> = citus
@@ -384,19 +408,28 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
         .enable_all()
         .build()
         .unwrap();
-    let dbname = match citus {
-        Some(_) => citus::DATABASE.to_owned(),
-        None => runtime.block_on(first.database()),
+    let dbname = match (&citus, &managed, first) {
+        (Some(_), _, _) => citus::DATABASE.to_owned(),
+        (None, Some(managed), _) => runtime.block_on(managed.database()),
+        (None, None, Some(first)) => runtime.block_on(first.database()),
+        (None, None, None) => unreachable!(),
     };
-    let standby = match failover {
-        Failover::None => None,
-        Failover::Synchronous => Some(runtime.block_on(first.synchronous_standby())),
-        Failover::AsynchronousBehind => Some(first.standby()),
+    let standby = match (failover, first) {
+        (Failover::Synchronous, Some(first)) => Some(runtime.block_on(first.synchronous_standby())),
+        (Failover::AsynchronousBehind, Some(first)) => Some(first.standby()),
+        _ => None,
     };
     // The primary now: the first server, then the promoted standby.
     let mut cluster = first;
+    // The test's own way to the primary now: its URL.
+    let primary = |cluster: Option<&Cluster>, managed: &Option<Managed>| match (cluster, managed) {
+        (_, Some(managed)) => managed.url(&dbname),
+        (Some(cluster), None) => cluster.url(&dbname),
+        (None, None) => unreachable!(),
+    };
+    let admin_url = primary(cluster, &managed);
     runtime.block_on(async {
-        let admin = cluster.connect(&dbname).await;
+        let admin = connect(&admin_url).await;
         PostgresSchema::search_path()
             .migrate(&admin)
             .await
@@ -437,9 +470,13 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
     let started: RefCell<Started> = RefCell::default();
     // Each process's way to the servers: a proxy to the primary, and with
     // a standby one to it too, both in its one multi-host config.
-    let servers: Vec<u16> = std::iter::once(first.port())
-        .chain(standby.as_ref().map(Cluster::port))
-        .collect();
+    let servers: Vec<u16> = match (&managed, first) {
+        (Some(managed), _) => managed.ports(),
+        (None, Some(first)) => std::iter::once(first.port())
+            .chain(standby.as_ref().map(Cluster::port))
+            .collect(),
+        (None, None) => unreachable!(),
+    };
     let proxies: Vec<Vec<Proxy>> = (0..=WORKERS)
         .map(|_| servers.iter().map(|port| Proxy::start(*port)).collect())
         .collect();
@@ -458,6 +495,10 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
                 "0"
             }
             .to_owned(),
+        ),
+        (
+            "BATON_FAULT_REQUIRE_STANDBY",
+            if managed.is_some() { "1" } else { "0" }.to_owned(),
         ),
         (
             "BATON_FAULT_RETENTION",
@@ -497,6 +538,8 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
     // The kinds in rounds, each kind once per round in a random order, so
     // every kind is injected once there have been as many faults as kinds.
     let mut round: Vec<u64> = Vec::new();
+    let mut manager_faults: Vec<usize> = Vec::new();
+    let mut injected: Vec<managers::Injected> = Vec::new();
     while Instant::now() < deadline {
         thread::sleep(rng.millis(300, 2000));
         if behind_at.take_if(|at| Instant::now() >= *at).is_some() {
@@ -508,12 +551,12 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
             report(&format!("{name}: the standby stopped receiving"));
         }
         if let Some((_, standby)) = failover_at.take_if(|(at, _)| Instant::now() >= *at) {
-            cluster.kill_postmaster();
+            cluster.expect("the primary").kill_postmaster();
             if failover == Failover::AsynchronousBehind {
                 standby.restart();
             }
             standby.promote();
-            cluster = standby;
+            cluster = Some(standby);
             leading = 1;
             report(&format!("{name}: failed over to the standby"));
             *faults
@@ -562,6 +605,31 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
                 replaced.end(Duration::from_secs(5));
                 "kill a worker (SIGKILL)"
             }
+            4 | 5 if managed.is_some() => {
+                // The manager's faults in a seed-drawn order, each kind
+                // once before any twice.
+                if manager_faults.is_empty() {
+                    manager_faults = (0..managers::FAULTS.len()).collect();
+                    for i in (1..manager_faults.len()).rev() {
+                        manager_faults.swap(i, rng.below(i as u64 + 1) as usize);
+                    }
+                }
+                let kind = manager_faults.pop().unwrap_or(0);
+                let managed = managed.as_mut().expect("a manager");
+                let done = managed.inject(kind, &mut rng);
+                report(&format!(
+                    "{name}: {}{}",
+                    done.kind,
+                    if done.failed_over {
+                        " (the leader changed)"
+                    } else {
+                        ""
+                    }
+                ));
+                let kind = done.kind;
+                injected.push(done);
+                kind
+            }
             4 | 5 => {
                 // One server's primary, or a Citus node (the coordinator
                 // first in `nodes`).
@@ -569,7 +637,7 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
                     0 => None,
                     n => Some(rng.below(n as u64) as usize),
                 };
-                let node = hit.map_or(cluster, |at| nodes[at]);
+                let node = hit.map_or_else(|| cluster.expect("the primary"), |at| nodes[at]);
                 let immediate = kind_drawn == 4;
                 if immediate {
                     node.crash();
@@ -588,6 +656,9 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
                 }
             }
             6 => {
+                if let Some(leader) = managed.as_ref().and_then(Managed::leader) {
+                    leading = leader;
+                }
                 proxies[slot][leading].lose_next_commit_reply();
                 "lost reply to a commit (armed)"
             }
@@ -607,6 +678,9 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
 
     // The faults stop: every proxy forwards, every process runs, the
     // server is up. Workers stop; the owner decides every Run.
+    if let Some(managed) = &managed {
+        managed.heal();
+    }
     for slot in &proxies {
         set(slot, Mode::Forward);
     }
@@ -647,7 +721,7 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
     // The final read-back of the facts: every pause and outcome decoded
     // as the store decodes it, and digested as its writer digested it (G2).
     let truth = runtime.block_on(async {
-        let client = cluster.connect(&dbname).await;
+        let client = connect(&primary(cluster, &managed)).await;
         let mut truth = Truth::default();
         for row in client
             .query("SELECT run_id, epoch, outcome::text FROM baton_run", &[])
@@ -823,7 +897,28 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
             )
         })
         .count();
+    // Under a manager: how long each of its faults kept the log from
+    // acknowledging a write.
+    let acknowledged = |outcome: &Outcome| {
+        matches!(
+            outcome,
+            Outcome::Owner(_) | Outcome::Written | Outcome::RetiredNow(_) | Outcome::Swept { .. }
+        )
+    };
+    let manager = injected
+        .iter()
+        .map(|fault| {
+            let again = ops
+                .iter()
+                .filter(|op| op.invoked >= fault.at && acknowledged(&op.outcome))
+                .filter_map(|op| op.completed)
+                .min()
+                .map(|done| done.saturating_sub(fault.at) as f64 / 1e6);
+            (fault.kind, fault.failed_over, again)
+        })
+        .collect();
     let figures = Figures {
+        manager,
         // The operations the processes made (a sweep's batch is one; the
         // retirements read from its answer are not others).
         ops: ops
@@ -912,6 +1007,17 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
         judged.second.time.as_secs_f64(),
         judged.disagreement.len()
     ));
+    for (kind, failed_over, again) in &figures.manager {
+        report(&format!(
+            "{name}: {kind}: {}; a write acknowledged again {}",
+            if *failed_over {
+                "the leader changed"
+            } else {
+                "the same leader"
+            },
+            again.map_or("never".to_owned(), |s| format!("{s:.2} s after it began"))
+        ));
+    }
     for wrong in figures
         .history_wrong
         .iter()

@@ -1,0 +1,155 @@
+//! The campaign's servers run by a high-availability manager (issue 58):
+//! the manager, not the test, decides when the leader is gone and which
+//! standby to promote. The campaign's crashes are the manager's faults,
+//! one at a time, each healed before the next (a killed host started
+//! again, a paused one continued):
+//!
+//! - the leader's postmaster killed (SIGKILL): the manager restarts it, or
+//!   fails over;
+//! - the leader's host killed (the manager's agent and PostgreSQL), then
+//!   started again: a failover, and the old leader rejoins;
+//! - the leader's host paused (SIGSTOP) longer than the manager's lease,
+//!   then continued: the old primary, a zombie, must acknowledge nothing;
+//! - a planned switchover;
+//! - the synchronous standby's host killed while the primary serves (the
+//!   manager drops it to stay writable), then started again;
+//! - the manager's store (etcd, the monitor) paused for a while.
+//!
+//! Every worker's log requires a synchronous standby, as docs/guide/ha.md
+//! configures it for every promise.
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::Rng;
+use super::child;
+use crate::common::patroni::{Patroni, Synchronous, TTL};
+
+/// Which manager, in which configuration.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Manager {
+    /// Patroni with etcd, three members.
+    Patroni(Synchronous),
+}
+
+/// The kinds of a manager's fault, each named as the campaign counts it.
+pub const FAULTS: [&str; 6] = [
+    "manager: leader's postmaster killed",
+    "manager: leader's host killed, started again",
+    "manager: leader's host paused past the lease, continued",
+    "manager: planned switchover",
+    "manager: synchronous standby's host killed, started again",
+    "manager: its store paused",
+];
+
+/// A running managed cluster.
+pub enum Managed {
+    Patroni(Patroni),
+}
+
+/// One fault as it happened: when it began (the histories' clock), its
+/// kind, and whether the leader changed.
+pub struct Injected {
+    pub at: u64,
+    pub kind: &'static str,
+    pub failed_over: bool,
+}
+
+impl Managed {
+    /// Starts the cluster; `None` without the manager (its tests skip).
+    pub fn start(manager: Manager) -> Option<Managed> {
+        match manager {
+            Manager::Patroni(synchronous) => Patroni::start(3, synchronous).map(Managed::Patroni),
+        }
+    }
+
+    /// Every server's port.
+    pub fn ports(&self) -> Vec<u16> {
+        match self {
+            Managed::Patroni(patroni) => patroni.ports(),
+        }
+    }
+
+    /// A multi-host config opening on the primary.
+    pub fn url(&self, dbname: &str) -> String {
+        match self {
+            Managed::Patroni(patroni) => patroni.url(dbname),
+        }
+    }
+
+    /// A new database.
+    pub async fn database(&self) -> String {
+        match self {
+            Managed::Patroni(patroni) => patroni.database().await,
+        }
+    }
+
+    /// The leader's index in [`ports`](Self::ports), if one leads.
+    pub fn leader(&self) -> Option<usize> {
+        match self {
+            Managed::Patroni(patroni) => patroni.leader(),
+        }
+    }
+
+    /// Until the cluster is whole again: a leader with a synchronous
+    /// standby, every member running.
+    pub fn heal(&self) {
+        match self {
+            Managed::Patroni(patroni) => patroni.healthy(Duration::from_secs(90)),
+        }
+    }
+
+    /// Injects `kind` (an index of [`FAULTS`]) and heals it.
+    pub fn inject(&mut self, kind: usize, rng: &mut Rng) -> Injected {
+        let at = child::now_us();
+        let before = self.leader();
+        match self {
+            Managed::Patroni(patroni) => patroni_fault(patroni, kind, rng),
+        }
+        self.heal();
+        Injected {
+            at,
+            kind: FAULTS[kind],
+            failed_over: self.leader() != before,
+        }
+    }
+}
+
+/// Patroni's side of [`Managed::inject`].
+fn patroni_fault(patroni: &mut Patroni, kind: usize, rng: &mut Rng) {
+    let lease = Duration::from_secs(TTL);
+    let Some(leader) = patroni.leader() else {
+        return;
+    };
+    match kind {
+        0 => patroni.kill_postgres(leader),
+        1 => {
+            patroni.kill_member(leader);
+            thread::sleep(lease + rng.millis(1000, 4000));
+            patroni.start_member(leader);
+        }
+        2 => {
+            patroni.signal_member(leader, "-STOP");
+            thread::sleep(lease + rng.millis(2000, 5000));
+            patroni.signal_member(leader, "-CONT");
+        }
+        3 => {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while !patroni.switchover() && Instant::now() < deadline {
+                thread::sleep(Duration::from_millis(500));
+            }
+        }
+        4 => {
+            if let Some(standby) = patroni.sync_standby() {
+                patroni.kill_member(standby);
+                thread::sleep(rng.millis(2000, 5000));
+                patroni.start_member(standby);
+            }
+        }
+        _ => {
+            patroni.signal_etcd("-STOP");
+            thread::sleep(rng.millis(2000, 6000));
+            patroni.signal_etcd("-CONT");
+        }
+    }
+}
