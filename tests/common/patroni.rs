@@ -25,6 +25,9 @@ use super::postgres::{USER, free_port, server_bin};
 /// How Patroni keeps replication synchronous.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Synchronous {
+    /// `synchronous_mode: false`, Patroni's default: asynchronous
+    /// replicas, the fence alone across a failover.
+    Off,
     /// `synchronous_mode: true`: with no replica left, the primary goes on
     /// alone (`synchronous_standby_names = ''`).
     Mode,
@@ -35,6 +38,7 @@ pub enum Synchronous {
 
 /// A running Patroni cluster.
 pub struct Patroni {
+    synchronous: Synchronous,
     dir: Option<Dir>,
     etcd: Child,
     members: Vec<Member>,
@@ -92,7 +96,11 @@ impl Patroni {
             &etcd_data,
             &etcd_data.join("etcd.log"),
         );
-        let strict = synchronous == Synchronous::Strict;
+        let modes = match synchronous {
+            Synchronous::Off => (false, false),
+            Synchronous::Mode => (true, false),
+            Synchronous::Strict => (true, true),
+        };
         let members = (1..=members)
             .map(|i| {
                 let name = format!("pg{i}");
@@ -101,7 +109,7 @@ impl Patroni {
                 let data = home.join("data");
                 let config = dir.write(
                     &format!("{name}.yml"),
-                    &config(&name, &home, port, rest, client, &bin, strict),
+                    &config(&name, &home, port, rest, client, &bin, modes),
                 );
                 Member {
                     name,
@@ -115,6 +123,7 @@ impl Patroni {
             })
             .collect();
         let mut patroni = Patroni {
+            synchronous,
             dir: Some(dir),
             etcd,
             members,
@@ -140,8 +149,9 @@ impl Patroni {
         member.patroni = Some(managed::spawn("patroni", &[&config], &member.home, &log));
     }
 
-    /// Until a leader takes writes with a synchronous standby, and every
-    /// member runs (at most `bound`).
+    /// Until a leader takes writes with a synchronous standby (unless
+    /// replication is asynchronous), and every member runs (at most
+    /// `bound`).
     pub fn healthy(&self, bound: Duration) {
         self.wait_until("the cluster is healthy", bound, |p| {
             let members = p.cluster();
@@ -151,7 +161,8 @@ impl Patroni {
                 .count();
             let leads = members.iter().any(|m| m["role"] == "leader");
             let sync = members.iter().any(|m| m["role"] == "sync_standby");
-            leads && running == p.members.len() && (sync || p.members.len() == 1)
+            let asynchronous = p.synchronous == Synchronous::Off || p.members.len() == 1;
+            leads && running == p.members.len() && (sync || asynchronous)
         });
     }
 
@@ -329,7 +340,7 @@ fn config(
     rest: u16,
     etcd: u16,
     bin: &std::path::Path,
-    strict: bool,
+    (synchronous, strict): (bool, bool),
 ) -> String {
     let home = home.display();
     let bin = bin.display();
@@ -351,7 +362,7 @@ bootstrap:
     loop_wait: 1
     retry_timeout: 2
     maximum_lag_on_failover: 1048576
-    synchronous_mode: true
+    synchronous_mode: {synchronous}
     synchronous_mode_strict: {strict}
     synchronous_node_count: 1
     postgresql:
