@@ -73,6 +73,13 @@ impl Dir {
     /// A fresh temp dir named after `prefix`, owned by `postgres` when the
     /// tests run as root, its watchdog already watching it.
     pub fn new(prefix: &str) -> Dir {
+        Dir::with_cleanup(prefix, "")
+    }
+
+    /// [`new`](Self::new), the watchdog running `cleanup` (shell, the
+    /// directory in `$BATON_MANAGED_DIR`) once every process is gone and
+    /// before the directory is removed.
+    pub fn with_cleanup(prefix: &str, cleanup: &str) -> Dir {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let path = std::env::temp_dir().join(format!(
             "{prefix}-{}-{}",
@@ -94,10 +101,12 @@ for round in 1 2 3 4 5 6 7 8 9 10; do
     kill -KILL $pids $kids 2>/dev/null
     sleep 0.2
 done
+eval "$BATON_MANAGED_CLEANUP"
 [ -n "$BATON_MANAGED_KEEP" ] || rm -rf "$BATON_MANAGED_DIR""#;
         let mut child = Command::new("sh")
             .args(["-c", script])
             .env("BATON_MANAGED_DIR", &path)
+            .env("BATON_MANAGED_CLEANUP", cleanup)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -158,6 +167,18 @@ fn own(path: &Path) {
 /// child's id is the program's (signals reach it) — its output appended
 /// to `log`.
 pub fn spawn(program: &str, args: &[&str], home: &Path, log: &Path) -> Child {
+    spawn_with(program, args, home, log, &[])
+}
+
+/// [`spawn`] with nothing of this process's environment but `PATH` and
+/// `env`.
+pub fn spawn_with(
+    program: &str,
+    args: &[&str],
+    home: &Path,
+    log: &Path,
+    env: &[(&str, String)],
+) -> Child {
     let mut command = if is_root() {
         let mut command = Command::new("setpriv");
         command
@@ -180,6 +201,9 @@ pub fn spawn(program: &str, args: &[&str], home: &Path, log: &Path) -> Child {
     let err = out.try_clone().expect("the program's log");
     command
         .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(env.iter().map(|(name, value)| (*name, value)))
         .env("HOME", home)
         .env("LANG", "C.UTF-8")
         .current_dir(home)

@@ -20,6 +20,8 @@ pub use within::{poll_once, within};
 pub mod child;
 
 #[cfg(all(unix, feature = "postgres"))]
+pub mod auto_failover;
+#[cfg(all(unix, feature = "postgres"))]
 pub mod citus;
 #[cfg(all(unix, feature = "postgres"))]
 pub mod managed;

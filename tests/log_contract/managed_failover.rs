@@ -18,6 +18,7 @@ use baton::durable::{
 };
 
 use crate::Payload;
+use crate::common::auto_failover::AutoFailover;
 use crate::common::patroni::{Patroni, Synchronous};
 use crate::common::within;
 use crate::postgres_fates::source_of;
@@ -62,16 +63,17 @@ struct Answered {
     refused: usize,
 }
 
-/// From `since`, until the log reads `run`'s facts and then until a new
-/// Run's claim is acknowledged: every refusal on the way is the guard's
-/// or an unreachable server's, and acknowledges nothing.
-async fn answers_again(log: &Log, since: Instant, run: &str) -> Answered {
+/// From `since`, until the log reads `run`'s facts and then (`meanwhile`
+/// done) until a new Run's claim is acknowledged: every refusal on the way
+/// is the guard's or an unreachable server's, and acknowledges nothing.
+async fn answers_again(log: &Log, since: Instant, run: &str, meanwhile: impl FnOnce()) -> Answered {
     let deadline = since + Duration::from_secs(90);
     while log.facts_async(ROOT, run).await.is_err() {
         assert!(Instant::now() < deadline, "R5: the log reads again");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let read = since.elapsed().as_secs_f64();
+    meanwhile();
     let mut refused = 0;
     for attempt in 0.. {
         match log.claim_async(ROOT, &format!("probe-{attempt}")).await {
@@ -145,7 +147,7 @@ fn g1_g2_g4_patroni_fails_over_by_itself_and_the_log_keeps_every_acknowledged_wr
                 1 => patroni.kill_postgres(leader),
                 _ => assert!(patroni.switchover(), "Patroni switched over"),
             }
-            let again = answers_again(&log, since, &answered[0].0).await;
+            let again = answers_again(&log, since, &answered[0].0, || ()).await;
             println!(
                 "Patroni, {fault}: the log read again after {:.2} s, wrote again after {:.2} s \
                  ({} writes refused for want of a synchronous standby meanwhile)",
@@ -181,7 +183,7 @@ fn g4_patroni_with_asynchronous_replicas_keeps_the_fence_across_its_failover() {
         let leader = patroni.leader().expect("a leader");
         let since = Instant::now();
         patroni.kill_member(leader);
-        let again = answers_again(&log, since, &answered[0].0).await;
+        let again = answers_again(&log, since, &answered[0].0, || ()).await;
         let mut lost = 0;
         for (run, epoch, handed_off) in &answered {
             let facts = within("R5", log.facts_async(ROOT, run)).await.unwrap();
@@ -199,5 +201,55 @@ fn g4_patroni_with_asynchronous_replicas_keeps_the_fence_across_its_failover() {
         );
         patroni.start_member(leader);
         patroni.healthy(Duration::from_secs(60));
+    });
+}
+
+/// pg_auto_failover fails the primary over by itself: its host gone (the
+/// keeper and PostgreSQL killed), then its PostgreSQL alone killed (the
+/// keeper restarts it), then a planned switchover.
+#[test]
+fn g1_g2_g4_pg_auto_failover_fails_over_by_itself_and_the_log_keeps_every_acknowledged_write() {
+    let Some(mut formation) = AutoFailover::start() else {
+        return;
+    };
+    runtime().block_on(async {
+        let dbname = formation.database().await;
+        let url = formation.url(&dbname);
+        let log = open(&url, requiring())
+            .await
+            .expect("the log on the primary");
+        let replication = within("R5", log.replication()).await.unwrap();
+        println!("pg_auto_failover's primary: {replication:?}");
+        let mut answered = Vec::new();
+        let faults: [&str; 3] = [
+            "primary's host killed",
+            "primary's postmaster killed",
+            "switchover",
+        ];
+        for (round, fault) in faults.into_iter().enumerate() {
+            answered.extend(ten_runs(&log, &format!("round{round}")).await);
+            let primary = formation.leader().expect("a primary");
+            let since = Instant::now();
+            match round {
+                0 => formation.kill_node(primary),
+                1 => formation.kill_postgres(primary),
+                _ => assert!(formation.switchover(), "pg_auto_failover switched over"),
+            }
+            // With two nodes, the promoted one has no standby until the
+            // old one is back: the log writes nothing until then.
+            let back = || {
+                if round == 0 {
+                    formation.start_node(primary);
+                }
+            };
+            let again = answers_again(&log, since, &answered[0].0, back).await;
+            println!(
+                "pg_auto_failover, {fault}: the log read again after {:.2} s, wrote again after \
+                 {:.2} s ({} writes refused for want of a synchronous standby meanwhile)",
+                again.read, again.wrote, again.refused
+            );
+            every_acknowledged_write_is_there(&log, &mut answered).await;
+            formation.healthy();
+        }
     });
 }

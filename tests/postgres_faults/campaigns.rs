@@ -298,3 +298,29 @@ fn g1_to_g5_hold_across_the_failovers_patroni_makes_by_itself() {
         "the checkers found anomalies across Patroni's failovers"
     );
 }
+
+/// pg_auto_failover fails over by itself (issue 58): a monitor and two
+/// nodes, the secondary in the primary's quorum, every worker's log
+/// requiring a synchronous standby, the manager's faults drawn among the
+/// others (`managers.rs`). Both checkers find nothing.
+#[test]
+fn g1_to_g5_hold_across_the_failovers_pg_auto_failover_makes_by_itself() {
+    let seconds = env("BATON_FAULT_MANAGER_SECONDS")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(40);
+    let servers = Servers::Managed(Manager::AutoFailover);
+    let Some(figures) = campaign_over("pg_auto_failover", Control::None, seconds, servers) else {
+        return;
+    };
+    figures.assert_read_whole_and_checked_twice();
+    assert!(
+        !figures.manager.is_empty(),
+        "no fault of the manager's: {:?}",
+        figures.faults
+    );
+    assert_eq!(
+        figures.anomalies,
+        Vec::<String>::new(),
+        "the checkers found anomalies across pg_auto_failover's failovers"
+    );
+}

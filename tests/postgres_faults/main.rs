@@ -260,9 +260,9 @@ struct Figures {
     flagged: BTreeSet<String>,
     disagreement: Vec<String>,
     /// Under a manager, each of its faults: its kind, whether the leader
-    /// changed, and the seconds until a process's write invoked after it
-    /// began was acknowledged (`None`: none was).
-    manager: Vec<(&'static str, bool, Option<f64>)>,
+    /// changed, and the longest stretch (s) from its start to its heal
+    /// without a write acknowledged to any process.
+    manager: Vec<(&'static str, bool, f64)>,
 }
 
 impl Figures {
@@ -905,16 +905,25 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
             Outcome::Owner(_) | Outcome::Written | Outcome::RetiredNow(_) | Outcome::Swept { .. }
         )
     };
+    let mut acknowledged_at: Vec<u64> = ops
+        .iter()
+        .filter(|op| acknowledged(&op.outcome))
+        .filter_map(|op| op.completed)
+        .collect();
+    acknowledged_at.sort_unstable();
     let manager = injected
         .iter()
         .map(|fault| {
-            let again = ops
+            let within = acknowledged_at
                 .iter()
-                .filter(|op| op.invoked >= fault.at && acknowledged(&op.outcome))
-                .filter_map(|op| op.completed)
-                .min()
-                .map(|done| done.saturating_sub(fault.at) as f64 / 1e6);
-            (fault.kind, fault.failed_over, again)
+                .copied()
+                .filter(|at| (fault.at..=fault.healed).contains(at));
+            let stamps: Vec<u64> = std::iter::once(fault.at)
+                .chain(within)
+                .chain(std::iter::once(fault.healed))
+                .collect();
+            let longest = stamps.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+            (fault.kind, fault.failed_over, longest as f64 / 1e6)
         })
         .collect();
     let figures = Figures {
@@ -1009,13 +1018,12 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
     ));
     for (kind, failed_over, again) in &figures.manager {
         report(&format!(
-            "{name}: {kind}: {}; a write acknowledged again {}",
+            "{name}: {kind}: {}; at most {again:.2} s without an acknowledged write",
             if *failed_over {
                 "the leader changed"
             } else {
                 "the same leader"
             },
-            again.map_or("never".to_owned(), |s| format!("{s:.2} s after it began"))
         ));
     }
     for wrong in figures

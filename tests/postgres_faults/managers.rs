@@ -15,6 +15,9 @@
 //!   manager drops it to stay writable), then started again;
 //! - the manager's store (etcd, the monitor) paused for a while.
 //!
+//! Patroni (`Manager::Patroni`) runs three members, pg_auto_failover
+//! (`Manager::AutoFailover`) a monitor and two nodes.
+//!
 //! Every worker's log requires a synchronous standby, as docs/guide/ha.md
 //! configures it for every promise.
 
@@ -23,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use super::Rng;
 use super::child;
+use crate::common::auto_failover::AutoFailover;
 use crate::common::patroni::{Patroni, Synchronous, TTL};
 
 /// Which manager, in which configuration.
@@ -30,6 +34,9 @@ use crate::common::patroni::{Patroni, Synchronous, TTL};
 pub enum Manager {
     /// Patroni with etcd, three members.
     Patroni(Synchronous),
+    /// pg_auto_failover: a monitor and two nodes, the secondary in the
+    /// primary's quorum (its default).
+    AutoFailover,
 }
 
 /// The kinds of a manager's fault, each named as the campaign counts it.
@@ -45,12 +52,14 @@ pub const FAULTS: [&str; 6] = [
 /// A running managed cluster.
 pub enum Managed {
     Patroni(Patroni),
+    AutoFailover(AutoFailover),
 }
 
-/// One fault as it happened: when it began (the histories' clock), its
-/// kind, and whether the leader changed.
+/// One fault as it happened: when it began and when it was healed (the
+/// histories' clock), its kind, and whether the leader changed.
 pub struct Injected {
     pub at: u64,
+    pub healed: u64,
     pub kind: &'static str,
     pub failed_over: bool,
 }
@@ -60,6 +69,7 @@ impl Managed {
     pub fn start(manager: Manager) -> Option<Managed> {
         match manager {
             Manager::Patroni(synchronous) => Patroni::start(3, synchronous).map(Managed::Patroni),
+            Manager::AutoFailover => AutoFailover::start().map(Managed::AutoFailover),
         }
     }
 
@@ -67,6 +77,7 @@ impl Managed {
     pub fn ports(&self) -> Vec<u16> {
         match self {
             Managed::Patroni(patroni) => patroni.ports(),
+            Managed::AutoFailover(formation) => formation.ports(),
         }
     }
 
@@ -74,6 +85,7 @@ impl Managed {
     pub fn url(&self, dbname: &str) -> String {
         match self {
             Managed::Patroni(patroni) => patroni.url(dbname),
+            Managed::AutoFailover(formation) => formation.url(dbname),
         }
     }
 
@@ -81,6 +93,7 @@ impl Managed {
     pub async fn database(&self) -> String {
         match self {
             Managed::Patroni(patroni) => patroni.database().await,
+            Managed::AutoFailover(formation) => formation.database().await,
         }
     }
 
@@ -88,6 +101,7 @@ impl Managed {
     pub fn leader(&self) -> Option<usize> {
         match self {
             Managed::Patroni(patroni) => patroni.leader(),
+            Managed::AutoFailover(formation) => formation.leader(),
         }
     }
 
@@ -96,6 +110,7 @@ impl Managed {
     pub fn heal(&self) {
         match self {
             Managed::Patroni(patroni) => patroni.healthy(Duration::from_secs(90)),
+            Managed::AutoFailover(formation) => formation.healthy(),
         }
     }
 
@@ -105,10 +120,12 @@ impl Managed {
         let before = self.leader();
         match self {
             Managed::Patroni(patroni) => patroni_fault(patroni, kind, rng),
+            Managed::AutoFailover(formation) => auto_failover_fault(formation, kind, rng),
         }
         self.heal();
         Injected {
             at,
+            healed: child::now_us(),
             kind: FAULTS[kind],
             failed_over: self.leader() != before,
         }
@@ -150,6 +167,46 @@ fn patroni_fault(patroni: &mut Patroni, kind: usize, rng: &mut Rng) {
             patroni.signal_etcd("-STOP");
             thread::sleep(rng.millis(2000, 6000));
             patroni.signal_etcd("-CONT");
+        }
+    }
+}
+
+/// pg_auto_failover's side of [`Managed::inject`]: the monitor finds a
+/// node unhealthy once missed for 2 s (`common/auto_failover.rs`).
+fn auto_failover_fault(formation: &mut AutoFailover, kind: usize, rng: &mut Rng) {
+    let unhealthy = Duration::from_secs(3);
+    let Some(primary) = formation.leader() else {
+        return;
+    };
+    match kind {
+        0 => formation.kill_postgres(primary),
+        1 => {
+            formation.kill_node(primary);
+            thread::sleep(unhealthy + rng.millis(1000, 4000));
+            formation.start_node(primary);
+        }
+        2 => {
+            formation.signal_node(primary, "-STOP");
+            thread::sleep(unhealthy + rng.millis(2000, 5000));
+            formation.signal_node(primary, "-CONT");
+        }
+        3 => {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while !formation.switchover() && Instant::now() < deadline {
+                thread::sleep(Duration::from_millis(500));
+            }
+        }
+        4 => {
+            if let Some(secondary) = formation.secondary() {
+                formation.kill_node(secondary);
+                thread::sleep(rng.millis(2000, 5000));
+                formation.start_node(secondary);
+            }
+        }
+        _ => {
+            formation.signal_monitor("-STOP");
+            thread::sleep(rng.millis(2000, 6000));
+            formation.signal_monitor("-CONT");
         }
     }
 }
