@@ -430,6 +430,30 @@ impl AutoFailover {
         signal_keeper(&self.monitor, signal);
     }
 
+    /// Takes node `i` out of the primary's quorum (`pg_autoctl set node
+    /// replication-quorum false`): an asynchronous standby, the fence
+    /// alone across a failover. Until the primary names no standby.
+    pub fn leave_quorum(&self, i: usize) {
+        let home = self.root().join("home");
+        let log = self.root().join("autoctl.log");
+        let data = self.nodes[i].data.display().to_string();
+        let args = [
+            "set",
+            "node",
+            "replication-quorum",
+            "false",
+            "--pgdata",
+            &data,
+        ];
+        // pg_autoctl 2.0 logs errors of its own here and sets it anyway.
+        let _ = managed::spawn_with("pg_autoctl", &args, &home, &log, &self.env).wait();
+        let primary = self.ports()[self.leader().expect("a primary")];
+        self.wait_until("the primary names no standby", |f| {
+            f.try_psql(primary, "postgres", "SHOW synchronous_standby_names")
+                .is_some_and(|names| names.is_empty())
+        });
+    }
+
     /// A planned switchover (`pg_autoctl perform switchover`); whether it
     /// finished.
     pub fn switchover(&self) -> bool {

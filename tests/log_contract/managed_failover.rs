@@ -253,3 +253,46 @@ fn g1_g2_g4_pg_auto_failover_fails_over_by_itself_and_the_log_keeps_every_acknow
         }
     });
 }
+
+/// pg_auto_failover with its secondary out of the quorum
+/// (`replication-quorum false`): an asynchronous standby, only the fence.
+/// The log, opened without the requirement, follows the monitor's
+/// failover when the primary's host dies; acknowledged writes may be lost
+/// (counted), and no epoch is answered twice (G4).
+#[test]
+fn g4_pg_auto_failover_with_an_asynchronous_secondary_keeps_the_fence_across_its_failover() {
+    let Some(mut formation) = AutoFailover::start() else {
+        return;
+    };
+    runtime().block_on(async {
+        let dbname = formation.database().await;
+        formation.leave_quorum(formation.secondary().expect("a secondary"));
+        let options = PostgresOptions::new()
+            .migrate(true)
+            .timeout(Duration::from_secs(5));
+        let log = open(&formation.url(&dbname), options)
+            .await
+            .expect("the log");
+        let answered = ten_runs(&log, "async").await;
+        let primary = formation.leader().expect("a primary");
+        let since = Instant::now();
+        formation.kill_node(primary);
+        let again = answers_again(&log, since, &answered[0].0, || ()).await;
+        let mut lost = 0;
+        for (run, epoch, handed_off) in &answered {
+            let facts = within("R5", log.facts_async(ROOT, run)).await.unwrap();
+            lost += usize::from(facts.epoch != *epoch);
+            lost += usize::from(facts.pauses.len() != usize::from(*handed_off));
+            if let Claim::Owner(next) = within("R5", log.claim_async(ROOT, run)).await.unwrap() {
+                assert!(next > *epoch, "G4: {run} answered {next} after {epoch}");
+            }
+        }
+        println!(
+            "pg_auto_failover, asynchronous secondary, primary's host killed: the log read \
+             again after {:.2} s, wrote again after {:.2} s; {lost} of 15 acknowledged writes \
+             lost, no epoch answered twice",
+            again.read, again.wrote
+        );
+        formation.start_node(primary);
+    });
+}
