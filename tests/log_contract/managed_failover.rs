@@ -296,3 +296,59 @@ fn g4_pg_auto_failover_with_an_asynchronous_secondary_keeps_the_fence_across_its
         formation.start_node(primary);
     });
 }
+
+/// Patroni in `synchronous_mode_strict`, two members: when the replica's
+/// host dies the leader keeps it named (`'*'`) and its commits wait. The
+/// log's write there is not refused (the server does wait for a standby)
+/// and not acknowledged: it answers `OutcomeUnknown` after the log's
+/// timeout (PostgreSQL had committed it on the leader before waiting).
+/// Once the replica is back it reads back, the identical append answers
+/// `AlreadyDurable`, as after any unknown outcome, and the log writes on.
+#[test]
+fn g2_patroni_strict_waits_for_a_missing_standby_and_acknowledges_nothing_meanwhile() {
+    let Some(mut patroni) = Patroni::start(2, Synchronous::Strict) else {
+        return;
+    };
+    runtime().block_on(async {
+        let dbname = patroni.database().await;
+        let log = open(&patroni.url(&dbname), requiring())
+            .await
+            .expect("the log");
+        let Ok(Claim::Owner(epoch)) = within("R5", log.claim_async(ROOT, "strict")).await else {
+            panic!("strict is claimed");
+        };
+        let replica = patroni.sync_standby().expect("a synchronous standby");
+        patroni.kill_member(replica);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while within("R5", log.replication())
+            .await
+            .unwrap()
+            .synchronous_standby_names
+            != "*"
+        {
+            assert!(
+                Instant::now() < deadline,
+                "Patroni names '*' once the replica is gone"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let (source, pause) = (source_of("strict"), pause());
+        let waited = log.append_async(ROOT, &source, epoch, &pause).await;
+        assert!(
+            matches!(waited, Err(LogError::OutcomeUnknown(_))),
+            "a commit waiting for the missing standby: {waited:?}"
+        );
+        let since = Instant::now();
+        patroni.start_member(replica);
+        patroni.healthy(Duration::from_secs(60));
+        let facts = within("R5", log.facts_async(ROOT, "strict")).await.unwrap();
+        assert_eq!(facts.pauses.len(), 1, "the commit that waited reads back");
+        let again = log.append_async(ROOT, &source, epoch, &pause).await;
+        assert!(matches!(again, Ok(Receipt::AlreadyDurable)), "{again:?}");
+        println!(
+            "Patroni, strict: a write waited for the missing standby (OutcomeUnknown); the \
+             replica was back and the write read back {:.2} s after it was started again",
+            since.elapsed().as_secs_f64()
+        );
+    });
+}
