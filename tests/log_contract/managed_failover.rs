@@ -26,6 +26,13 @@ use crate::postgres_only::{open, pause, runtime};
 
 type Log = PostgresLog<Payload>;
 
+/// Prints `line` past the test harness's capture, so that a plain `cargo
+/// test` (and CI's log) shows what each failover cost.
+fn say(line: String) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "managed_failover: {line}");
+}
+
 const ROOT: &str = "run";
 
 /// Migrating, a 5 s timeout, a synchronous standby required.
@@ -148,11 +155,11 @@ fn g1_g2_g4_patroni_fails_over_by_itself_and_the_log_keeps_every_acknowledged_wr
                 _ => assert!(patroni.switchover(), "Patroni switched over"),
             }
             let again = answers_again(&log, since, &answered[0].0, || ()).await;
-            println!(
+            say(format!(
                 "Patroni, {fault}: the log read again after {:.2} s, wrote again after {:.2} s \
                  ({} writes refused for want of a synchronous standby meanwhile)",
                 again.read, again.wrote, again.refused
-            );
+            ));
             every_acknowledged_write_is_there(&log, &mut answered).await;
             if round == 0 {
                 patroni.start_member(leader);
@@ -193,12 +200,12 @@ fn g4_patroni_with_asynchronous_replicas_keeps_the_fence_across_its_failover() {
                 assert!(next > *epoch, "G4: {run} answered {next} after {epoch}");
             }
         }
-        println!(
+        say(format!(
             "Patroni, asynchronous, leader's host killed: the log read again after {:.2} s, \
              wrote again after {:.2} s; {lost} of 15 acknowledged writes lost, no epoch \
              answered twice",
             again.read, again.wrote
-        );
+        ));
         patroni.start_member(leader);
         patroni.healthy(Duration::from_secs(60));
     });
@@ -219,7 +226,7 @@ fn g1_g2_g4_pg_auto_failover_fails_over_by_itself_and_the_log_keeps_every_acknow
             .await
             .expect("the log on the primary");
         let replication = within("R5", log.replication()).await.unwrap();
-        println!("pg_auto_failover's primary: {replication:?}");
+        say(format!("pg_auto_failover's primary: {replication:?}"));
         let mut answered = Vec::new();
         let faults: [&str; 3] = [
             "primary's host killed",
@@ -243,11 +250,11 @@ fn g1_g2_g4_pg_auto_failover_fails_over_by_itself_and_the_log_keeps_every_acknow
                 }
             };
             let again = answers_again(&log, since, &answered[0].0, back).await;
-            println!(
+            say(format!(
                 "pg_auto_failover, {fault}: the log read again after {:.2} s, wrote again after \
                  {:.2} s ({} writes refused for want of a synchronous standby meanwhile)",
                 again.read, again.wrote, again.refused
-            );
+            ));
             every_acknowledged_write_is_there(&log, &mut answered).await;
             formation.healthy();
         }
@@ -287,12 +294,12 @@ fn g4_pg_auto_failover_with_an_asynchronous_secondary_keeps_the_fence_across_its
                 assert!(next > *epoch, "G4: {run} answered {next} after {epoch}");
             }
         }
-        println!(
+        say(format!(
             "pg_auto_failover, asynchronous secondary, primary's host killed: the log read \
              again after {:.2} s, wrote again after {:.2} s; {lost} of 15 acknowledged writes \
              lost, no epoch answered twice",
             again.read, again.wrote
-        );
+        ));
         formation.start_node(primary);
     });
 }
@@ -345,10 +352,10 @@ fn g2_patroni_strict_waits_for_a_missing_standby_and_acknowledges_nothing_meanwh
         assert_eq!(facts.pauses.len(), 1, "the commit that waited reads back");
         let again = log.append_async(ROOT, &source, epoch, &pause).await;
         assert!(matches!(again, Ok(Receipt::AlreadyDurable)), "{again:?}");
-        println!(
+        say(format!(
             "Patroni, strict: a write waited for the missing standby (OutcomeUnknown); the \
              replica was back and the write read back {:.2} s after it was started again",
             since.elapsed().as_secs_f64()
-        );
+        ));
     });
 }

@@ -119,7 +119,7 @@ where
 /// server, its transaction rolled back: the guard's refusal,
 /// [`LogError::Unavailable`] with [`NoSynchronousStandby`] as its source,
 /// or the server's other error as it is.
-fn refused(error: tokio_postgres::Error) -> Failure {
+pub(super) fn refused(error: tokio_postgres::Error) -> Failure {
     match error.as_db_error().and_then(NoSynchronousStandby::raised) {
         Some(refusal) => Failure::Answer(LogError::Unavailable(Box::new(refusal))),
         None => error.into(),

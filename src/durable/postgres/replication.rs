@@ -102,23 +102,37 @@ impl PostgresReplication {
 const REFUSAL: &str = "baton: no synchronous standby (synchronous_commit = ";
 const NAMES: &str = ", synchronous_standby_names = '";
 
+/// The guard's test, an SQL condition: true if the session, as it is when
+/// the condition runs, commits only once a standby has flushed the commit
+/// ([`PostgresReplication::waits_for_a_standby`]); else it fails the
+/// statement, casting to `int` a text that names both settings
+/// (`invalid_text_representation`, 22P02), read back by
+/// [`NoSynchronousStandby::raised`]. Plain SQL, no PL/pgSQL block to
+/// compile at every write; `current_setting` is not folded at planning,
+/// so the cast runs only when the test fails. It is never false: a
+/// statement it is part of writes only if it held.
+macro_rules! guard_condition {
+    () => {
+        "(CASE \
+         WHEN btrim(current_setting('synchronous_standby_names')) <> '' \
+          AND current_setting('synchronous_commit') IN ('on', 'remote_apply') THEN true \
+         ELSE CAST('baton: no synchronous standby (synchronous_commit = ' \
+                   || current_setting('synchronous_commit') \
+                   || ', synchronous_standby_names = ''' \
+                   || current_setting('synchronous_standby_names') || ''')' AS int) = 0 END)"
+    };
+}
+
+/// [`guard_condition!`], for a statement of its own.
+pub(super) const GUARD_CONDITION: &str = guard_condition!();
+
 /// The guard of a log that requires a synchronous standby, one prepared
 /// statement sent in the flight of every write, before the write and its
 /// `COMMIT`: it fails — and so aborts the transaction: the write is not
-/// made, the `COMMIT` rolls back — unless the session, as it is when the
-/// guard runs, commits only once a standby has flushed the commit
-/// ([`PostgresReplication::waits_for_a_standby`]). Plain SQL, no PL/pgSQL
-/// block to compile at every write: it fails by casting to `int` a text
-/// that names both settings (`invalid_text_representation`, 22P02), read
-/// back by [`NoSynchronousStandby::raised`]; `current_setting` is not
-/// folded at planning, so the cast runs only when the test fails.
-pub(super) const GUARD: &str = "SELECT CASE \
-     WHEN btrim(current_setting('synchronous_standby_names')) <> '' \
-      AND current_setting('synchronous_commit') IN ('on', 'remote_apply') THEN 0 \
-     ELSE CAST('baton: no synchronous standby (synchronous_commit = ' \
-               || current_setting('synchronous_commit') \
-               || ', synchronous_standby_names = ''' \
-               || current_setting('synchronous_standby_names') || ''')' AS int) END";
+/// made, the `COMMIT` rolls back — unless the session waits for a standby
+/// ([`GUARD_CONDITION`]). On one server the one-statement forms carry the
+/// condition in their own `WHERE` instead.
+pub(super) const GUARD: &str = concat!("SELECT ", guard_condition!());
 
 /// Why a log that requires a synchronous standby
 /// ([`PostgresOptions::require_synchronous_standby`]) refused a write: the
@@ -150,6 +164,11 @@ pub struct NoSynchronousStandby {
 }
 
 impl NoSynchronousStandby {
+    /// Whether `error` is the guard's refusal.
+    pub(super) fn is(error: &tokio_postgres::Error) -> bool {
+        error.as_db_error().and_then(Self::raised).is_some()
+    }
+
     /// The refusal the guard raised, if `error` is it: the settings it
     /// names, read from the text the guard failed to cast (the error's
     /// message quotes it whatever the server's language).

@@ -10,7 +10,7 @@ use tokio_postgres::{Client, Row, Statement};
 
 use super::failure::Failure;
 pub(super) use super::layout::Layout;
-use super::replication::GUARD;
+use super::replication::{GUARD, GUARD_CONDITION};
 use super::schema::PostgresSchema;
 
 /// The statements of the operations, by what they do.
@@ -129,6 +129,9 @@ pub(super) struct Sql {
     /// ([`GUARD`](super::replication::GUARD)), sent before every write;
     /// `None` without the requirement.
     pub(super) guard: Option<&'static str>,
+    /// Whether the one-statement forms carry the guard's test themselves
+    /// (one server, a synchronous standby required).
+    pub(super) guard_inline: bool,
     pub(super) statements: [String; 20],
     /// How the tables are laid out: the statements that differ on a
     /// database distributed by `root_run_id` (see [`Layout`]).
@@ -162,6 +165,15 @@ impl Sql {
             "epoch, finish_session_id, finish_turn_id, finish_invocation_id, outcome::text";
         let pause_read = "session_id, turn_id, invocation_id, handoff_id, \
                           successor_run_id, successor_invocation_id, pause::text";
+        // On one server a log that requires a synchronous standby puts
+        // the guard's test in the one-statement forms' own `WHERE`: they
+        // stay one statement, their own transaction, and write nothing
+        // unless it held (it fails the statement otherwise).
+        let guarded = if standby_required && layout == Layout::OneServer {
+            format!(" AND {GUARD_CONDITION}")
+        } else {
+            String::new()
+        };
         let (insert_run, timeline) = match layout {
             // A new Run's row, only under a live root Run (R9): the
             // root's row is made here if it has none (a root Run's
@@ -187,7 +199,7 @@ impl Sql {
                          AND {TIMELINE} = $4 FOR SHARE) \
                      INSERT INTO {s}baton_run (root_run_id, run_id, epoch) \
                      SELECT $1, $2, $3 \
-                     WHERE EXISTS (SELECT 1 FROM new_root) OR EXISTS (SELECT 1 FROM live_root) \
+                     WHERE (EXISTS (SELECT 1 FROM new_root) OR EXISTS (SELECT 1 FROM live_root)){guarded} \
                      ON CONFLICT (root_run_id, run_id) DO NOTHING"
                 ),
                 format!("SELECT {TIMELINE}"),
@@ -219,6 +231,7 @@ impl Sql {
             begin_write: format!("BEGIN ISOLATION LEVEL READ COMMITTED; {timeouts}"),
             begin_read: format!("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; {timeouts}"),
             guard: standby_required.then_some(GUARD),
+            guard_inline: !guarded.is_empty(),
             statements: [
                 format!("SELECT {run_columns} FROM {s}baton_run {key} FOR UPDATE"),
                 format!("SELECT {run_columns} FROM {s}baton_run {key}"),
@@ -250,7 +263,7 @@ impl Sql {
                     "INSERT INTO {s}baton_handoff_pause ({pause_columns}) \
                      SELECT root_run_id, run_id, $3, $4, $5, $6, $7, $8, CAST($9::text AS json), \
                             epoch \
-                     FROM {s}baton_run {key} AND epoch = $10 AND outcome IS NULL FOR UPDATE"
+                     FROM {s}baton_run {key} AND epoch = $10 AND outcome IS NULL{guarded} FOR UPDATE"
                 ),
                 format!("SELECT retired FROM {s}baton_root WHERE root_run_id = $1"),
                 format!(

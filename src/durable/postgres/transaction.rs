@@ -15,11 +15,12 @@ use crate::durable::fence::{AppendStep, Fate, append_step, claim_step_above, fin
 use crate::durable::row::corrupt;
 
 use super::decide::{decide, finish_params, floor_of, pause_params, retirement};
-use super::end::{abort, commit, guarded};
+use super::end::{abort, commit, guarded, refused};
 use super::failure::{Failure, stored};
 use super::flight::{flight2, flight3};
 use super::op::{Answer, Op};
 use super::read::{Reading, RootRead, RunRead};
+use super::replication::NoSynchronousStandby;
 use super::sql::{Conn, Layout, Param, Which};
 
 /// One attempt at `op`'s transaction, in two flights: `BEGIN` (with its
@@ -239,8 +240,10 @@ where
 }
 
 /// A one-statement form's write, its own transaction: sent alone
-/// (autocommit), or, by a log that requires a synchronous standby, in a
-/// transaction of its own with the guard ([`guarded`]).
+/// (autocommit; by a log that requires a synchronous standby on one
+/// server, with the guard's test in its `WHERE`), or, by such a log on
+/// tables distributed by root Run, in a transaction of its own with the
+/// guard ([`guarded`]).
 async fn one_statement<W>(
     conn: &Conn<'_>,
     write: W,
@@ -248,6 +251,12 @@ async fn one_statement<W>(
 where
     W: Future<Output = Result<u64, tokio_postgres::Error>>,
 {
+    if conn.sql.guard_inline {
+        return match write.await {
+            Err(error) if NoSynchronousStandby::is(&error) => Err(refused(error)),
+            written => Ok(written),
+        };
+    }
     match conn.guard().await? {
         None => Ok(write.await),
         Some(guard) => guarded(conn, &guard, write).await,
