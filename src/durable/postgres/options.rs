@@ -136,9 +136,11 @@ impl PostgresOptions {
     ///   [`LogError::Unavailable`](crate::durable::LogError::Unavailable)
     ///   with [`NoSynchronousStandby`](super::NoSynchronousStandby) as its
     ///   source: nothing was written, and the same operation may be sent
-    ///   again. A write that is otherwise one autocommit statement is
-    ///   then sent as `BEGIN`, the guard, the statement and `COMMIT` in
-    ///   one flight: no round trip more. In the caller's transaction
+    ///   again. The guard is plain SQL (two `current_setting` reads); a
+    ///   write that is one autocommit statement carries it in its own
+    ///   `WHERE` on one server, and is sent as `BEGIN`, the guard, the
+    ///   statement and `COMMIT` in one flight on tables distributed by
+    ///   root Run: no round trip more either way. In the caller's transaction
     ///   (`claim_in` and its siblings) the settings are read with the
     ///   isolation level, and a refusal leaves that transaction usable.
     ///   Reads are not checked.
