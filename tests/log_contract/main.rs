@@ -49,6 +49,8 @@ mod postgres_finish;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_in_tx;
 #[cfg(all(unix, feature = "postgres"))]
+mod postgres_migration;
+#[cfg(all(unix, feature = "postgres"))]
 mod postgres_network;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_only;

@@ -281,7 +281,7 @@ fn the_checker_catches_a_log_that_takes_distributed_tables_for_one_servers() {
 fn g1_to_g5_hold_across_the_failovers_patroni_makes_by_itself() {
     let seconds = env("BATON_FAULT_MANAGER_SECONDS")
         .and_then(|s| s.parse().ok())
-        .unwrap_or(40);
+        .unwrap_or(30);
     let servers = Servers::Managed(Manager::Patroni(Synchronous::Mode));
     let Some(figures) = campaign_over("patroni", Control::None, seconds, servers) else {
         return;
@@ -307,7 +307,7 @@ fn g1_to_g5_hold_across_the_failovers_patroni_makes_by_itself() {
 fn g1_to_g5_hold_across_the_failovers_pg_auto_failover_makes_by_itself() {
     let seconds = env("BATON_FAULT_MANAGER_SECONDS")
         .and_then(|s| s.parse().ok())
-        .unwrap_or(40);
+        .unwrap_or(30);
     let servers = Servers::Managed(Manager::AutoFailover);
     let Some(figures) = campaign_over("pg_auto_failover", Control::None, seconds, servers) else {
         return;

@@ -122,6 +122,11 @@ impl Managed {
             Managed::Patroni(patroni) => patroni_fault(patroni, kind, rng),
             Managed::AutoFailover(formation) => auto_failover_fault(formation, kind, rng),
         }
+        // A manager notices a fault within its loop (Patroni's
+        // `loop_wait`, 1 s; the monitor's health checks, 0.5 s): whether
+        // it is healed is asked only after that, or a dead postmaster
+        // would be taken for a running one.
+        thread::sleep(Duration::from_secs(2));
         self.heal();
         Injected {
             at,

@@ -91,6 +91,9 @@ impl<P> SqliteLog<P> {
             .map_err(storage)?;
         #[cfg(test)]
         inside::set_up_reached(inside::SetUpPoint::BeforeTheCommit);
-        transaction.commit().map_err(storage)
+        transaction.commit().map_err(storage)?;
+        #[cfg(test)]
+        inside::set_up_reached(inside::SetUpPoint::AfterTheCommit);
+        Ok(())
     }
 }

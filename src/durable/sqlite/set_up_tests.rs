@@ -7,6 +7,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
 use super::inside::{SetUpPoint, once_at};
+use super::schema::{MIGRATE_V2, MIGRATE_V3};
 use super::tests::TempDb;
 use super::*;
 use crate::durable::tests::{pause, source};
@@ -102,4 +103,58 @@ fn a_schema_upgrade_interrupted_before_its_commit_leaves_the_old_version_whole()
     let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
     assert_eq!(version(&db.0), SCHEMA_VERSION);
     the_version_1_run_reads_back(&log);
+}
+
+/// A file at `version` (0: empty; 1: the version-1 fixture; 2 and 3: that
+/// fixture upgraded by those versions' own scripts, as an older baton
+/// left it).
+fn file_at(version: i64) -> TempDb {
+    let db = TempDb::new();
+    if version == 0 {
+        return db;
+    }
+    std::fs::write(&db.0, V1).unwrap();
+    let connection = Connection::open(&db.0).unwrap();
+    for (to, script) in [(2, MIGRATE_V2), (3, MIGRATE_V3)] {
+        if to <= version {
+            connection.execute_batch(script).unwrap();
+            connection.pragma_update(None, "user_version", to).unwrap();
+        }
+    }
+    db
+}
+
+/// An upgrade that has just committed, from every version a file may be
+/// at: another process opening the file right then finds it whole at the
+/// current version — its tables and its version number committed together
+/// — and reads its Runs; and a process that dies right there leaves it so:
+/// the next open changes nothing and reads them too.
+#[test]
+fn a_schema_upgrade_just_committed_is_whole_at_the_new_version_for_another_process_and_a_crash() {
+    for from in 0..SCHEMA_VERSION {
+        let db = file_at(from);
+        let path = db.0.clone();
+        once_at(SetUpPoint::AfterTheCommit, move || {
+            assert_eq!(
+                version(&path),
+                SCHEMA_VERSION,
+                "from {from}: the version is recorded with the upgrade's commit"
+            );
+            let other: SqliteLog<u32> =
+                SqliteLog::open(&path).expect("another process opens the file just upgraded");
+            if from > 0 {
+                let facts = other.facts("root", "run").unwrap();
+                assert_eq!(reconcile(&facts), Ok(Decision::HandedOff(pause("h"))));
+            }
+            other.close();
+            panic!("the process dies right after the upgrade's commit");
+        });
+        let died = catch_unwind(AssertUnwindSafe(|| SqliteLog::<u32>::open(&db.0)));
+        assert!(died.is_err(), "from {from}: the open died, by construction");
+        assert_eq!(version(&db.0), SCHEMA_VERSION, "from {from}");
+        let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+        if from > 0 {
+            the_version_1_run_reads_back(&log);
+        }
+    }
 }

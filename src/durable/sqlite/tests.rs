@@ -249,8 +249,26 @@ fn a_foreign_handoff_pause_table_without_a_version_is_a_typed_error() {
     ));
 }
 
+/// The log's connection waits `BUSY_TIMEOUT` for another's write lock: its
+/// own setting, not rusqlite's default (5 s), which it differs from so
+/// that this sees it (issue 63).
+#[test]
+fn the_log_sets_its_own_busy_timeout() {
+    let db = TempDb::new();
+    let log: SqliteLog<u32> = SqliteLog::open(&db.0).unwrap();
+    let set: i64 = lock(&log.connection)
+        .pragma_query_value(None, "busy_timeout", |row| row.get(0))
+        .unwrap();
+    assert_eq!(set, BUSY_TIMEOUT.as_millis() as i64);
+    let default: i64 = Connection::open(&db.0)
+        .unwrap()
+        .pragma_query_value(None, "busy_timeout", |row| row.get(0))
+        .unwrap();
+    assert_ne!(set, default, "the log's value differs from rusqlite's own");
+}
+
 /// Which fault gives which error (issue 34): another connection holds the
-/// file's write lock past the busy timeout (5 s), so the append's
+/// file's write lock past the busy timeout (10 s), so the append's
 /// transaction never begins: `Unavailable`, nothing written, and the same
 /// append sent again once the lock is let go is written.
 #[test]
