@@ -613,6 +613,18 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
                     for i in (1..manager_faults.len()).rev() {
                         manager_faults.swap(i, rng.below(i as u64 + 1) as usize);
                     }
+                    // The campaign's first fault of the manager's makes it
+                    // fail over (the leader's host killed or paused, or a
+                    // switchover), however short the campaign.
+                    if injected.is_empty() {
+                        let last = manager_faults.len() - 1;
+                        if let Some(at) = manager_faults
+                            .iter()
+                            .position(|kind| managers::FAILS_OVER.contains(kind))
+                        {
+                            manager_faults.swap(at, last);
+                        }
+                    }
                 }
                 let kind = manager_faults.pop().unwrap_or(0);
                 let managed = managed.as_mut().expect("a manager");

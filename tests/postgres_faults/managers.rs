@@ -49,6 +49,9 @@ pub const FAULTS: [&str; 6] = [
     "manager: its store paused",
 ];
 
+/// The faults (indexes of [`FAULTS`]) after which a new leader leads.
+pub const FAILS_OVER: [usize; 3] = [1, 2, 3];
+
 /// A running managed cluster.
 pub enum Managed {
     Patroni(Patroni),
