@@ -16,7 +16,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use super::managed::{self, Dir};
-use super::postgres::{USER, free_port, server_bin};
+use super::postgres::{USER, free_port, multi_host, server_bin};
 
 /// The monitor's health checks (its `postgresql.conf`; the defaults are
 /// 5 s, 20 s and 30 s): a node is checked every 0.5 s and unhealthy once
@@ -378,13 +378,7 @@ impl AutoFailover {
 
     /// A multi-host config of both nodes, opening on the primary.
     pub fn url(&self, dbname: &str) -> String {
-        let ports: Vec<String> = self.ports().iter().map(u16::to_string).collect();
-        let hosts = vec!["127.0.0.1"; ports.len()].join(",");
-        format!(
-            "host={hosts} port={} user={USER} dbname={dbname} connect_timeout=2 \
-             target_session_attrs=read-write",
-            ports.join(",")
-        )
+        multi_host(&self.ports(), dbname)
     }
 
     /// A new database, made on the primary (and so on the secondary).

@@ -20,7 +20,7 @@ use baton::durable::tokio_postgres;
 use serde_json::Value;
 
 use super::managed::{self, Dir};
-use super::postgres::{USER, free_port, server_bin};
+use super::postgres::{USER, free_port, multi_host, server_bin};
 
 /// How Patroni keeps replication synchronous.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -220,13 +220,7 @@ impl Patroni {
 
     /// A multi-host config of every member, opening on the leader.
     pub fn url(&self, dbname: &str) -> String {
-        let ports: Vec<String> = self.ports().iter().map(u16::to_string).collect();
-        let hosts = vec!["127.0.0.1"; ports.len()].join(",");
-        format!(
-            "host={hosts} port={} user={USER} dbname={dbname} connect_timeout=2 \
-             target_session_attrs=read-write",
-            ports.join(",")
-        )
+        multi_host(&self.ports(), dbname)
     }
 
     /// A new database, made on the leader (and so on every member).

@@ -124,6 +124,19 @@ fn say_skipped() {
     });
 }
 
+/// A config of the servers on loopback `ports` (user [`USER`], database
+/// `dbname`), opening on the one that accepts writes, each given 2 s to
+/// answer (libpq's multi-host rule).
+pub fn multi_host(ports: &[u16], dbname: &str) -> String {
+    let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
+    let hosts = vec!["127.0.0.1"; ports.len()].join(",");
+    format!(
+        "host={hosts} port={} user={USER} dbname={dbname} connect_timeout=2 \
+         target_session_attrs=read-write",
+        ports.join(",")
+    )
+}
+
 /// A loopback port free now (another process may take it before it is bound).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

@@ -21,6 +21,7 @@ use crate::Payload;
 use crate::common::auto_failover::AutoFailover;
 use crate::common::patroni::{Patroni, Synchronous};
 use crate::common::within;
+use crate::postgres_failover::ten_runs;
 use crate::postgres_fates::source_of;
 use crate::postgres_only::{open, pause, runtime};
 
@@ -41,25 +42,6 @@ fn requiring() -> PostgresOptions {
         .migrate(true)
         .timeout(Duration::from_secs(5))
         .require_synchronous_standby(true)
-}
-
-/// Ten Runs claimed, the even ones handed off: each Run, its epoch, and
-/// whether its pause was acknowledged.
-async fn ten_runs(log: &Log, prefix: &str) -> Vec<(String, Epoch, bool)> {
-    let mut answered = Vec::new();
-    for i in 0..10 {
-        let run = format!("{prefix}-{i}");
-        let Ok(Claim::Owner(epoch)) = within("R5", log.claim_async(ROOT, &run)).await else {
-            panic!("{run} is open");
-        };
-        if i % 2 == 0 {
-            let (source, pause) = (source_of(&run), pause());
-            let append = log.append_async(ROOT, &source, epoch, &pause);
-            assert_eq!(within("R5", append).await.unwrap(), Receipt::Written);
-        }
-        answered.push((run, epoch, i % 2 == 0));
-    }
-    answered
 }
 
 /// What a failover cost the log: seconds until it read, and until it
@@ -98,6 +80,23 @@ async fn answers_again(log: &Log, since: Instant, run: &str, meanwhile: impl FnO
         wrote: since.elapsed().as_secs_f64(),
         refused,
     }
+}
+
+/// Across a failover to an asynchronous standby: how many of the
+/// acknowledged writes are lost (allowed), while every open Run's next
+/// claim answers above the epoch it was acknowledged (G4: no epoch
+/// answered twice).
+async fn the_fence_held(log: &Log, answered: &[(String, Epoch, bool)]) -> usize {
+    let mut lost = 0;
+    for (run, epoch, handed_off) in answered {
+        let facts = within("R5", log.facts_async(ROOT, run)).await.unwrap();
+        lost += usize::from(facts.epoch != *epoch);
+        lost += usize::from(facts.pauses.len() != usize::from(*handed_off));
+        if let Claim::Owner(next) = within("R5", log.claim_async(ROOT, run)).await.unwrap() {
+            assert!(next > *epoch, "G4: {run} answered {next} after {epoch}");
+        }
+    }
+    lost
 }
 
 /// Every acknowledged write reads back (G2); a handed-off Run is claimed
@@ -191,15 +190,7 @@ fn g4_patroni_with_asynchronous_replicas_keeps_the_fence_across_its_failover() {
         let since = Instant::now();
         patroni.kill_member(leader);
         let again = answers_again(&log, since, &answered[0].0, || ()).await;
-        let mut lost = 0;
-        for (run, epoch, handed_off) in &answered {
-            let facts = within("R5", log.facts_async(ROOT, run)).await.unwrap();
-            lost += usize::from(facts.epoch != *epoch);
-            lost += usize::from(facts.pauses.len() != usize::from(*handed_off));
-            if let Claim::Owner(next) = within("R5", log.claim_async(ROOT, run)).await.unwrap() {
-                assert!(next > *epoch, "G4: {run} answered {next} after {epoch}");
-            }
-        }
+        let lost = the_fence_held(&log, &answered).await;
         say(format!(
             "Patroni, asynchronous, leader's host killed: the log read again after {:.2} s, \
              wrote again after {:.2} s; {lost} of 15 acknowledged writes lost, no epoch \
@@ -285,15 +276,7 @@ fn g4_pg_auto_failover_with_an_asynchronous_secondary_keeps_the_fence_across_its
         let since = Instant::now();
         formation.kill_node(primary);
         let again = answers_again(&log, since, &answered[0].0, || ()).await;
-        let mut lost = 0;
-        for (run, epoch, handed_off) in &answered {
-            let facts = within("R5", log.facts_async(ROOT, run)).await.unwrap();
-            lost += usize::from(facts.epoch != *epoch);
-            lost += usize::from(facts.pauses.len() != usize::from(*handed_off));
-            if let Claim::Owner(next) = within("R5", log.claim_async(ROOT, run)).await.unwrap() {
-                assert!(next > *epoch, "G4: {run} answered {next} after {epoch}");
-            }
-        }
+        let lost = the_fence_held(&log, &answered).await;
         say(format!(
             "pg_auto_failover, asynchronous secondary, primary's host killed: the log read \
              again after {:.2} s, wrote again after {:.2} s; {lost} of 15 acknowledged writes \

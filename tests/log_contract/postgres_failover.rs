@@ -19,7 +19,7 @@ use baton::durable::{
 };
 
 use crate::Payload;
-use crate::common::postgres::{Cluster, USER};
+use crate::common::postgres::{Cluster, multi_host};
 use crate::common::within;
 use crate::postgres_fates::source_of;
 use crate::postgres_only::{fresh, open, pause, runtime};
@@ -30,13 +30,8 @@ const ROOT: &str = "run";
 
 /// Both servers, the primary first, for a log that opens on the one
 /// accepting writes (`target_session_attrs=read-write`).
-fn both(primary: &Cluster, standby: &Cluster, dbname: &str) -> String {
-    format!(
-        "host=127.0.0.1,127.0.0.1 port={},{} user={USER} dbname={dbname} \
-         connect_timeout=2 target_session_attrs=read-write",
-        primary.port(),
-        standby.port()
-    )
+pub(crate) fn both(primary: &Cluster, standby: &Cluster, dbname: &str) -> String {
+    multi_host(&[primary.port(), standby.port()], dbname)
 }
 
 /// The options of the logs here: migrating, a 5 s timeout.
@@ -95,7 +90,7 @@ fn g1_g2_g4_a_synchronous_failover_keeps_every_acknowledged_write_and_the_fence(
         let url = both(&primary, &standby, &dbname);
         let required = opens_requiring_a_synchronous_standby(&url).await;
         assert!(required.is_ok(), "{:?}", required.err());
-        let answered = ten_runs(&log).await;
+        let answered = ten_runs(&log, "run").await;
         primary.kill_postmaster();
         standby.promote();
         // The same log, never reopened: its pool reaches the new primary.
@@ -103,12 +98,13 @@ fn g1_g2_g4_a_synchronous_failover_keeps_every_acknowledged_write_and_the_fence(
     });
 }
 
-/// Ten Runs claimed, the even ones handed off, the odd ones left open:
-/// each Run, the epoch answered, and whether its pause was acknowledged.
-async fn ten_runs(log: &Log) -> Vec<(String, Epoch, bool)> {
+/// Ten Runs `{prefix}-0` … `{prefix}-9` claimed, the even ones handed
+/// off, the odd ones left open: each Run, the epoch answered, and whether
+/// its pause was acknowledged.
+pub(crate) async fn ten_runs(log: &Log, prefix: &str) -> Vec<(String, Epoch, bool)> {
     let mut answered = Vec::new();
     for i in 0..10 {
-        let run = format!("run-{i}");
+        let run = format!("{prefix}-{i}");
         let Ok(Claim::Owner(epoch)) = within("R5", log.claim_async(ROOT, &run)).await else {
             panic!("{run} is open");
         };
@@ -175,7 +171,7 @@ async fn a_paused_primary_fails_over(synchronous: bool, answered_on_the_old: fn(
         primary.standby()
     };
     let log = log_on_both(&primary, &standby, &dbname).await;
-    let answered = ten_runs(&log).await;
+    let answered = ten_runs(&log, "run").await;
     if !synchronous {
         primary.standbys_caught_up().await;
     }

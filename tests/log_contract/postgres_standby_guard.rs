@@ -19,8 +19,9 @@ use baton::durable::{
     Receipt, RunFacts,
 };
 
-use crate::common::postgres::{Cluster, USER};
+use crate::common::postgres::Cluster;
 use crate::common::{self, within};
+use crate::postgres_failover::both;
 use crate::postgres_fates::source_of;
 use crate::postgres_only::{open, pause, runtime};
 
@@ -28,22 +29,24 @@ type Log = PostgresLog<crate::Payload>;
 
 const ROOT: &str = "run";
 
-/// Both servers, the primary first (`target_session_attrs=read-write`).
-fn both(primary: &Cluster, standby: &Cluster, dbname: &str) -> String {
-    format!(
-        "host=127.0.0.1,127.0.0.1 port={},{} user={USER} dbname={dbname} \
-         connect_timeout=2 target_session_attrs=read-write",
-        primary.port(),
-        standby.port()
-    )
-}
-
 /// Migrating, a 5 s timeout, a synchronous standby required.
 fn requiring() -> PostgresOptions {
     PostgresOptions::new()
         .migrate(true)
         .timeout(Duration::from_secs(5))
         .require_synchronous_standby(true)
+}
+
+/// A synchronous standby of `primary`, a fresh database, the config of
+/// both, and a log on it requiring the standby.
+async fn on_a_synchronous_pair(primary: &Cluster) -> (Cluster, String, String, Log) {
+    let dbname = primary.database().await;
+    let standby = primary.synchronous_standby().await;
+    let url = both(primary, &standby, &dbname);
+    let log = open(&url, requiring())
+        .await
+        .expect("a synchronous pair opens");
+    (standby, dbname, url, log)
 }
 
 /// The refusal `answer` must be: `Unavailable` with `NoSynchronousStandby`
@@ -165,12 +168,7 @@ fn g2_a_log_requiring_a_synchronous_standby_refuses_every_write_once_the_server_
         return;
     };
     runtime().block_on(async {
-        let dbname = primary.database().await;
-        let standby = primary.synchronous_standby().await;
-        let url = both(&primary, &standby, &dbname);
-        let log = open(&url, requiring())
-            .await
-            .expect("a synchronous pair opens");
+        let (_standby, dbname, url, log) = on_a_synchronous_pair(&primary).await;
         let epochs = every_state(&log).await;
         let (mut caller, connection) = tokio_postgres::connect(&url, NoTls).await.unwrap();
         tokio::spawn(connection);
@@ -272,12 +270,7 @@ fn g2_a_callers_session_below_remote_flush_is_refused_in_its_transaction() {
         return;
     };
     runtime().block_on(async {
-        let dbname = primary.database().await;
-        let standby = primary.synchronous_standby().await;
-        let url = both(&primary, &standby, &dbname);
-        let log = open(&url, requiring())
-            .await
-            .expect("a synchronous pair opens");
+        let (_standby, _, url, log) = on_a_synchronous_pair(&primary).await;
         let (mut caller, connection) = tokio_postgres::connect(&url, NoTls).await.unwrap();
         tokio::spawn(connection);
         for commit in ["remote_write", "local", "off"] {
@@ -308,12 +301,7 @@ fn g2_after_a_failover_a_log_requiring_a_standby_writes_nothing_until_the_new_pr
         return;
     };
     runtime().block_on(async {
-        let dbname = primary.database().await;
-        let standby = primary.synchronous_standby().await;
-        let url = both(&primary, &standby, &dbname);
-        let log = open(&url, requiring())
-            .await
-            .expect("a synchronous pair opens");
+        let (standby, _, _, log) = on_a_synchronous_pair(&primary).await;
         let Ok(Claim::Owner(epoch)) = within("R5", log.claim_async(ROOT, "run")).await else {
             panic!("run is claimed");
         };

@@ -272,18 +272,15 @@ fn the_checker_catches_a_log_that_takes_distributed_tables_for_one_servers() {
     );
 }
 
-/// Patroni fails over by itself (issue 58): three members in
-/// `synchronous_mode`, every worker's log requiring a synchronous standby,
-/// the manager's faults drawn among the others (`managers.rs`). Both
-/// checkers find nothing: no acknowledged write lost, no epoch answered
-/// twice, across every failover Patroni makes.
-#[test]
-fn g1_to_g5_hold_across_the_failovers_patroni_makes_by_itself() {
+/// A campaign of `seconds` (`BATON_FAULT_MANAGER_SECONDS`, default 30)
+/// under `manager`, which fails over by itself at least once; both
+/// checkers find nothing.
+fn under_a_manager(name: &str, manager: Manager) {
     let seconds = env("BATON_FAULT_MANAGER_SECONDS")
         .and_then(|s| s.parse().ok())
         .unwrap_or(30);
-    let servers = Servers::Managed(Manager::Patroni(Synchronous::Mode));
-    let Some(figures) = campaign_over("patroni", Control::None, seconds, servers) else {
+    let servers = Servers::Managed(manager);
+    let Some(figures) = campaign_over(name, Control::None, seconds, servers) else {
         return;
     };
     figures.assert_read_whole_and_checked_twice();
@@ -292,14 +289,24 @@ fn g1_to_g5_hold_across_the_failovers_patroni_makes_by_itself() {
             .manager
             .iter()
             .any(|(_, failed_over, _)| *failed_over),
-        "the manager never failed over: {:?}",
+        "{name} never failed over: {:?}",
         figures.manager
     );
     assert_eq!(
         figures.anomalies,
         Vec::<String>::new(),
-        "the checkers found anomalies across Patroni's failovers"
+        "the checkers found anomalies across {name}'s failovers"
     );
+}
+
+/// Patroni fails over by itself (issue 58): three members in
+/// `synchronous_mode`, every worker's log requiring a synchronous standby,
+/// the manager's faults drawn among the others (`managers.rs`). Both
+/// checkers find nothing: no acknowledged write lost, no epoch answered
+/// twice, across every failover Patroni makes.
+#[test]
+fn g1_to_g5_hold_across_the_failovers_patroni_makes_by_itself() {
+    under_a_manager("patroni", Manager::Patroni(Synchronous::Mode));
 }
 
 /// pg_auto_failover fails over by itself (issue 58): a monitor and two
@@ -308,25 +315,5 @@ fn g1_to_g5_hold_across_the_failovers_patroni_makes_by_itself() {
 /// others (`managers.rs`). Both checkers find nothing.
 #[test]
 fn g1_to_g5_hold_across_the_failovers_pg_auto_failover_makes_by_itself() {
-    let seconds = env("BATON_FAULT_MANAGER_SECONDS")
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(30);
-    let servers = Servers::Managed(Manager::AutoFailover);
-    let Some(figures) = campaign_over("pg_auto_failover", Control::None, seconds, servers) else {
-        return;
-    };
-    figures.assert_read_whole_and_checked_twice();
-    assert!(
-        figures
-            .manager
-            .iter()
-            .any(|(_, failed_over, _)| *failed_over),
-        "the manager never failed over: {:?}",
-        figures.manager
-    );
-    assert_eq!(
-        figures.anomalies,
-        Vec::<String>::new(),
-        "the checkers found anomalies across pg_auto_failover's failovers"
-    );
+    under_a_manager("pg_auto_failover", Manager::AutoFailover);
 }

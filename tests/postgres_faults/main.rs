@@ -107,7 +107,7 @@ use std::time::{Duration, Instant};
 use baton::durable::PostgresSchema;
 use common::Pause;
 use common::citus::{self, Citus};
-use common::postgres::{Cluster, USER};
+use common::postgres::{Cluster, multi_host};
 use common::proxy::{Mode, Proxy};
 use history::{HeldPause, Outcome, Truth, replay};
 use judge::{Started, TRUTH, judge, kept, read_histories};
@@ -322,13 +322,8 @@ fn campaign_on(name: &str, control: Control, seconds: u64, failover: Failover) -
 /// A process's config: its proxies, one per server, in one multi-host
 /// config that opens on the server accepting writes.
 fn via(proxies: &[Proxy], dbname: &str) -> String {
-    let ports: Vec<String> = proxies.iter().map(|p| p.port().to_string()).collect();
-    let hosts = vec!["127.0.0.1"; ports.len()].join(",");
-    format!(
-        "host={hosts} port={} user={USER} dbname={dbname} connect_timeout=2 \
-         target_session_attrs=read-write",
-        ports.join(",")
-    )
+    let ports: Vec<u16> = proxies.iter().map(Proxy::port).collect();
+    multi_host(&ports, dbname)
 }
 
 /// A connection of the test's own to `url`.
