@@ -16,8 +16,12 @@
 //! | cancel signal | a one-way cancellation latch that remembers the phase it interrupted | [`CancelSignal`] |
 //! | residue report | the work still running when a task ends, as an A2A `Artifact` | [`residue::Residue`] |
 //!
+//! [`guide`] is the guide, a chapter at a time, from the gate to a runtime
+//! on PostgreSQL end to end; this page is the map.
+//!
 //! Every rule these machines keep has an id (S1–S9 and L1–L3 for the gate,
-//! R1–R10 for the durable log, D1–D6 for the ledger), and each is checked
+//! R1–R10 for the durable log and G1–G5 for what it promises a runtime,
+//! D1–D6 for the ledger), and each is checked
 //! over every reachable state of bounded systems by a model checker that
 //! drives the real tables, and by tests; most also under every interleaving
 //! by loom, by fuzzing or by property tests, and mutation testing checks
@@ -258,6 +262,7 @@ pub mod cancel;
 pub mod durable;
 pub mod facts;
 pub mod gate;
+pub mod guide;
 pub mod ledger;
 pub mod residue;
 
@@ -270,47 +275,6 @@ pub mod spec {}
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
-
-/// The guide's chapter `docs/guide/gate.md`, its examples compiled and run
-/// as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../docs/guide/gate.md")]
-pub struct GuideGateDoctests;
-
-/// The guide's chapter `docs/guide/durable.md`, its examples compiled and run
-/// as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../docs/guide/durable.md")]
-pub struct GuideDurableDoctests;
-
-/// The guide's chapter `docs/guide/fleet.md`, its examples compiled and run
-/// as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../docs/guide/fleet.md")]
-pub struct GuideFleetDoctests;
-
-/// The guide's chapter `docs/guide/ha.md`, its examples compiled and run
-/// as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../docs/guide/ha.md")]
-pub struct GuideHaDoctests;
-
-/// The guide's chapter `docs/guide/ledger.md`, its examples compiled and run
-/// as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../docs/guide/ledger.md")]
-pub struct GuideLedgerDoctests;
-
-/// The guide's chapter `docs/guide/checking.md`, its examples compiled and run
-/// as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../docs/guide/checking.md")]
-pub struct GuideCheckingDoctests;
-
-/// `docs/SCALE.md` (baton on Citus), its example compiled as a doctest.
-#[cfg(all(doctest, feature = "postgres"))]
-#[doc = include_str!("../docs/SCALE.md")]
-pub struct ScaleDoctests;
 
 pub use cancel::{CancelSignal, Cancellation, Phase};
 pub use facts::{HandoffExecution, HandoffIntent, HandoffPause, IntentError, Invocation};

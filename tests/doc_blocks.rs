@@ -1,10 +1,12 @@
 //! Every code block of the docs is compiled (issue 46): none is marked
 //! `ignore` — in the README, the guide, the specification, the test kit's
 //! README and guide, or any doc comment of the library and the kit — and
-//! every guide chapter is one of the crate's doctest sources (a
-//! `#[cfg(doctest)]` item in src/lib.rs that includes it), so a new chapter
-//! cannot go unchecked. A block that needs a server is `no_run`, which
-//! still compiles.
+//! every guide chapter is a module of `baton::guide` (issue 59: rendered on
+//! docs.rs, and compiled and run as its doctests), so a new chapter cannot
+//! go unchecked. A block that needs a server is `no_run`, which still
+//! compiles. Every link of a rendered chapter leads somewhere both in the
+//! repository and on docs.rs: no relative inline link, and every relative
+//! reference definition overridden by `src/guide.rs`.
 
 use std::path::{Path, PathBuf};
 
@@ -83,25 +85,145 @@ fn no_code_block_of_the_docs_is_ignored() {
 }
 
 #[test]
-fn every_guide_chapter_is_compiled_as_doctests() {
+fn every_guide_chapter_is_a_module_of_the_guide() {
     let root = root();
-    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    let guide = std::fs::read_to_string(root.join("src/guide.rs")).unwrap();
     let mut chapters = Vec::new();
     files(&root.join("docs/guide"), ".md", &mut chapters);
     assert!(!chapters.is_empty(), "no guide chapters found");
     for chapter in chapters {
         let name = chapter.file_name().unwrap().to_string_lossy().into_owned();
-        let included = format!("#[doc = include_str!(\"../docs/guide/{name}\")]");
-        let at = lib
-            .find(&included)
-            .unwrap_or_else(|| panic!("docs/guide/{name} is not a doctest source of src/lib.rs"));
+        let stem = name.trim_end_matches(".md");
+        let module = format!(
+            "#[doc = rendered_links!()]\n#[doc = include_str!(\"../docs/guide/{name}\")]\npub mod {stem} {{}}"
+        );
         assert!(
-            lib[..at].trim_end().ends_with("#[cfg(doctest)]"),
-            "docs/guide/{name}'s include in src/lib.rs is not under #[cfg(doctest)]"
+            guide.contains(&module),
+            "docs/guide/{name} is not rendered as `baton::guide::{stem}` in src/guide.rs"
         );
     }
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    assert!(
+        lib.contains("pub mod guide;"),
+        "src/lib.rs does not publish the guide"
+    );
     assert!(
         lib.contains("#[doc = include_str!(\"../README.md\")]"),
         "README.md is not a doctest source of src/lib.rs"
     );
+}
+
+/// The link labels `text` defines (`[label]: target` at a line's start)
+/// with their targets.
+fn link_definitions(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix('[')?;
+            let (label, target) = rest.split_once("]: ")?;
+            Some((label.to_owned(), target.trim().to_owned()))
+        })
+        .collect()
+}
+
+/// Inline links (`[text](target)`) in `text` whose target is relative: on
+/// docs.rs they would lead nowhere, and only a reference-style link's
+/// definition can be overridden there.
+fn relative_inline_links(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("](") {
+        let target = &rest[at + 2..];
+        let end = target.find(')').unwrap_or(target.len());
+        let target = &target[..end];
+        if !target.contains("://") && !target.starts_with('#') && !target.contains(' ') {
+            found.push(target.to_owned());
+        }
+        rest = &rest[at + 2..];
+    }
+    found
+}
+
+#[test]
+fn every_link_of_a_rendered_chapter_leads_somewhere_on_docs_rs() {
+    let root = root();
+    let guide = std::fs::read_to_string(root.join("src/guide.rs")).unwrap();
+    let rendered: Vec<String> = link_definitions(&guide.replace("\"[", "\n["))
+        .into_iter()
+        .map(|(label, _)| label)
+        .collect();
+    let mut chapters = vec![root.join("docs/SPEC.md"), root.join("docs/SCALE.md")];
+    files(&root.join("docs/guide"), ".md", &mut chapters);
+    for chapter in chapters {
+        let text = std::fs::read_to_string(&chapter).unwrap();
+        let inline = relative_inline_links(&text);
+        assert!(
+            inline.is_empty(),
+            "{}: relative inline links (make them reference-style): {inline:?}",
+            chapter.display()
+        );
+        for (label, target) in link_definitions(&text) {
+            assert!(
+                target.contains("://") || rendered.contains(&label),
+                "{}: [{label}]: {target} has no definition in src/guide.rs's rendered_links",
+                chapter.display()
+            );
+            let file = target.split('#').next().unwrap_or_default();
+            assert!(
+                target.contains("://") || chapter.parent().unwrap().join(file).exists(),
+                "{}: [{label}]: {target} leads to no file of the repository",
+                chapter.display()
+            );
+        }
+    }
+}
+
+/// The README is the crate's page on crates.io (issue 59): under 150
+/// lines, opening with exactly two commands — the model check and the
+/// tests — which CI runs as written, and the guide's chapters in it are
+/// links to their rendered pages.
+#[test]
+fn the_readme_opens_with_the_two_commands_ci_runs() {
+    let root = root();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(
+        readme.lines().count() < 150,
+        "README.md has 150 lines or more"
+    );
+    let block = readme
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("README.md opens with a ```sh block");
+    let before = readme.split("```sh\n").next().unwrap();
+    assert!(
+        before
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .count()
+            == 1,
+        "the commands are the README's first lines, under its title: {before:?}"
+    );
+    let commands: Vec<&str> = block
+        .lines()
+        .map(|line| line.split('#').next().unwrap().trim())
+        .collect();
+    assert_eq!(
+        commands,
+        [
+            "cargo run --release -p baton-model",
+            "cargo test --workspace --all-features"
+        ],
+        "the README's two commands"
+    );
+    let ci = std::fs::read_to_string(root.join(".ci/run")).unwrap();
+    for command in commands {
+        assert!(ci.contains(command), ".ci/run does not run `{command}`");
+    }
+    let mut chapters = Vec::new();
+    files(&root.join("docs/guide"), ".md", &mut chapters);
+    for chapter in chapters {
+        let stem = chapter.file_stem().unwrap().to_string_lossy().into_owned();
+        let page = format!("https://docs.rs/agent-baton/latest/baton/guide/{stem}/index.html");
+        assert!(readme.contains(&page), "README.md does not link {page}");
+    }
 }

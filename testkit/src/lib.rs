@@ -46,7 +46,7 @@
 //!
 //! How to set up loom, proptest and cargo-fuzz for a runtime built on
 //! baton, with a CI job for each, is in [`guide`]; the repository's
-//! `examples/downstream/` is a runtime that follows it, with a planted bug
+//! [`examples/downstream/`](https://github.com/agent-baton/baton/tree/main/examples/downstream) is a runtime that follows it, with a planted bug
 //! each of the three checks catches.
 //!
 //! # loom
@@ -56,7 +56,7 @@
 //! `#![cfg(loom)]`, whose `#[test]` calls `baton_testkit::loom::model(name,
 //! Coverage::Exhaustive, || { … })` and creates the gate, your runtime and
 //! its threads inside the closure; run it with `RUSTFLAGS="--cfg loom"
-//! cargo test --release`. `examples/downstream/tests/loom_runtime.rs` in
+//! cargo test --release`. [`examples/downstream/tests/loom_runtime.rs`](https://github.com/agent-baton/baton/blob/main/examples/downstream/tests/loom_runtime.rs) in
 //! baton's repository is one, built and run by its CI (`scripts/downstream`).
 
 #![forbid(unsafe_code)]

@@ -57,6 +57,8 @@ mod postgres_only;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_retries;
 #[cfg(all(unix, feature = "postgres"))]
+mod postgres_runtime;
+#[cfg(all(unix, feature = "postgres"))]
 mod postgres_scale;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_schema;
