@@ -108,6 +108,7 @@ pub fn seal_step(appended: Result<Receipt, LogError>) -> SealStep {
             | LogError::Contradictory(_)
             | LogError::UnknownSchema { .. }
             | LogError::NotALog { .. }
+            | LogError::WrongTransaction { .. }
             | LogError::Corrupt { .. }
             | LogError::Encode(_)
             | LogError::Unavailable(_)

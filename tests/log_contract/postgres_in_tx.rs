@@ -242,7 +242,8 @@ fn writes_in_the_callers_transaction_committed_are_durable_with_its_own_rows() {
 /// server's error (the trigger fired once), the caller's transaction is
 /// aborted, and the caller runs it again, whole, which succeeds. A
 /// transaction at another level than `READ COMMITTED` is refused before
-/// anything is written.
+/// anything is written, with the permanent `WrongTransaction` (issue 59:
+/// not `Unavailable`, which says "send it again").
 #[test]
 fn in_the_callers_transaction_a_serialization_failure_is_the_callers_to_retry_and_only_read_committed_is_taken()
  {
@@ -293,7 +294,7 @@ fn in_the_callers_transaction_a_serialization_failure_is_the_callers_to_retry_an
                 .unwrap();
             let claimed = within("R5", log.claim_in(&tx, ROOT, "run")).await;
             assert!(
-                matches!(&claimed, Err(LogError::Unavailable(e)) if e.to_string().contains("READ COMMITTED")),
+                matches!(&claimed, Err(LogError::WrongTransaction { reason }) if reason.contains("READ COMMITTED")),
                 "{level:?}: {claimed:?}"
             );
             tx.commit().await.unwrap();

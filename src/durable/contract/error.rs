@@ -131,6 +131,19 @@ pub enum LogError {
         #[source]
         source: Option<Box<dyn StdError + Send + Sync>>,
     },
+    /// API misuse, permanent: a `*_in` form (`PostgresLog::claim_in` and
+    /// its siblings, `SqliteLog::claim_in` and its siblings) was given a
+    /// transaction its rule cannot run in — a PostgreSQL transaction at
+    /// another isolation level than `READ COMMITTED`, a SQLite transaction
+    /// that holds no write lock (one not begun `IMMEDIATE`). Nothing was
+    /// written and the caller's transaction is unchanged; the same call in
+    /// the same kind of transaction fails the same way, so running it again
+    /// never helps: begin the transaction as `reason` says.
+    #[error("the caller's transaction cannot hold the log's writes: {reason}")]
+    WrongTransaction {
+        /// What the transaction is, and what it must be.
+        reason: String,
+    },
     /// What the store holds for the Run cannot be what baton wrote, so
     /// nothing is decided on it and nothing is written; an operator must
     /// look (`reason` says what was found). Baton itself writes only rows
@@ -168,8 +181,16 @@ pub enum LogError {
     /// runtime), it refused the operation, or the operation's transaction
     /// ended without a commit being sent (locked out past the busy timeout,
     /// a connection lost mid-transaction). Nothing was written, so running
-    /// the same operation again is safe (it may fail the same way). The
-    /// store's error is the [`source`](StdError::source).
+    /// the same operation again is safe; it helps when the cause passes (a
+    /// lost connection, a timeout, a busy lock, a failover), not when the
+    /// cause is the deployment's (a role without a privilege, a wrong
+    /// password, a closed log, no synchronous standby under
+    /// `require_synchronous_standby`), which fails the same way until an
+    /// operator acts: retry with a bound and a back-off, and report the
+    /// cause. Misuse of a caller's transaction is not this error but the
+    /// permanent [`WrongTransaction`](Self::WrongTransaction). The store's
+    /// error, which names the cause, is the [`source`](StdError::source):
+    /// print the chain (`{:#}` in `anyhow`, or walk `source()`).
     #[error("storage unavailable; nothing was written")]
     Unavailable(#[source] Box<dyn StdError + Send + Sync>),
     /// The store failed **once the write may have been sent**: the commit

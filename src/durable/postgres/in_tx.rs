@@ -67,7 +67,8 @@ const READ_COMMITTED: &str = "read committed";
 /// read would see the transaction's older snapshot, and a claim could
 /// resume a Run handed off meanwhile. Each method checks the level, in
 /// the same round trip as its first reads, and answers
-/// [`LogError::Unavailable`] (naming the level, nothing written) at any
+/// [`LogError::WrongTransaction`] (naming the level, nothing written; a
+/// permanent error: running it again at that level never helps) at any
 /// other.
 ///
 /// **Errors.** A refusal ([`LogError::Fenced`], [`LogError::Retired`], …)
@@ -118,7 +119,8 @@ where
     /// # Errors
     ///
     /// As [`HandoffLog::claim`](crate::durable::HandoffLog::claim), and
-    /// [`LogError::Unavailable`] as the [section above](#inside-the-callers-transaction)
+    /// [`LogError::Unavailable`] and [`LogError::WrongTransaction`] as the
+    /// [section above](#inside-the-callers-transaction)
     /// says; never [`LogError::OutcomeUnknown`].
     pub async fn claim_in(
         &self,
@@ -151,7 +153,8 @@ where
     /// # Errors
     ///
     /// As [`HandoffLog::append`](crate::durable::HandoffLog::append), and
-    /// [`LogError::Unavailable`] as the [section above](#inside-the-callers-transaction)
+    /// [`LogError::Unavailable`] and [`LogError::WrongTransaction`] as the
+    /// [section above](#inside-the-callers-transaction)
     /// says; never [`LogError::OutcomeUnknown`].
     pub async fn append_in(
         &self,
@@ -185,7 +188,8 @@ where
     /// # Errors
     ///
     /// As [`HandoffLog::finish`](crate::durable::HandoffLog::finish), and
-    /// [`LogError::Unavailable`] as the [section above](#inside-the-callers-transaction)
+    /// [`LogError::Unavailable`] and [`LogError::WrongTransaction`] as the
+    /// [section above](#inside-the-callers-transaction)
     /// says; never [`LogError::OutcomeUnknown`].
     pub async fn finish_in(
         &self,
@@ -220,7 +224,8 @@ where
     /// # Errors
     ///
     /// As [`HandoffLog::retire`](crate::durable::HandoffLog::retire), and
-    /// [`LogError::Unavailable`] as the [section above](#inside-the-callers-transaction)
+    /// [`LogError::Unavailable`] and [`LogError::WrongTransaction`] as the
+    /// [section above](#inside-the-callers-transaction)
     /// says; never [`LogError::OutcomeUnknown`].
     pub async fn retire_in(
         &self,
@@ -309,11 +314,11 @@ where
     let level = |found: Result<Found, tokio_postgres::Error>| -> Result<(), Failure> {
         let (level, replication) = found?.unwrap_or((None, None));
         if let Some(level) = level.filter(|level| level != READ_COMMITTED) {
-            return Err(unavailable(format!(
-                "the caller's transaction is {level}: PostgresLog's writes inside it need READ \
-                 COMMITTED; nothing was written"
-            ))
-            .into());
+            return Err(Failure::Answer(LogError::WrongTransaction {
+                reason: format!(
+                    "it is {level}, and PostgresLog's writes inside it need READ COMMITTED"
+                ),
+            }));
         }
         match replication {
             Some(found) if !found.waits_for_a_standby() => Err(Failure::Answer(

@@ -13,7 +13,7 @@ use super::op::Op;
 use super::schema::{SCHEMA_VERSION, version};
 
 /// Whether the caller's transaction may run the log's writes: it holds
-/// the write lock on `main` (else [`LogError::Unavailable`]), and the file
+/// the write lock on `main` (else [`LogError::WrongTransaction`]), and the file
 /// is a baton file of [`SCHEMA_VERSION`] (else
 /// [`LogError::UnknownSchema`]). Reads only the file's header (its
 /// version), under the lock; writes nothing.
@@ -22,14 +22,13 @@ pub(super) fn callers(tx: &Connection) -> Result<(), LogError> {
         .transaction_state(Some(rusqlite::MAIN_DB))
         .map_err(storage)?;
     if state != TransactionState::Write {
-        return Err(LogError::Unavailable(
-            format!(
-                "the caller's transaction holds no write lock on the database (its state is \
-                 {state:?}): SqliteLog's writes inside it need one from their first read; begin \
-                 it with TransactionBehavior::Immediate; nothing was written"
-            )
-            .into(),
-        ));
+        return Err(LogError::WrongTransaction {
+            reason: format!(
+                "it holds no write lock on the database (its state is {state:?}), and \
+                 SqliteLog's writes inside it need one from their first read: begin it with \
+                 TransactionBehavior::Immediate"
+            ),
+        });
     }
     let found = version(tx)?;
     if found != SCHEMA_VERSION {
@@ -74,8 +73,9 @@ pub(super) fn callers(tx: &Connection) -> Result<(), LogError> {
 /// pause and finish) and what it writes: begin it with
 /// [`TransactionBehavior::Immediate`](rusqlite::TransactionBehavior::Immediate) (or have written in it already).
 /// Each method checks (`sqlite3_txn_state`), before its first read, and
-/// answers [`LogError::Unavailable`] (saying so, nothing written, the
-/// transaction as it was) if it does not hold the lock: a `DEFERRED`
+/// answers [`LogError::WrongTransaction`] (saying so, nothing written, the
+/// transaction as it was; permanent: running it again in such a
+/// transaction never helps) if it does not hold the lock: a `DEFERRED`
 /// transaction that has not written holds none, or only a read snapshot
 /// that another connection's commit may already have left behind.
 ///
@@ -155,8 +155,8 @@ where
     ///
     /// # Errors
     ///
-    /// As [`HandoffLog::claim`](crate::durable::HandoffLog::claim), and [`LogError::Unavailable`] and
-    /// [`LogError::UnknownSchema`] as the
+    /// As [`HandoffLog::claim`](crate::durable::HandoffLog::claim), and [`LogError::Unavailable`],
+    /// [`LogError::WrongTransaction`] and [`LogError::UnknownSchema`] as the
     /// [section above](#inside-the-callers-transaction) says; never
     /// [`LogError::OutcomeUnknown`].
     pub fn claim_in(
@@ -178,8 +178,8 @@ where
     ///
     /// # Errors
     ///
-    /// As [`HandoffLog::append`](crate::durable::HandoffLog::append), and [`LogError::Unavailable`] and
-    /// [`LogError::UnknownSchema`] as the
+    /// As [`HandoffLog::append`](crate::durable::HandoffLog::append), and [`LogError::Unavailable`],
+    /// [`LogError::WrongTransaction`] and [`LogError::UnknownSchema`] as the
     /// [section above](#inside-the-callers-transaction) says; never
     /// [`LogError::OutcomeUnknown`].
     pub fn append_in(
@@ -205,8 +205,8 @@ where
     ///
     /// # Errors
     ///
-    /// As [`HandoffLog::finish`](crate::durable::HandoffLog::finish), and [`LogError::Unavailable`] and
-    /// [`LogError::UnknownSchema`] as the
+    /// As [`HandoffLog::finish`](crate::durable::HandoffLog::finish), and [`LogError::Unavailable`],
+    /// [`LogError::WrongTransaction`] and [`LogError::UnknownSchema`] as the
     /// [section above](#inside-the-callers-transaction) says; never
     /// [`LogError::OutcomeUnknown`].
     pub fn finish_in(
@@ -234,8 +234,8 @@ where
     ///
     /// # Errors
     ///
-    /// As [`HandoffLog::retire`](crate::durable::HandoffLog::retire), and [`LogError::Unavailable`] and
-    /// [`LogError::UnknownSchema`] as the
+    /// As [`HandoffLog::retire`](crate::durable::HandoffLog::retire), and [`LogError::Unavailable`],
+    /// [`LogError::WrongTransaction`] and [`LogError::UnknownSchema`] as the
     /// [section above](#inside-the-callers-transaction) says; never
     /// [`LogError::OutcomeUnknown`].
     pub fn retire_in(tx: &Transaction<'_>, root_run_id: &str) -> Result<Retirement, LogError> {

@@ -195,7 +195,7 @@ fn r6_a_callers_transaction_without_the_write_lock_is_refused_and_writes_nothing
     let mut connection = callers_connection(&db);
     let refused = |result: Result<(), LogError>, what: &str| {
         assert!(
-            matches!(&result, Err(LogError::Unavailable(source)) if source.to_string().contains("no write lock")),
+            matches!(&result, Err(LogError::WrongTransaction { reason }) if reason.contains("no write lock")),
             "{what}: {result:?}"
         );
     };
