@@ -1,7 +1,7 @@
 //! Observability: `tracing` events and spans, with the `tracing` feature.
 //!
 //! Without the feature nothing here exists but macros that expand to
-//! nothing (or to [`Nothing`], a zero-sized value), so a build without it
+//! nothing (or to `Nothing`, a zero-sized value), so a build without it
 //! compiles not one instruction for tracing. With it:
 //!
 //! | target | kind | level | name / message | fields |
@@ -14,7 +14,9 @@
 //! | `baton::durable` | span | `DEBUG` | `append` | `root_run_id`, `run_id`, `epoch`, `outcome`, `sealed` |
 //! | `baton::postgres` | event | `DEBUG` | `connected` | (a new connection of a `PostgresLog`'s pool: the first, or a reconnection) |
 //! | `baton::postgres` | event | `WARN` | `connect failed`, `no connection` | `error` |
-//! | `baton::postgres` | event | `DEBUG` | `retry` | `op` (`claim`, `append`, `facts`), `root_run_id`, `run_id`, `attempt`, `why` (`serialization failure`, `deadlock`, `first claims raced`, `connection lost before the commit`) |
+//! | `baton::postgres` | event | `WARN` | `no answer within connect_timeout` | `host` (the index, in the config, of a host that did not answer a new connection in time; the next is tried) |
+//! | `baton::postgres` | event | `WARN` | `cancel request not sent` | `error` (a timed-out statement's cancel request that could not be sent) |
+//! | `baton::postgres` | event | `DEBUG` | `retry` | `op` (`claim`, `append`, `finish`, `retire`, `sweep`, `facts`), `root_run_id`, `run_id`, `attempt`, `why` (`serialization failure`, `deadlock`, `first claims raced`, `connection lost before the commit`) |
 //! | `baton::postgres` | event | `WARN` | `timed out` | `op`, `root_run_id`, `run_id`, `timeout_ms`, `sent` (whether the operation had a connection: its outcome is unknown) |
 //! | `baton::postgres` | event | `WARN` | `outcome unknown` | `op`, `root_run_id`, `run_id`, `error` |
 //! | `baton::postgres` | event | `INFO` | `migrating` | `version` (the version each step brings the schema to) |

@@ -35,7 +35,7 @@
 //!   pauses name final too: G1, G5) loses their rows and keeps one
 //!   tombstone, and every claim under it answers [`Claim::Retired`] (R9,
 //!   R10).
-//! - [`reconcile`] is the pure decision a claim makes inside its
+//! - [`reconcile()`] is the pure decision a claim makes inside its
 //!   transaction, from what the log holds about one Run ([`RunFacts`]):
 //!   [`Decision::HandedOff`], [`Decision::Finished`], [`Decision::Retired`]
 //!   or [`Decision::Resumable`], or a [`ReconcileError`] for contradictory

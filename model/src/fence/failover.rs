@@ -36,7 +36,7 @@ use crate::explore::{Fairness, Property, Successor};
 pub const MAY_BREAK_ASYNCHRONOUSLY: [&str; 9] = [R1, R2, R4, R5, R7, R8, G1, G2, G5];
 
 impl FenceModel {
-    /// The standby and its promotion (a [`Setup::replication`] with a
+    /// The standby and its promotion (a [`Setup::replication`](super::Setup::replication) with a
     /// standby): until the failover, the standby may receive everything
     /// the primary holds (in order, so at any moment it holds what the
     /// primary held at some earlier moment); the failover, once, while

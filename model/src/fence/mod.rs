@@ -90,7 +90,7 @@ pub struct FenceModel {
     pub setup: Setup,
     rules: Rules,
     source: Invocation,
-    /// The successor's invocation (its Run is [`SUCCESSOR`]).
+    /// The successor's invocation (its Run is [`SUCCESSOR`](state::SUCCESSOR)).
     successor: Invocation,
     /// Worker `i`'s pause.
     pauses: Vec<HandoffPause<u8>>,

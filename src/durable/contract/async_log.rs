@@ -16,7 +16,8 @@ use super::facts::RunFacts;
 /// tasks of a runtime — even a `current_thread` one — go on meanwhile.
 ///
 /// The methods are named `*_async` so that a type implementing both traits
-/// (every store in baton does) can have both in scope without ambiguity.
+/// (`MemoryLog` and `SqliteLog` do; `PostgresLog` implements only this
+/// one) can have both in scope without ambiguity.
 ///
 /// The futures are `Send`; they borrow their arguments (and the log), so
 /// they are not `'static`: to spawn one, move owned arguments and a shared

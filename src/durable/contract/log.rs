@@ -17,8 +17,10 @@ use super::facts::RunFacts;
 /// ([`claim_step`](crate::durable::claim_step), [`append_step`](crate::durable::append_step), [`finish_step`](crate::durable::finish_step), [`retire_step`](crate::durable::retire_step))
 /// inside one transaction per operation,
 /// as [`claim`](Self::claim)'s and [`append`](Self::append)'s docs say;
-/// [`MemoryLog`](crate::durable::MemoryLog), `SqliteLog` and `PostgresLog` are checked by one shared
-/// contract suite (the test kit's `log_contract`, run by baton's
+/// [`MemoryLog`](crate::durable::MemoryLog) and `SqliteLog` implement
+/// it; they and `PostgresLog` (through
+/// [`AsyncHandoffLog`](crate::durable::AsyncHandoffLog), its only form)
+/// are checked by one shared contract suite (the test kit's `log_contract`, run by baton's
 /// `tests/log_contract`):
 ///
 /// - [`claim`](Self::claim) starts or takes over a Run: if a pause is

@@ -63,7 +63,7 @@ pub use sql::PostgresStatement;
 /// from a `key=value` string or a `postgresql://` URL with
 /// [`str::parse`] (see tokio-postgres's `Config` for every key). Its
 /// `sslmode` is honoured by the TLS connector given to
-/// [`PostgresLog::connect_with`]; with [`NoTls`](tokio_postgres::NoTls)
+/// [`PostgresLog::connect_with`]; with [`NoTls`]
 /// (what [`PostgresLog::connect`] uses), `sslmode=require` fails to connect.
 pub use tokio_postgres::Config as PostgresConfig;
 
@@ -72,7 +72,7 @@ pub use tokio_postgres::Config as PostgresConfig;
 pub use deadpool_postgres;
 
 /// The PostgreSQL client crate, re-exported for its TLS traits
-/// ([`MakeTlsConnect`]) and [`NoTls`](tokio_postgres::NoTls).
+/// ([`MakeTlsConnect`]) and [`NoTls`].
 pub use tokio_postgres;
 
 /// The durable handoff log on a PostgreSQL server: the store for runtimes
@@ -203,9 +203,10 @@ pub use tokio_postgres;
 /// futures of a `PostgresLog` must be polled within a tokio runtime (any
 /// flavour) with its I/O and time drivers (`enable_all`), which also runs
 /// the tasks that drive the connections. Polled outside any runtime, an
-/// operation answers [`LogError::Unavailable`] instead of panicking; within
-/// a runtime built without the time driver it panics, as every tokio timer
-/// does there (tokio offers no way to ask first). There is no blocking
+/// operation answers [`LogError::Unavailable`] instead of panicking. Its
+/// timeout is a tokio timer, and tokio documents that a timer panics in a
+/// runtime built without the time driver; baton cannot ask first, so give
+/// it a runtime with `enable_all`. There is no blocking
 /// [`HandoffLog`](super::HandoffLog) form, which would hide a runtime of
 /// its own; block on the async form ([`AsyncHandoffLog`]) where blocking
 /// is wanted.
@@ -228,7 +229,7 @@ pub struct PostgresLog<P> {
     /// Unwind safe as asserted: the pool's state is its queue of idle
     /// connections, each whole or closed; an operation interrupted mid-way
     /// (dropped, or unwound by a panic) hands its connection to a task
-    /// that settles it (see [`Lease`]).
+    /// that settles it (see [`Lease`](lease::Lease)).
     pool: AssertUnwindSafe<Pool>,
     timeout: Duration,
     schema: PostgresSchema,
@@ -273,7 +274,7 @@ impl<P> PostgresLog<P> {
     /// Opens a log on the server `config` names, its connections made
     /// with `tls` (tokio-postgres's [`MakeTlsConnect`]: e.g.
     /// tokio-postgres-rustls's `MakeRustlsConnect`, or
-    /// [`NoTls`](tokio_postgres::NoTls)), as `options` say. One connection
+    /// [`NoTls`]), as `options` say. One connection
     /// is opened at once, to check the schema (and migrate it, if the
     /// options say so); the others as operations need them. With several
     /// hosts and a `connect_timeout`, each host is given that long to

@@ -126,7 +126,7 @@ pub(super) struct Sql {
     pub(super) begin_write: String,
     pub(super) begin_read: String,
     /// The guard of a log that requires a synchronous standby
-    /// ([`GUARD`](super::replication::GUARD)), sent before every write;
+    /// ([`GUARD`]), sent before every write;
     /// `None` without the requirement.
     pub(super) guard: Option<&'static str>,
     /// Whether the one-statement forms carry the guard's test themselves
@@ -398,7 +398,7 @@ pub(super) type Param<'a> = &'a (dyn ToSql + Sync);
 
 impl Stmt<'_> {
     /// Executes the statement: the request is sent when the future is
-    /// first polled (so [`flight2`] keeps the order), in both forms.
+    /// first polled (so [`flight2`](super::flight::flight2) keeps the order), in both forms.
     pub(super) async fn execute(
         &self,
         client: &Client,

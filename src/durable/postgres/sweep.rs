@@ -204,7 +204,7 @@ where
 /// every root the rule retires, and `COMMIT` (one flush for the batch).
 /// A failure before the commit rolls the whole batch back.
 ///
-/// [`RootRead`]: super::RootRead
+/// [`RootRead`]: super::read::RootRead
 pub(super) async fn batch<P>(
     conn: &Conn<'_>,
     roots: &[String],

@@ -205,11 +205,11 @@ impl<P> SqliteLog<P> {
     }
 }
 
-/// The pipeline of the writes: an operation ([`Op`]) checked, then run by
-/// its one body ([`locked`](Self::locked)) on the log's connection in a
-/// `BEGIN IMMEDIATE` transaction of its own ([`on`](Self::on): the
-/// blocking forms on the caller's thread, the async ones on the log's) or
-/// in the caller's transaction ([`in_callers`](Self::in_callers)).
+// The pipeline of the writes: an operation (`Op`) checked, then run by
+// its one body (`locked`) on the log's connection in a `BEGIN IMMEDIATE`
+// transaction of its own (`on`: the blocking forms on the caller's thread,
+// the async ones on the log's) or in the caller's transaction
+// (`in_callers`).
 impl<P> SqliteLog<P>
 where
     P: PartialEq + Clone + Serialize + DeserializeOwned,

@@ -75,7 +75,7 @@ CREATE TABLE retired_root (
 /// finish records when it was written (`ended_at`, microseconds since the
 /// UNIX epoch, by the writing process's clock); rows written before take
 /// the time of the upgrade (`{now}`). The finishes are indexed by that
-/// time, so a sweep ([`SqliteLog::retire_ended`]) reads only the finishes
+/// time, so a sweep ([`SqliteLog::retire_ended`](super::SqliteLog::retire_ended)) reads only the finishes
 /// it looks at, oldest first.
 pub(super) const MIGRATE_V4: &str = "
 ALTER TABLE handoff_pause ADD COLUMN ended_at INTEGER;

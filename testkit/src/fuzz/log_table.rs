@@ -2,11 +2,11 @@
 //! (SPEC §6) — [`MemoryLog`](baton::durable::MemoryLog) and, with the
 //! `sqlite` feature, `SqliteLog` (an empty log per input, see
 //! `log_stores`) — every answer compared with the ghost reference
-//! (`log_ghost`), and R1, R3, R6 and R7 checked on every answer, as far as
-//! they can be seen at the log (R2 and R4 are about seals, R5 about
-//! liveness: a log cannot show them).
+//! (`log_ghost`), and R1, R3, R6, R7, R8 and R9 checked on every answer,
+//! as far as they can be seen at the log (R2 and R4 are about seals, R5
+//! about liveness: a log cannot show them).
 //!
-//! An [`Op`] claims, appends or reads a Run named from a small set (two
+//! An [`Op`] claims, appends, finishes, retires or reads a Run named from a small set (two
 //! root Runs, each with Runs `run-0` and `run-1`: the same Run id under two
 //! roots), or by ids that are mostly invalid (empty, over-long, control
 //! characters, raw text). Appends carry an epoch picked relative to what
@@ -222,7 +222,7 @@ impl<'a> Harness<'a> {
         }
     }
 
-    /// Checks R1, R3, R6 and R7 on a store's answer, against the books as
+    /// Checks R1, R3, R6, R7, R8 and R9 on a store's answer, against the books as
     /// they were before the call.
     fn check_rules(&self, store: &str, call: &Call, answer: &Answer) -> Result<(), Violation> {
         if let (Call::Retire(root), Answer::Retired(Ok(Retirement::Retired { .. }))) =
@@ -423,7 +423,7 @@ impl<'a> Harness<'a> {
 }
 
 /// The `log_table` target: applies `input` to [`MemoryLog`] and (feature
-/// `sqlite`) `SqliteLog`, checking R1/R3/R6/R7 on every answer, every
+/// `sqlite`) `SqliteLog`, checking R1, R3, R6, R7, R8 and R9 on every answer, every
 /// answer against the ghost's, and the touched Run's facts against the
 /// books after every step (every Run's after a reopen). Panics on a
 /// violation, with the trace of the steps before it.
@@ -434,7 +434,7 @@ pub fn log_table(input: Ops) -> Result<(), Rejected> {
 }
 
 /// The `log_table` body on a store of your own: applies `input` to `log`
-/// (which must be empty: make a new one per input), checking R1/R3/R6/R7
+/// (which must be empty: make a new one per input), checking R1, R3, R6, R7, R8 and R9
 /// on every answer, every answer against the ghost's (the shared rule's
 /// reference, written apart from it), and the touched Run's facts after
 /// every step. [`Op::Reopen`] is answered `Ok` without touching `log`

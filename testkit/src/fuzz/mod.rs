@@ -16,8 +16,10 @@
 //!   every step;
 //! - [`log_table()`]: operation sequences applied to the durable handoff
 //!   logs (`MemoryLog`, and `SqliteLog` with the `sqlite` feature), each
-//!   answer compared with an independent ghost of SPEC §6 and R1, R3, R6
-//!   and R7 checked on every answer, lost replies and restarts included.
+//!   answer compared with an independent ghost of SPEC §6 and R1, R3, R6,
+//!   R7, R8 and R9 checked on every answer, lost replies and restarts
+//!   included; [`log_store`] is its body on a store of your own, and
+//!   [`Blocking`] lets it drive an async-only store (`PostgresLog`).
 //!
 //! A body returns `Err(Rejected)` for an input too large to be meaningful
 //! (the target turns it into `Corpus::Reject`) and panics on a violation,
@@ -95,6 +97,7 @@ macro_rules! ops_input {
     };
 }
 
+mod blocking;
 pub mod facts_json;
 pub mod gate_adapter;
 pub mod gate_table;
@@ -107,6 +110,7 @@ mod log_ops;
 mod log_stores;
 pub mod log_table;
 
+pub use blocking::Blocking;
 pub use facts_json::facts_json;
 pub use gate_adapter::gate_adapter;
 pub use gate_table::gate_table;

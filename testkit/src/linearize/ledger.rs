@@ -1,5 +1,5 @@
 //! The delegation ledger's specification: each operation is one call of
-//! the real core's [`step`](baton::ledger::core::step).
+//! the real core's [`step`].
 
 use std::fmt::Debug;
 use std::hash::Hash;
@@ -29,7 +29,7 @@ pub struct LedgerOp<D, C, T> {
 }
 
 /// The delegation ledger's specification over
-/// [`step`](baton::ledger::core::step): an operation takes one atomic step,
+/// [`step`]: an operation takes one atomic step,
 /// which must return exactly the outcome it was observed to return (D1–D6
 /// then hold of the history, since they hold of every sequence of steps).
 ///

@@ -325,10 +325,10 @@ where
 /// store: `log_contract!(name, make)` makes a module `name` with one
 /// `#[test]` per test, each running on a fresh store from `make` (an
 /// `async fn() -> Option<S>` where `S:`
-/// [`Store`](crate::log_contract::Store), in scope where the macro is
+/// [`Store`], in scope where the macro is
 /// called). `log_contract!(name, make, holds_reads)` adds the snapshot
 /// test, for a store that implements
-/// [`HoldsReads`](crate::log_contract::HoldsReads).
+/// [`HoldsReads`].
 #[macro_export]
 macro_rules! log_contract {
     ($store:ident, $make:expr, holds_reads) => {
