@@ -227,3 +227,92 @@ fn the_readme_opens_with_the_two_commands_ci_runs() {
         assert!(readme.contains(&page), "README.md does not link {page}");
     }
 }
+
+/// Every file of the repository, as paths relative to its root (build
+/// output and VCS folders left out).
+fn repository_files() -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, into: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy();
+            if path.is_dir() {
+                if !matches!(&*name, "target" | ".git" | "corpus" | "artifacts") {
+                    walk(root, &path, into);
+                }
+            } else {
+                let relative = path.strip_prefix(root).unwrap();
+                into.push(relative.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    let root = root();
+    let mut found = Vec::new();
+    walk(&root, &root, &mut found);
+    found
+}
+
+/// A file path the docs name in backticks (`src/…/x.rs`, `sqlite/op.rs`)
+/// is a file of the repository (issue 59: CONTRIBUTING.md named files
+/// that had moved): some file's path ends with it. A path that says where
+/// it went (`(now …)`, `(since …)`) or is an example of a user's (`such
+/// as`) is left alone.
+#[test]
+fn every_file_the_docs_name_exists() {
+    let root = root();
+    let tracked = repository_files();
+    let mut docs: Vec<PathBuf> = [
+        "README.md",
+        "CONTRIBUTING.md",
+        "CHANGELOG.md",
+        "docs/SPEC.md",
+        "docs/SCALE.md",
+        "benches/README.md",
+        "testkit/README.md",
+        "testkit/GUIDE.md",
+        "examples/downstream/README.md",
+    ]
+    .iter()
+    .map(|doc| root.join(doc))
+    .collect();
+    files(&root.join("docs/guide"), ".md", &mut docs);
+    let mut missing = Vec::new();
+    for doc in docs {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        let mut from = 0;
+        while let Some(open) = text[from..].find('`').map(|at| from + at) {
+            let Some(close) = text[open + 1..].find('`').map(|at| open + 1 + at) else {
+                break;
+            };
+            from = close + 1;
+            let path = &text[open + 1..close];
+            let is_file = path.contains('/')
+                && !path.contains(char::is_whitespace)
+                && !path.contains(['*', '{'])
+                && [".rs", ".md", ".toml", ".sh", ".py", ".pml", ".svg", ".json"]
+                    .iter()
+                    .any(|ext| path.ends_with(ext));
+            let after = text[close + 1..].trim_start();
+            let before = &text[..open];
+            let start = before.char_indices().rev().nth(11).map_or(0, |(at, _)| at);
+            let before = &before[start..];
+            if !is_file
+                || after.starts_with("(now")
+                || after.starts_with("(since")
+                || before.contains("such as")
+            {
+                continue;
+            }
+            if !tracked
+                .iter()
+                .any(|file| file == path || file.ends_with(&format!("/{path}")))
+            {
+                let line = text[..open].lines().count();
+                missing.push(format!("{}:{line}: {path}", doc.display()));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "files the docs name that do not exist: {missing:#?}"
+    );
+}
