@@ -89,8 +89,8 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 ///   `requester ∥ worker` fell from 1.59 M executions to 43, none of them
 ///   reaching a seal (measured when this was written, at 16c225d; with
 ///   read-modify-writes it ran 380,735 executions, exhaustive, in the
-///   loom step of `.ci/run` at c53a0a2). A read-modify-write is ordered against every other
-///   access, as the lock beside it is. (`CancelSignal`'s bits keep plain
+///   loom step of `.ci/run` at c53a0a2). A read-modify-write is ordered
+///   against every other access, as the lock beside it is. (`CancelSignal`'s bits keep plain
 ///   loads; `src/cancel.rs` says why loom misses nothing there.)
 #[derive(Debug)]
 pub(crate) struct Mirror(AtomicU8);
