@@ -217,8 +217,8 @@ fn the_logs_refusals_name_the_operation_they_refuse() {
 }
 
 /// `Unavailable` says what happened in its message and why in its
-/// `source()`, which a reporter walking the chain prints (README.md,
-/// "Errors say what to do").
+/// `source()`, which a reporter walking the chain prints (as
+/// `LogError::Unavailable`'s docs say).
 #[cfg(feature = "sqlite")]
 #[test]
 fn an_unavailable_store_says_why_in_its_source() {
