@@ -291,8 +291,11 @@ mod tests {
         assert_eq!(most.len(), 429);
         assert_eq!(&*most[0].id, id(20).as_str());
         assert_eq!(entries.len(), 17);
+        // Given back by the rule, not only lost to tombstones (each of the
+        // 429 removals may cost one unit of room, which alone would leave
+        // the room under `grown`): at most four times its entries.
         assert!(
-            entries.map.capacity() < grown && entries.map.capacity() >= 34,
+            entries.map.capacity() <= 4 * entries.len() && entries.map.capacity() >= 34,
             "{grown} -> {}",
             entries.map.capacity()
         );
