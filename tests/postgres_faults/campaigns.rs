@@ -171,11 +171,19 @@ fn the_checker_catches_epochs_that_restart_from_the_surviving_row_after_a_failov
     );
 }
 
+/// How long the controls' faults go on (`BATON_FAULT_CONTROL_SECONDS`,
+/// default 20 s; `scripts/campaign-sweep` shortens them).
+fn control_seconds() -> u64 {
+    env("BATON_FAULT_CONTROL_SECONDS")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20)
+}
+
 /// The checker can fail: with fencing disabled (the workers' test-only
 /// switch), zombies' appends land, and the checker reports it.
 #[test]
 fn the_checker_catches_a_store_with_fencing_disabled() {
-    let Some(figures) = campaign("unfenced", Control::Unfenced, 20) else {
+    let Some(figures) = campaign("unfenced", Control::Unfenced, control_seconds()) else {
         return;
     };
     figures.assert_read_whole_and_checked_twice();
@@ -199,7 +207,8 @@ fn the_checker_catches_a_store_with_fencing_disabled() {
 /// refused and the root's work had not ended, and the checker reports it.
 #[test]
 fn the_checker_catches_retention_that_strands_a_successor() {
-    let Some(figures) = campaign("broken retention", Control::BrokenRetention, 20) else {
+    let seconds = control_seconds();
+    let Some(figures) = campaign("broken retention", Control::BrokenRetention, seconds) else {
         return;
     };
     figures.assert_read_whole_and_checked_twice();

@@ -78,7 +78,11 @@
 //! timing still varies); `BATON_FAULT_SECONDS` sets how long faults are
 //! injected (default 120 s; a longer campaign: set it higher), and
 //! `BATON_FAULT_FAILOVER_SECONDS` the failover campaigns' (default 30 s),
-//! `BATON_FAULT_CITUS_SECONDS` the Citus campaign's (default 30 s).
+//! `BATON_FAULT_CITUS_SECONDS` the Citus campaign's (default 30 s),
+//! `BATON_FAULT_CONTROL_SECONDS` the unfenced and broken-retention
+//! controls' (default 20 s). `scripts/campaign-sweep` runs the campaign
+//! and its controls on many fresh seeds and tabulates both checkers'
+//! verdicts per seed.
 
 #![cfg(all(unix, feature = "postgres"))]
 
