@@ -226,3 +226,158 @@ fn a_stale_append_overlapping_the_newer_claim_and_refused_as_handed_off_is_flagg
     assert!(right.flagged.is_empty(), "{:?}", right.anomalies);
     assert!(right.second.flagged.is_empty());
 }
+
+/// A server that holds r1 at epoch `epoch`, with the pause `p1` (digest
+/// `aaaa`, successor r1.1) appended under epoch 1 if `paused`.
+fn holding_r1(epoch: u64, paused: bool) -> Truth {
+    let pauses = if paused {
+        HashMap::from([(
+            "r1".to_owned(),
+            HeldPause {
+                id: "p1".into(),
+                epoch: 1,
+                digest: "aaaa".into(),
+                successor: "r1.1".into(),
+            },
+        )])
+    } else {
+        HashMap::new()
+    };
+    Truth {
+        epochs: HashMap::from([("r1".to_owned(), epoch)]),
+        pauses,
+        ..Truth::default()
+    }
+}
+
+/// R2 in both checkers (issue 60: the second read no seal): a requester
+/// told a pause the log never held is flagged by both; told the pause the
+/// log holds, by neither.
+#[test]
+fn a_seal_of_a_pause_the_log_never_held_is_flagged_by_both() {
+    let judged = |sealed: &str| {
+        let printed = [
+            ("worker0.0", "10 1 invoke claim r1"),
+            ("worker0.0", "20 1 ok owner 1"),
+            ("worker0.0", "30 2 invoke append r1 1 p1 aaaa r1.1"),
+            ("worker0.0", "40 2 ok written"),
+            ("owner3.0", sealed),
+        ];
+        judge(&numbered(&printed), &holding_r1(1, true))
+    };
+    let r1 = BTreeSet::from(["r1".to_owned()]);
+    let wrong = judged("50 - sealed r1 1 p9");
+    assert!(
+        wrong.anomalies.iter().any(|a| a.what.starts_with("R2:")),
+        "ours: {:?}",
+        wrong.anomalies
+    );
+    assert_eq!(wrong.flagged, r1, "ours");
+    assert_eq!(wrong.second.flagged, r1, "linearizability");
+    let right = judged("50 - sealed r1 1 p1");
+    assert!(right.flagged.is_empty(), "{:?}", right.anomalies);
+    assert!(right.second.flagged.is_empty());
+}
+
+/// The second checker's own planted slips (issue 60), as the kit's
+/// checkers have theirs: each slip in the specification lets a history
+/// SPEC refuses pass, and the history here that tells it apart is flagged
+/// by the real specification and passed by the slipped one — so a slip
+/// like it would not go unseen.
+#[test]
+fn every_slip_planted_in_the_second_checker_is_told_apart() {
+    use super::linearizable::check_with;
+    use super::spec::Slip;
+
+    /// A slip, the history that tells it apart, and what the server holds.
+    type Case<'a> = (Slip, &'a [(&'a str, &'a str)], Truth);
+    let cases: [Case; 3] = [
+        (
+            // An epoch answered twice.
+            Slip::EpochTwice,
+            &[
+                ("worker0.0", "10 1 invoke claim r1"),
+                ("worker0.0", "20 1 ok owner 1"),
+                ("worker1.0", "30 1 invoke claim r1"),
+                ("worker1.0", "40 1 ok owner 1"),
+            ],
+            holding_r1(1, false),
+        ),
+        (
+            // A stale write answered written, after the newer claim.
+            Slip::StaleWritten,
+            &[
+                ("worker0.0", "10 1 invoke claim r1"),
+                ("worker0.0", "20 1 ok owner 1"),
+                ("worker1.0", "30 1 invoke claim r1"),
+                ("worker1.0", "40 1 ok owner 2"),
+                ("worker0.0", "50 2 invoke append r1 1 p1 aaaa r1.1"),
+                ("worker0.0", "60 2 ok written"),
+            ],
+            holding_r1(2, false),
+        ),
+        (
+            // A seal of a pause the log never held.
+            Slip::SealTrusted,
+            &[
+                ("worker0.0", "10 1 invoke claim r1"),
+                ("worker0.0", "20 1 ok owner 1"),
+                ("owner3.0", "30 - sealed r1 1 p1"),
+            ],
+            holding_r1(1, false),
+        ),
+    ];
+    let r1 = BTreeSet::from(["r1".to_owned()]);
+    for (slip, printed, truth) in cases {
+        let lines = numbered(printed);
+        assert_eq!(
+            check_with(&lines, &truth, Slip::None).flagged,
+            r1,
+            "{slip:?}: the real specification flags r1"
+        );
+        assert!(
+            check_with(&lines, &truth, slip).flagged.is_empty(),
+            "{slip:?}: the slipped one passes it"
+        );
+    }
+}
+
+/// A disagreement fails with the root's history cut down to what it
+/// needs (issue 60): here the second checker carries a planted slip (a
+/// seal taken on trust) so that the two disagree on r1, and of r1's
+/// records, another root's and an operation that wrote nothing, only the
+/// claim and the seal are left.
+#[test]
+fn a_disagreement_is_cut_down_to_the_records_it_needs() {
+    use super::judge::{judge_with, minimised_with};
+    use super::spec::Slip;
+
+    let printed = [
+        ("worker0.0", "10 1 invoke claim r1"),
+        ("worker0.0", "20 1 ok owner 1"),
+        ("worker2.0", "25 1 invoke claim r2"),
+        ("worker2.0", "28 1 ok owner 1"),
+        ("worker0.0", "30 2 invoke append r1 1 p1 aaaa r1.1"),
+        ("worker0.0", "40 2 unavailable"),
+        ("owner3.0", "50 - sealed r1 1 p1"),
+    ];
+    let lines = numbered(&printed);
+    let truth = Truth {
+        epochs: HashMap::from([("r1".to_owned(), 1), ("r2".to_owned(), 1)]),
+        ..Truth::default()
+    };
+    let judged = judge_with(&lines, &truth, Slip::SealTrusted);
+    assert!(judged.flagged.contains("r1") && !judged.second.flagged.contains("r1"));
+    let kept: Vec<String> = minimised_with(&lines, &truth, "r1", Slip::SealTrusted)
+        .iter()
+        .map(|line| format!("{} {} {}", line.process, line.op, line.words.join(" ")))
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            "owner3.0 - sealed r1 1 p1",
+            "worker0.0 1 invoke claim r1",
+            "worker0.0 1 ok owner 1",
+        ]
+    );
+}

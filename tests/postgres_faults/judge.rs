@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use super::checker::{self, check};
 use super::history::{Line, Truth, read_transcript, replay};
 use super::linearizable;
+use super::spec::Slip;
 use super::{env, report};
+use crate::child::root_of;
 
 /// The file a kept campaign's final read-back is in, beside its
 /// processes' histories.
@@ -51,11 +53,16 @@ pub struct Judged {
 }
 
 pub fn judge(lines: &[Line], truth: &Truth) -> Judged {
+    judge_with(lines, truth, Slip::None)
+}
+
+/// [`judge`], the second checker's specification carrying `slip`.
+pub fn judge_with(lines: &[Line], truth: &Truth, slip: Slip) -> Judged {
     let (ops, seals) = replay(lines);
     let checked = Instant::now();
     let anomalies = check(&ops, &seals, truth);
     let ours = checked.elapsed();
-    let second = linearizable::check(lines, truth);
+    let second = linearizable::check_with(lines, truth, slip);
     let flagged: BTreeSet<String> = anomalies
         .iter()
         .filter(|a| a.about_the_log())
@@ -85,6 +92,105 @@ pub fn judge(lines: &[Line], truth: &Truth) -> Judged {
         flagged,
         disagreement,
     }
+}
+
+/// What the server holds for `root`'s Runs alone.
+fn truth_of(truth: &Truth, root: &str) -> Truth {
+    let ours = |run: &String| root_of(run) == root;
+    Truth {
+        epochs: truth
+            .epochs
+            .clone()
+            .into_iter()
+            .filter(|(run, _)| ours(run))
+            .collect(),
+        pauses: truth
+            .pauses
+            .clone()
+            .into_iter()
+            .filter(|(run, _)| ours(run))
+            .collect(),
+        finishes: truth
+            .finishes
+            .clone()
+            .into_iter()
+            .filter(|(run, _)| ours(run))
+            .collect(),
+        retired: truth
+            .retired
+            .iter()
+            .filter(|r| *r == root)
+            .cloned()
+            .collect(),
+    }
+}
+
+/// The records of `root`'s history, cut down to a few on which the two
+/// checkers still disagree about it (issue 60: what a disagreement fails
+/// with). A unit is an operation (its invocation and its answer) or a
+/// seal; the root's units are those naming one of its Runs (or it), and
+/// every sweep (a batch may concern any root). Each unit is left out in
+/// turn, for good if the checkers still disagree about `root` without it
+/// (one greedy pass: every unit left is needed by the pass's end).
+pub fn minimised(lines: &[Line], truth: &Truth, root: &str) -> Vec<Line> {
+    minimised_with(lines, truth, root, Slip::None)
+}
+
+/// [`minimised`], the second checker carrying `slip` (its self-test).
+pub fn minimised_with(lines: &[Line], truth: &Truth, root: &str, slip: Slip) -> Vec<Line> {
+    let truth = truth_of(truth, root);
+    // Each record's unit: (process, op), or the record itself for a seal.
+    let unit = |line: &Line| (line.process.clone(), line.op.clone(), line.seq);
+    let key = |line: &Line| -> (String, String, u64) {
+        if line.op == "-" {
+            unit(line)
+        } else {
+            (line.process.clone(), line.op.clone(), 0)
+        }
+    };
+    let mut about: BTreeMap<(String, String, u64), bool> = BTreeMap::new();
+    for line in lines {
+        let words: Vec<&str> = line.words.iter().map(String::as_str).collect();
+        let concerns = match words.as_slice() {
+            ["invoke", "sweep", ..] => Some(true),
+            ["invoke", "retire", named] => Some(*named == root),
+            ["invoke", _, run, ..] | ["sealed", run, ..] => Some(root_of(run) == root),
+            _ => None,
+        };
+        if let Some(concerns) = concerns {
+            about.insert(key(line), concerns);
+        }
+    }
+    let mut kept: Vec<(String, String, u64)> = about
+        .iter()
+        .filter(|(_, concerns)| **concerns)
+        .map(|(unit, _)| unit.clone())
+        .collect();
+    let records = |units: &[(String, String, u64)]| -> Vec<Line> {
+        lines
+            .iter()
+            .filter(|line| units.contains(&key(line)))
+            .cloned()
+            .collect()
+    };
+    let disagree = |units: &[(String, String, u64)]| {
+        let judged = judge_with(&records(units), &truth, slip);
+        judged.flagged.contains(root) != judged.second.flagged.contains(root)
+    };
+    if !disagree(&kept) {
+        return records(&kept);
+    }
+    let mut at = 0;
+    while at < kept.len() {
+        let mut without = kept.clone();
+        without.remove(at);
+        if disagree(&without) {
+            kept = without;
+        } else {
+            at += 1;
+        }
+    }
+    records(&kept)
 }
 
 /// Every process a campaign started, by name: its history file, and

@@ -25,6 +25,28 @@
 //! every root retired at the end (in the others it cannot have taken
 //! effect, or the read-back would show it).
 //!
+//! **Seals** (R2) are operations too: a requester's `wait()` that
+//! answered a pause says the pause was durable at some moment between
+//! the invocation of its append and the seal's record, so each seal is a
+//! call over that span that SPEC answers only if the Run then holds that
+//! pause under that epoch (or the root is retired: its rows are gone,
+//! every Run of it final), as ours holds it to the server's read-back.
+//!
+//! **Per root, not per Run.** Ours names Runs, this checker roots; they
+//! are compared by root (a Run's anomaly flags its root). A Run's answers
+//! depend on the other Runs of its root (a retirement reads them all, and
+//! `RunOpen` names the least open one), so a root is the smallest part
+//! linearizability can judge alone; a root is flagged exactly when some
+//! Run of it breaks the specification, so two checkers that agree on
+//! every Run agree on every root, and a disagreement on a root is one on
+//! some Run of it.
+//!
+//! **Out of its scope: time.** A sequential specification has no clock:
+//! what `retire_ended(before)` may retire by the finishes' times (G5 by
+//! age) and a process's own conduct after it was fenced (R7: a zombie's
+//! seal under a stale epoch) are judged by ours alone, and are not in the
+//! comparison (`Anomaly::about_the_log` is false for them).
+//!
 //! **Real time** is the records' wall-clock stamps, as for the first
 //! checker: an operation that completed before another's invocation
 //! precedes it. The tester wants each thread's operations one after the
@@ -37,7 +59,7 @@ use std::time::{Duration, Instant};
 use stateright::semantics::{ConsistencyTester, LinearizabilityTester};
 
 use super::history::{Line, Truth};
-use super::spec::{Answer, Held, Op, RootLog, Snapshot};
+use super::spec::{Answer, Held, Op, RootLog, Slip, Snapshot};
 use crate::child::root_of;
 
 /// What the second checker found.
@@ -63,8 +85,15 @@ struct Call {
 fn calls(lines: &[Line], truth: &Truth) -> BTreeMap<String, Vec<Call>> {
     let mut invoked: HashMap<(&str, &str), (u64, Vec<&str>)> = HashMap::new();
     let mut answered: HashMap<(&str, &str), (u64, Vec<&str>)> = HashMap::new();
-    for line in lines.iter().filter(|line| line.op != "-") {
+    let mut seals = Vec::new();
+    for line in lines {
         let words: Vec<&str> = line.words.iter().map(String::as_str).collect();
+        if line.op == "-" {
+            if let ["sealed", run, epoch, pause] = words.as_slice() {
+                seals.push((line.at, *run, epoch.parse().unwrap_or(0), *pause));
+            }
+            continue;
+        }
         let key = (line.process.as_str(), line.op.as_str());
         if words.first() == Some(&"invoke") {
             invoked.insert(key, (line.at, words[1..].to_vec()));
@@ -141,6 +170,33 @@ fn calls(lines: &[Line], truth: &Truth) -> BTreeMap<String, Vec<Call>> {
         };
         roots.entry(root.to_owned()).or_default().push(call);
     }
+    // A seal, seen when its record was written, may have been told at any
+    // moment since that pause's append was invoked (or since the record,
+    // if no append of it was): it is durable at some moment of that span.
+    for (at, run, epoch, pause) in seals {
+        let calls = roots.entry(root_of(run).to_owned()).or_default();
+        let since = calls
+            .iter()
+            .filter_map(|call| match &call.op {
+                Op::Append {
+                    run: appended,
+                    epoch: e,
+                    pause: held,
+                } if appended == run && *e == epoch && held.id == pause => Some(call.invoked),
+                _ => None,
+            })
+            .min()
+            .unwrap_or(at);
+        calls.push(Call {
+            invoked: since.min(at),
+            done: Some((at, Answer::Sealed)),
+            op: Op::Seal {
+                run: run.to_owned(),
+                epoch,
+                pause: pause.to_owned(),
+            },
+        });
+    }
     for root in &truth.retired {
         for at in &unanswered_sweeps {
             roots.entry(root.clone()).or_default().push(Call {
@@ -191,8 +247,8 @@ fn snapshot(root: &str, truth: &Truth) -> Snapshot {
 }
 
 /// Whether one root's calls, then the final read-back, are linearizable.
-fn linearizable(root: &str, calls: &[Call], truth: &Truth) -> bool {
-    let mut tester = LinearizabilityTester::<usize, RootLog>::new(RootLog::default());
+fn linearizable(root: &str, calls: &[Call], truth: &Truth, slip: Slip) -> bool {
+    let mut tester = LinearizabilityTester::<usize, RootLog>::new(RootLog::with_slip(slip));
     // (time, 0 invoke / 1 return, thread, call)
     let mut events: Vec<(u64, u8, usize, usize)> = Vec::new();
     let mut free_at: Vec<u64> = Vec::new();
@@ -244,14 +300,15 @@ fn linearizable(root: &str, calls: &[Call], truth: &Truth) -> bool {
     read.is_ok() && tester.is_consistent()
 }
 
-/// Checks every root of the history.
-pub fn check(lines: &[Line], truth: &Truth) -> Verdict {
+/// Checks every root of the history against the specification, carrying
+/// `slip` (`Slip::None` but in the self-tests).
+pub fn check_with(lines: &[Line], truth: &Truth, slip: Slip) -> Verdict {
     let started = Instant::now();
     let roots = calls(lines, truth);
     let ops = roots.values().map(Vec::len).sum();
     let flagged = roots
         .iter()
-        .filter(|(root, calls)| !linearizable(root, calls, truth))
+        .filter(|(root, calls)| !linearizable(root, calls, truth, slip))
         .map(|(root, _)| root.clone())
         .collect();
     Verdict {

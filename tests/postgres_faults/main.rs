@@ -1045,6 +1045,24 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
     {
         report(&format!("{name}: {wrong}"));
     }
+    // Each root the checkers disagree on, its history cut down to the
+    // records the disagreement needs.
+    for root in judged
+        .flagged
+        .symmetric_difference(&judged.second.flagged)
+        .take(3)
+    {
+        for line in judge::minimised(&lines, &truth, root) {
+            report(&format!(
+                "{name}: disagreement on {root}: {} {} {} {} {}",
+                line.process,
+                line.seq,
+                line.at,
+                line.op,
+                line.words.join(" ")
+            ));
+        }
+    }
     let mut by_id: BTreeMap<&str, usize> = BTreeMap::new();
     for anomaly in &figures.anomalies {
         *by_id
