@@ -36,7 +36,7 @@
 //! outcome, it may have retired any root (G3), and nothing that would need
 //! to know which is checked of it.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::answers;
 use super::child::{root_of, successor_of};
@@ -88,6 +88,16 @@ impl Found {
             root: root_of(run).to_owned(),
             what,
         });
+    }
+}
+
+/// Whether `op` may have made its Run final, or says it is (see [`Fate`]).
+fn may_make_final(op: &Op) -> bool {
+    match (&op.kind, &op.outcome) {
+        (Kind::Claim { .. }, Outcome::HandedOff(..) | Outcome::Finished(..)) => true,
+        (Kind::Append { .. } | Kind::Finish { .. }, o) if o.may_have_written() => true,
+        (_, Outcome::AlreadyHandedOff | Outcome::AlreadyFinished) => true,
+        _ => false,
     }
 }
 
@@ -339,17 +349,10 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<Anomaly> {
     let mut fates: HashMap<&str, Fate> = HashMap::new();
     for op in ops {
         let fate = fates.entry(op.kind.run()).or_default();
-        let says_final = match (&op.kind, &op.outcome) {
-            (Kind::Claim { .. }, Outcome::Owner(_)) => {
-                earliest(&mut fate.claimed_from, op.invoked);
-                false
-            }
-            (Kind::Claim { .. }, Outcome::HandedOff(..) | Outcome::Finished(..)) => true,
-            (Kind::Append { .. } | Kind::Finish { .. }, o) if o.may_have_written() => true,
-            (_, Outcome::AlreadyHandedOff | Outcome::AlreadyFinished) => true,
-            _ => false,
-        };
-        if says_final {
+        if let (Kind::Claim { .. }, Outcome::Owner(_)) = (&op.kind, &op.outcome) {
+            earliest(&mut fate.claimed_from, op.invoked);
+        }
+        if may_make_final(op) {
             earliest(&mut fate.final_from, op.invoked);
             let acknowledges = matches!(
                 (&op.kind, &op.outcome),
@@ -597,6 +600,42 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<Anomaly> {
                                  not final)"
                             ));
                         }
+                    }
+                }
+                // A Run whose only way to be final by then is an append in
+                // flight was final only if that append wrote; then the
+                // successor its pause names had to be final too (issue 60:
+                // `scripts/campaign-sweep`'s seed 1796604281590062, the
+                // broken-retention control's root r11, which only the
+                // second checker flagged).
+                for run in &runs {
+                    let ways: Vec<&&Op> = ops
+                        .iter()
+                        .filter(|op| op.kind.run() == *run && op.invoked < at && may_make_final(op))
+                        .collect();
+                    let in_flight = |op: &&&Op| {
+                        matches!(op.kind, Kind::Append { .. })
+                            && matches!(op.outcome, Outcome::Unknown)
+                    };
+                    if ways.is_empty() || !ways.iter().all(in_flight) {
+                        continue;
+                    }
+                    let successors: BTreeSet<&str> = ways
+                        .iter()
+                        .filter_map(|op| match &op.kind {
+                            Kind::Append { successor, .. } => Some(successor.as_str()),
+                            _ => None,
+                        })
+                        .collect();
+                    let ended = |successor: &&str| {
+                        fate(successor).claimed_from.is_some_and(|c| c < at)
+                            && final_before(successor, at)
+                    };
+                    if !successors.iter().any(ended) {
+                        open.push(format!(
+                            "{run} (final only by an append in flight, whose successor \
+                             {successors:?} was not final)"
+                        ));
                     }
                 }
                 if !open.is_empty() {

@@ -381,3 +381,50 @@ fn a_disagreement_is_cut_down_to_the_records_it_needs() {
         ]
     );
 }
+
+/// Issue 60, found by `scripts/campaign-sweep` (seed 1796604281590062,
+/// the broken-retention control's root r11, flagged by the second
+/// checker only), cut down by `judge::minimised`: a root retired while
+/// its one Run could be final only through an append in flight. Either
+/// that append wrote, and the successor its pause names was never
+/// claimed, or it did not, and the Run was open: the retirement is wrong
+/// either way (G5), and both checkers flag it. The same history with the
+/// successor claimed and finished first is flagged by neither.
+#[test]
+fn a_retirement_that_needs_an_append_in_flight_to_have_written_needs_its_successor_final() {
+    let mut printed = vec![
+        ("worker2.0", "10 1 invoke claim r11"),
+        ("worker2.0", "20 1 ok owner 1"),
+        ("owner3.0", "30 1 invoke append r11 1 p1 aaaa r11.1"),
+        ("owner3.0", "40 1 unknown"),
+    ];
+    let retire = [
+        ("owner3.0", "70 2 invoke retire r11"),
+        ("owner3.0", "80 2 ok retired-now 2"),
+    ];
+    let truth = Truth {
+        retired: HashSet::from(["r11".to_owned()]),
+        ..Truth::default()
+    };
+    let mut wrong = printed.clone();
+    wrong.extend(retire);
+    let wrong = judge(&numbered(&wrong), &truth);
+    let r11 = BTreeSet::from(["r11".to_owned()]);
+    assert!(
+        wrong.anomalies.iter().any(|a| a.what.starts_with("G5:")),
+        "{:?}",
+        wrong.anomalies
+    );
+    assert_eq!(wrong.flagged, r11, "ours");
+    assert_eq!(wrong.second.flagged, r11, "linearizability");
+    printed.extend([
+        ("worker1.0", "50 1 invoke claim r11.1"),
+        ("worker1.0", "55 1 ok owner 1"),
+        ("worker1.0", "60 2 invoke finish r11.1 1 o1 cccc"),
+        ("worker1.0", "65 2 ok written"),
+    ]);
+    printed.extend(retire);
+    let right = judge(&numbered(&printed), &truth);
+    assert!(right.flagged.is_empty(), "{:?}", right.anomalies);
+    assert!(right.second.flagged.is_empty());
+}
