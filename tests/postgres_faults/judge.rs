@@ -212,15 +212,9 @@ pub fn read_histories(started: &Started) -> (Vec<Line>, Vec<String>) {
     (lines, wrong)
 }
 
-/// Both checkers again on a kept campaign (`BATON_FAULT_REPLAY=<dir>`, a
-/// directory [`kept`] made): what they find and where they differ. Does
-/// nothing without it.
-#[test]
-fn replay_a_kept_campaign() {
-    let Some(dir) = env("BATON_FAULT_REPLAY") else {
-        return;
-    };
-    let dir = Path::new(&dir);
+/// One kept campaign (a directory [`kept`] made) judged again: its
+/// records, what is wrong with its histories, and both verdicts.
+fn judge_kept(dir: &Path) -> (Vec<Line>, Vec<String>, Judged) {
     let truth = Truth::from_text(&std::fs::read_to_string(dir.join(TRUTH)).expect("the truth"));
     let mut started = Started::new();
     for entry in std::fs::read_dir(dir).expect("the histories") {
@@ -234,6 +228,25 @@ fn replay_a_kept_campaign() {
     }
     let (lines, wrong) = read_histories(&started);
     let judged = judge(&lines, &truth);
+    (lines, wrong, judged)
+}
+
+/// Both checkers again on a kept campaign (`BATON_FAULT_REPLAY=<dir>`, a
+/// directory [`kept`] made), or on every one a directory holds (as
+/// `scripts/campaign-sweep` keeps them): what they find and where they
+/// differ. A directory of many fails on any disagreement, on a campaign
+/// either checker flags, and on a control ([`CONTROLS`]) one of them does
+/// not. Does nothing without it.
+#[test]
+fn replay_a_kept_campaign() {
+    let Some(dir) = env("BATON_FAULT_REPLAY") else {
+        return;
+    };
+    let dir = Path::new(&dir);
+    if !dir.join(TRUTH).exists() {
+        return replay_every_kept_campaign(dir);
+    }
+    let (lines, wrong, judged) = judge_kept(dir);
     report(&format!(
         "replay: {} records; ours {} anomalies, {} roots flagged ({:.3} s); linearizability {} \
          roots flagged of {} ({} operations, {:.3} s); history {wrong:?}",
@@ -255,4 +268,98 @@ fn replay_a_kept_campaign() {
     for difference in &judged.disagreement {
         report(&format!("replay: {difference}"));
     }
+}
+
+/// The campaigns whose store breaks the log's promises (a control, or an
+/// asynchronous standby promoted behind), which both checkers must catch,
+/// as their directories are named; every other must be clean.
+const CONTROLS: [&str; 5] = [
+    "unfenced",
+    "broken-retention",
+    "no-floor",
+    "citus-unseen",
+    "asynchronous-failover",
+];
+
+/// [`replay_a_kept_campaign`] on a directory of kept campaigns: a line
+/// each, then the totals per campaign.
+fn replay_every_kept_campaign(dir: &Path) {
+    let mut campaigns: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("a directory of kept campaigns")
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.join(TRUTH).exists())
+        .collect();
+    campaigns.sort();
+    assert!(
+        !campaigns.is_empty(),
+        "no kept campaign in {}",
+        dir.display()
+    );
+    // Per campaign: campaigns, operations, our anomalies, our roots,
+    // stateright's roots, roots flagged by one only, wrong verdicts.
+    let mut totals: BTreeMap<String, [usize; 7]> = BTreeMap::new();
+    let mut wrong_ones = Vec::new();
+    report("replay: campaign                          records  ours roots sr.rt 1only verdict");
+    for path in &campaigns {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("?");
+        let campaign = name
+            .trim_end_matches(|c: char| c.is_ascii_digit())
+            .trim_end_matches('-');
+        let (lines, wrong, judged) = judge_kept(path);
+        let ours = judged
+            .anomalies
+            .iter()
+            .filter(|a| a.about_the_log())
+            .count();
+        let second = judged.second.flagged.len();
+        let caught = ours > 0 && second > 0;
+        let control = CONTROLS.contains(&campaign);
+        let verdict = match (!control, ours + second == 0, caught) {
+            (true, true, _) => "clean",
+            (false, _, true) => "caught",
+            _ => "WRONG",
+        };
+        let one = judged.disagreement.len();
+        report(&format!(
+            "replay: {name:<34} {:>7} {ours:>5} {:>5} {second:>5} {one:>5} {verdict}{}{}",
+            lines.len(),
+            judged.flagged.len(),
+            if one > 0 { " DISAGREE" } else { "" },
+            if wrong.is_empty() {
+                String::new()
+            } else {
+                format!(" history {wrong:?}")
+            },
+        ));
+        for difference in &judged.disagreement {
+            report(&format!("replay:   {difference}"));
+        }
+        if verdict == "WRONG" || one > 0 || !wrong.is_empty() {
+            wrong_ones.push(name.to_owned());
+        }
+        let total = totals.entry(campaign.to_owned()).or_default();
+        for (slot, add) in total.iter_mut().zip([
+            1,
+            judged.second.ops,
+            ours,
+            judged.flagged.len(),
+            second,
+            one,
+            usize::from(verdict == "WRONG"),
+        ]) {
+            *slot += add;
+        }
+    }
+    for (campaign, [n, ops, ours, roots, second, one, wrong]) in &totals {
+        report(&format!(
+            "replay: {campaign}: {n} campaigns, {ops} operations (seals included); ours {ours} anomalies in \
+             {roots} roots, stateright {second} roots; flagged by one only {one}; wrong \
+             verdicts {wrong}"
+        ));
+    }
+    assert!(
+        wrong_ones.is_empty(),
+        "the checkers disagree, or a verdict is wrong, on {wrong_ones:?}"
+    );
 }
