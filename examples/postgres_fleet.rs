@@ -23,6 +23,9 @@
 //! `scripts/postgres` starts a throwaway server and prints a URL. Without
 //! `BATON_PG_URL` the example says how to run it and exits.
 
+#[path = "shared/tls.rs"]
+mod tls;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,6 +37,7 @@ use baton::durable::{
 };
 use baton::facts::{CompactionBudget, Digest, HandoffTools, REPLAY_VERSION, ReplayEvidence};
 use baton::{HandoffExecution, HandoffIntent, HandoffPause, Invocation};
+pub use tls::rustls_trusting;
 
 type Log = PostgresLog<HandoffExecution>;
 
@@ -96,24 +100,8 @@ fn advice(error: &LogError) -> &'static str {
     }
 }
 
-/// The rustls connector trusting the CA certificates in the PEM file `ca`.
-pub fn rustls_trusting(
-    ca: &str,
-) -> Result<tokio_postgres_rustls::MakeRustlsConnect, Box<dyn std::error::Error>> {
-    let mut roots = rustls::RootCertStore::empty();
-    for certificate in rustls::pki_types::pem::PemObject::pem_file_iter(ca)? {
-        roots.add(certificate?)?;
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
-}
-
 #[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let Ok(url) = std::env::var("BATON_PG_URL") else {
         println!(
             "set BATON_PG_URL to a PostgreSQL connection string (scripts/postgres prints one)"
@@ -160,7 +148,10 @@ async fn owner(
 
 /// Runs `work` on each of `runs` at once through the one log; counts the
 /// Runs it acted on, printing each error with what to do about it.
-async fn each<F, Fut>(runs: Vec<String>, work: F) -> Result<usize, Box<dyn std::error::Error>>
+async fn each<F, Fut>(
+    runs: Vec<String>,
+    work: F,
+) -> Result<usize, Box<dyn std::error::Error + Send + Sync>>
 where
     F: Fn(String) -> Fut,
     Fut: Future<Output = Result<bool, LogError>> + Send + 'static,
@@ -191,7 +182,7 @@ pub async fn host<T>(
     config: PostgresConfig,
     tls: T,
     name: &str,
-) -> Result<Report, Box<dyn std::error::Error>>
+) -> Result<Report, Box<dyn std::error::Error + Send + Sync>>
 where
     T: MakeTlsConnect<Socket> + Clone + Send + Sync + 'static,
     T::Stream: Send + Sync,

@@ -33,6 +33,8 @@ mod hosts;
 pub mod protocol;
 mod retention;
 mod supervisor;
+#[path = "../shared/tls.rs"]
+mod tls;
 mod worker;
 
 use std::process::Command;
@@ -44,6 +46,7 @@ use baton::durable::{PostgresConfig, PostgresLog, PostgresOptions, PostgresSchem
 
 pub use protocol::Progress;
 pub use supervisor::Plan;
+pub use tls::rustls_trusting;
 
 /// The log every process of the runtime opens.
 pub type Log = PostgresLog<Progress>;
@@ -53,21 +56,6 @@ pub type Failure = Box<dyn std::error::Error + Send + Sync>;
 
 /// The schema the runtime's tables are in.
 pub const SCHEMA: &str = "baton_runtime";
-
-/// The rustls connector trusting the CA certificates in the PEM file `ca`
-/// alone (ring provider; tokio-postgres-rustls 0.14, rustls 0.23).
-pub fn rustls_trusting(ca: &str) -> Result<tokio_postgres_rustls::MakeRustlsConnect, Failure> {
-    let mut roots = rustls::RootCertStore::empty();
-    for certificate in rustls::pki_types::pem::PemObject::pem_file_iter(ca)? {
-        roots.add(certificate?)?;
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
-}
 
 /// The process's one log on `url`, over TLS if `BATON_PG_CA` names a CA
 /// file. `migrate`: the supervisor's deploy step (a fleet migrates before
