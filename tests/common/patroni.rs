@@ -12,10 +12,13 @@
 //! Without `patroni` and `etcd` on PATH the tests that need it print one
 //! line and pass; with `BATON_REQUIRE_HA=1` (as `.ci/run` sets) they fail.
 
+use std::cell::Cell;
 use std::path::PathBuf;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use baton::durable::tokio_postgres;
 use serde_json::Value;
 
@@ -41,7 +44,12 @@ pub struct Patroni {
     synchronous: Synchronous,
     dir: Option<Dir>,
     etcd: Child,
+    /// etcd's client port.
+    etcd_port: u16,
     members: Vec<Member>,
+    /// How often [`healthy`](Self::healthy) removed a `/sync` key that
+    /// named a former leader (see there).
+    stale_sync_keys: Cell<usize>,
 }
 
 /// One member: its Patroni and the PostgreSQL it runs.
@@ -57,6 +65,15 @@ struct Member {
 
 /// Patroni's leader key lives this long without its leader (s).
 pub const TTL: u64 = 5;
+
+/// Patroni's key naming the leader and its synchronous standbys
+/// (`namespace` and `scope` as [`config`] sets them).
+const SYNC_KEY: &str = "/patroni/baton/sync";
+
+/// How long a whole cluster may go without a synchronous standby before
+/// [`Patroni::healthy`] takes a `/sync` key naming a former leader for
+/// stale: a few of Patroni's loops (`loop_wait` 1 s).
+const STALE_SYNC: Duration = Duration::from_secs(10);
 
 impl Patroni {
     /// Starts etcd and `members` members (the first becomes the leader),
@@ -126,7 +143,9 @@ impl Patroni {
             synchronous,
             dir: Some(dir),
             etcd,
+            etcd_port: client,
             members,
+            stale_sync_keys: Cell::new(0),
         };
         // The first member bootstraps alone, so that it is the leader;
         // the others then copy it.
@@ -152,21 +171,96 @@ impl Patroni {
     /// Until a leader takes writes with a synchronous standby (unless
     /// replication is asynchronous), and every member runs (at most
     /// `bound`).
+    ///
+    /// **Patroni 3.0.2's stale `/sync` key.** A member that took the
+    /// leader key and wrote itself into `/sync` as it promoted, then lost
+    /// the key to the old primary (still running, so never promoted
+    /// again), leaves `/sync` naming it: the leader then refuses to name a
+    /// synchronous standby for ever ("Synchronous replication key updated
+    /// by someone else", `ha.py`'s `process_sync_replication`). Seen under
+    /// load with the 5 s `ttl`. When every member has run for
+    /// [`STALE_SYNC`] with no synchronous standby and `/sync` names a
+    /// member that does not lead, the key is removed, as an operator would
+    /// (the leader writes it afresh on its next loop), and counted in
+    /// [`stale_sync_keys`](Self::stale_sync_keys). No write is at risk
+    /// meanwhile: the log requires a synchronous standby, and commits wait.
     pub fn healthy(&self, bound: Duration) {
+        let mut without_sync: Option<Instant> = None;
         self.wait_until("the cluster is healthy", bound, |p| {
             let members = p.cluster();
             let running = members
                 .iter()
                 .filter(|m| matches!(m["state"].as_str(), Some("running" | "streaming")))
                 .count();
-            let leads = members.iter().any(|m| m["role"] == "leader");
+            let leader = members
+                .iter()
+                .find(|m| m["role"] == "leader")
+                .and_then(|m| m["name"].as_str());
             let sync = members.iter().any(|m| m["role"] == "sync_standby");
             let asynchronous = p.synchronous == Synchronous::Off || p.members.len() == 1;
-            leads && running == p.members.len() && (sync || asynchronous)
+            let whole = leader.is_some() && running == p.members.len();
+            if whole && !sync && !asynchronous {
+                let since = *without_sync.get_or_insert_with(Instant::now);
+                let stale = p
+                    .sync_key_leader()
+                    .filter(|named| Some(named.as_str()) != leader);
+                if let (true, Some(named)) = (since.elapsed() >= STALE_SYNC, stale) {
+                    eprintln!(
+                        "Patroni: /sync names {named}, {leader:?} leads, no synchronous standby \
+                         for {STALE_SYNC:?}: the stale key removed, as an operator would"
+                    );
+                    p.remove_sync_key();
+                    p.stale_sync_keys.set(p.stale_sync_keys.get() + 1);
+                    without_sync = None;
+                }
+            } else {
+                without_sync = None;
+            }
+            whole && (sync || asynchronous)
         });
     }
 
-    fn wait_until(&self, what: &str, bound: Duration, done: impl Fn(&Patroni) -> bool) {
+    /// How often [`healthy`](Self::healthy) removed a stale `/sync` key.
+    pub fn stale_sync_keys(&self) -> usize {
+        self.stale_sync_keys.get()
+    }
+
+    /// The leader Patroni's `/sync` key names, read from etcd (its v3
+    /// JSON gateway), if there is one.
+    fn sync_key_leader(&self) -> Option<String> {
+        let body = format!(r#"{{"key": "{}"}}"#, BASE64.encode(SYNC_KEY));
+        let (status, answer) = managed::http(
+            "POST",
+            self.etcd_port,
+            "/v3/kv/range",
+            &body,
+            Duration::from_secs(1),
+        )?;
+        let answer: Value = serde_json::from_str(&answer)
+            .ok()
+            .filter(|_| status == 200)?;
+        let value = BASE64.decode(answer["kvs"][0]["value"].as_str()?).ok()?;
+        let sync: Value = serde_json::from_slice(&value).ok()?;
+        sync["leader"].as_str().map(str::to_owned)
+    }
+
+    /// Removes Patroni's `/sync` key from etcd.
+    fn remove_sync_key(&self) {
+        let body = format!(r#"{{"key": "{}"}}"#, BASE64.encode(SYNC_KEY));
+        let removed = managed::http(
+            "POST",
+            self.etcd_port,
+            "/v3/kv/deleterange",
+            &body,
+            Duration::from_secs(1),
+        );
+        assert!(
+            matches!(removed, Some((200, _))),
+            "etcd removes the /sync key: {removed:?}"
+        );
+    }
+
+    fn wait_until(&self, what: &str, bound: Duration, mut done: impl FnMut(&Patroni) -> bool) {
         let deadline = Instant::now() + bound;
         while !done(self) {
             assert!(
@@ -295,14 +389,15 @@ impl Patroni {
     fn logs(&self) -> String {
         let mut logs = String::new();
         for member in &self.members {
-            let log = ["patroni.log", "patroni.out"]
-                .map(|file| std::fs::read_to_string(member.home.join(file)).unwrap_or_default())
-                .join("");
-            let tail: Vec<&str> = log.lines().rev().take(40).collect();
-            logs.push_str(&format!("--- {}\n", member.name));
-            for line in tail.into_iter().rev() {
-                logs.push_str(line);
-                logs.push('\n');
+            // Patroni's own log, then its PostgreSQL's output.
+            for (file, lines) in [("patroni.log", 30), ("patroni.out", 10)] {
+                let log = std::fs::read_to_string(member.home.join(file)).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(lines).collect();
+                logs.push_str(&format!("--- {} {file}\n", member.name));
+                for line in tail.into_iter().rev() {
+                    logs.push_str(line);
+                    logs.push('\n');
+                }
             }
         }
         logs

@@ -74,6 +74,9 @@
 //! Citus's catalog is hidden from the log's sessions, so that it sends
 //! one server's statements to the distributed tables (a control).
 //!
+//! **Seeds.** Every campaign draws a fresh seed each run (the clock's
+//! microseconds) and prints it first, so CI explores a new fault schedule
+//! on every commit and a red run is replayed from its log:
 //! `BATON_FAULT_SEED` replays a seed's fault schedule (the processes'
 //! timing still varies); `BATON_FAULT_SECONDS` sets how long faults are
 //! injected (default 120 s; a longer campaign: set it higher), and
@@ -81,8 +84,10 @@
 //! `BATON_FAULT_CITUS_SECONDS` the Citus campaign's (default 30 s),
 //! `BATON_FAULT_CONTROL_SECONDS` the unfenced and broken-retention
 //! controls' (default 20 s). `scripts/campaign-sweep` runs the campaign
-//! and its controls on many fresh seeds and tabulates both checkers'
-//! verdicts per seed.
+//! and its controls on many fresh seeds, tabulates both checkers'
+//! verdicts per seed and keeps every history; `BATON_FAULT_REPLAY` on the
+//! directory it prints judges them all again with the checkers as they
+//! are now (a disagreement or a wrong verdict fails).
 
 #![cfg(all(unix, feature = "postgres"))]
 
@@ -629,10 +634,15 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
                 let managed = managed.as_mut().expect("a manager");
                 let done = managed.inject(kind, &mut rng);
                 report(&format!(
-                    "{name}: {}{}",
+                    "{name}: {}{}{}",
                     done.kind,
                     if done.failed_over {
                         " (the leader changed)"
+                    } else {
+                        ""
+                    },
+                    if done.operator {
+                        " (healed by the operator: Patroni's stale /sync key removed)"
                     } else {
                         ""
                     }

@@ -65,6 +65,9 @@ pub struct Injected {
     pub healed: u64,
     pub kind: &'static str,
     pub failed_over: bool,
+    /// Whether healing it took an operator's hand: Patroni's stale `/sync`
+    /// key removed (see `Patroni::healthy`).
+    pub operator: bool,
 }
 
 impl Managed {
@@ -121,6 +124,8 @@ impl Managed {
     pub fn inject(&mut self, kind: usize, rng: &mut Rng) -> Injected {
         let at = child::now_us();
         let before = self.leader();
+        let removed = self.stale_sync_keys();
+        super::report(&format!("{}: injected, healing", FAULTS[kind]));
         match self {
             Managed::Patroni(patroni) => patroni_fault(patroni, kind, rng),
             Managed::AutoFailover(formation) => auto_failover_fault(formation, kind, rng),
@@ -136,6 +141,15 @@ impl Managed {
             healed: child::now_us(),
             kind: FAULTS[kind],
             failed_over: self.leader() != before,
+            operator: self.stale_sync_keys() > removed,
+        }
+    }
+
+    /// How often healing removed Patroni's stale `/sync` key.
+    fn stale_sync_keys(&self) -> usize {
+        match self {
+            Managed::Patroni(patroni) => patroni.stale_sync_keys(),
+            Managed::AutoFailover(_) => 0,
         }
     }
 }
