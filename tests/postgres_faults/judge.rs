@@ -139,14 +139,11 @@ pub fn minimised(lines: &[Line], truth: &Truth, root: &str) -> Vec<Line> {
 /// [`minimised`], the second checker carrying `slip` (its self-test).
 pub fn minimised_with(lines: &[Line], truth: &Truth, root: &str, slip: Slip) -> Vec<Line> {
     let truth = truth_of(truth, root);
-    // Each record's unit: (process, op), or the record itself for a seal.
-    let unit = |line: &Line| (line.process.clone(), line.op.clone(), line.seq);
-    let key = |line: &Line| -> (String, String, u64) {
-        if line.op == "-" {
-            unit(line)
-        } else {
-            (line.process.clone(), line.op.clone(), 0)
-        }
+    // Each record's unit: (process, op), or the record itself (its number
+    // too) for a seal.
+    let key = |line: &Line| {
+        let seal = if line.op == "-" { line.seq } else { 0 };
+        (line.process.clone(), line.op.clone(), seal)
     };
     let mut about: BTreeMap<(String, String, u64), bool> = BTreeMap::new();
     for line in lines {
