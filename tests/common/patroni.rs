@@ -244,6 +244,33 @@ impl Patroni {
         sync["leader"].as_str().map(str::to_owned)
     }
 
+    /// Writes Patroni's `/sync` key naming member `leader` as the leader
+    /// and no synchronous standby: the key a member leaves behind that
+    /// took the leader key, promoted and lost it again (see
+    /// [`healthy`](Self::healthy)), planted by the fixture's own test.
+    pub fn plant_sync_key(&self, leader: usize) {
+        let value = format!(
+            r#"{{"leader":"{}","sync_standby":null}}"#,
+            self.members[leader].name
+        );
+        let body = format!(
+            r#"{{"key": "{}", "value": "{}"}}"#,
+            BASE64.encode(SYNC_KEY),
+            BASE64.encode(value)
+        );
+        let put = managed::http(
+            "POST",
+            self.etcd_port,
+            "/v3/kv/put",
+            &body,
+            Duration::from_secs(1),
+        );
+        assert!(
+            matches!(put, Some((200, _))),
+            "etcd takes the /sync key: {put:?}"
+        );
+    }
+
     /// Removes Patroni's `/sync` key from etcd.
     fn remove_sync_key(&self) {
         let body = format!(r#"{{"key": "{}"}}"#, BASE64.encode(SYNC_KEY));

@@ -168,6 +168,39 @@ fn g1_g2_g4_patroni_fails_over_by_itself_and_the_log_keeps_every_acknowledged_wr
     });
 }
 
+/// The fixture's remedy for Patroni 3.0.2's stale `/sync` key (the CI
+/// failure of 740e094; `common/patroni.rs`, `Patroni::healthy`): with the
+/// key naming a replica as the leader, the real leader names no
+/// synchronous standby for as long as it stays (Patroni is stuck, not
+/// slow: five of its 1 s loops pass without one), and `healthy` removes
+/// the key, counts it, and the leader names a synchronous standby again.
+#[test]
+fn patroni_stuck_on_a_sync_key_naming_a_former_leader_is_healed_by_removing_it() {
+    let Some(patroni) = Patroni::start(3, Synchronous::Mode) else {
+        return;
+    };
+    let leader = patroni.leader().expect("a leader");
+    let replica = (leader + 1) % 3;
+    patroni.plant_sync_key(replica);
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(
+        patroni.sync_standby(),
+        None,
+        "Patroni rewrote the stale /sync key by itself"
+    );
+    assert_eq!(patroni.leader(), Some(leader), "the leader changed");
+    patroni.healthy(Duration::from_secs(60));
+    assert_eq!(
+        patroni.stale_sync_keys(),
+        1,
+        "the stale key was removed once"
+    );
+    assert!(
+        patroni.sync_standby().is_some(),
+        "a synchronous standby again"
+    );
+}
+
 /// Patroni's default, asynchronous replicas (`synchronous_mode: false`):
 /// only the fence. The log, opened without the requirement, follows the
 /// failover when the leader's host dies; acknowledged writes the promoted
