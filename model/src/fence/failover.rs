@@ -23,7 +23,7 @@
 //! epoch answered twice) — while [`MAY_BREAK_ASYNCHRONOUSLY`] may break,
 //! each shown broken by the checker, never silently dropped.
 
-use super::props::{G1, G2, G5, R1, R2, R4, R5, R7, R8, sometimes};
+use super::names::{G1, G2, G5, R1, R2, R4, R5, R7, R8, sometimes};
 use super::state::{
     Answer, FAct, FSys, MAX_WORKERS, Owner, Phase, Retired, Succ, SuccClaimed, expand,
 };

@@ -64,6 +64,7 @@
 
 mod actions;
 pub mod failover;
+mod names;
 pub mod props;
 pub mod report;
 mod setup;
