@@ -4,6 +4,16 @@
  * table in src/durable/fence.rs (claim_step, append_step) and the
  * worker's seal_step (src/durable/worker.rs), not from the Rust model.
  *
+ * It stays one file, past 600 lines, because it is one model read top to
+ * bottom: the log and the properties over it, the append and finish
+ * columns, then each actor with the column it applies (the owner the
+ * claim's, the operator retire_step's, the successor its own claim and
+ * finish, the standby the failover). Every -D switch below (FATES,
+ * FAILOVER, each BROKEN_ variant) threads through all of those parts:
+ * split by part, one variant would be read across files, and the claim
+ * and retire columns cut from the actors that apply them. (gate.pml,
+ * whose table and actors part at one seam, is split: gate_actors.pml.)
+ *
  * One Run. The log holds its current epoch and at most one pause (whose
  * it is, and the epoch it was appended under). The owner claims the Run:
  * on an open Run the claim issues epoch c+1 and starts the next worker
