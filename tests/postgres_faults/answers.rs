@@ -22,11 +22,11 @@
 //!   of the root a claim may have taken into an epoch, or a successor a
 //!   pause that may have been written names.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::checker::Found;
+use super::checker::{Found, may_make_final};
 use super::child::root_of;
-use super::history::{Kind, Op, Outcome};
+use super::history::{Kind, Op, Outcome, Truth};
 
 /// A write's Run, epoch and record id, if it is a write.
 fn write(op: &Op) -> Option<(&str, u64, &str)> {
@@ -40,7 +40,8 @@ fn write(op: &Op) -> Option<(&str, u64, &str)> {
 }
 
 /// Checks the kind of every answer in `ops`.
-pub fn check(ops: &[Op], anomalies: &mut Found) {
+pub fn check(ops: &[Op], truth: &Truth, anomalies: &mut Found) {
+    epochs_issued(ops, truth, anomalies);
     let mut by_run: HashMap<&str, Vec<&Op>> = HashMap::new();
     let mut by_root: HashMap<&str, Vec<&Op>> = HashMap::new();
     for op in ops {
@@ -57,9 +58,6 @@ pub fn check(ops: &[Op], anomalies: &mut Found) {
             Outcome::Owner(e) => Some((e, claim.completed.unwrap_or(u64::MAX))),
             _ => None,
         });
-        let claim_unknown = same_run
-            .iter()
-            .any(|c| matches!(c.kind, Kind::Claim { .. }) && c.outcome == Outcome::Unknown);
         if let Some((_, epoch, record)) = write(op) {
             // The newest epoch answered before this write was sent.
             let newest = owners
@@ -67,9 +65,19 @@ pub fn check(ops: &[Op], anomalies: &mut Found) {
                 .filter(|(_, done)| *done < op.invoked)
                 .map(|(e, _)| e)
                 .max();
+            // A claim of the Run that may have issued `e` before this write
+            // answered: one answered `Owner(e)`, or one in flight, invoked
+            // before (issue 60: an epoch exists only once a claim issued it).
+            let issued_before = |e: u64| {
+                same_run.iter().any(|c| {
+                    matches!(c.kind, Kind::Claim { .. })
+                        && c.invoked < answered
+                        && (c.outcome == Outcome::Owner(e) || c.outcome == Outcome::Unknown)
+                })
+            };
             match &op.outcome {
                 Outcome::Fenced(c) => {
-                    let issued = owners.clone().any(|(e, _)| e == *c) || claim_unknown;
+                    let issued = issued_before(*c);
                     if *c <= epoch || !issued || newest.is_some_and(|n| *c < n) {
                         anomalies.flag(
                             run,
@@ -95,6 +103,67 @@ pub fn check(ops: &[Op], anomalies: &mut Found) {
                     );
                 }
                 _ => {}
+            }
+            // An answer that says the write's epoch is the Run's (SPEC
+            // answers them only when `e = c`) comes after a claim that may
+            // have issued it (issue 60).
+            let at_its_epoch = matches!(
+                op.outcome,
+                Outcome::Written
+                    | Outcome::Already
+                    | Outcome::AlreadyHandedOff
+                    | Outcome::AlreadyFinished
+            );
+            if at_its_epoch && !issued_before(epoch) {
+                anomalies.flag(
+                    run,
+                    format!(
+                        "G3: a write of {run} under epoch {epoch} answered {:?}, but no claim \
+                         that may have issued that epoch was invoked before",
+                        op.outcome
+                    ),
+                );
+            }
+            // Such an answer says the Run was made final under `epoch`,
+            // and a Run's epoch never moves past its fate: a claim that
+            // answered a newer epoch came before that write (which is then
+            // `Fenced`) or after it (and answered the fate): in no order
+            // (issue 60).
+            if at_its_epoch {
+                if let Some(newer) = owners.clone().map(|(e, _)| e).filter(|e| *e > epoch).max() {
+                    anomalies.flag(
+                        run,
+                        format!(
+                            "G3: a write of {run} under epoch {epoch} answered {:?}, and a \
+                             claim of it answered epoch {newer}: in no order",
+                            op.outcome
+                        ),
+                    );
+                }
+            }
+            // `AlreadyDurable`: the identical record was durable before,
+            // so another write of it may have written before this one
+            // answered (issue 60).
+            if op.outcome == Outcome::Already {
+                let appends = matches!(op.kind, Kind::Append { .. });
+                // (A claim that answered the record read what some write
+                // of it wrote: that write may be this one.)
+                let before = same_run.iter().any(|w| {
+                    !std::ptr::eq(*w, op)
+                        && w.invoked < answered
+                        && w.outcome.may_have_written()
+                        && matches!(w.kind, Kind::Append { .. }) == appends
+                        && write(w).is_some_and(|(_, _, id)| id == record)
+                });
+                if !before {
+                    anomalies.flag(
+                        run,
+                        format!(
+                            "G3: a write of {run} ({record}) answered AlreadyDurable, but no \
+                             other write of that record may have been written before"
+                        ),
+                    );
+                }
             }
             // Another record of the Run that may have been written first,
             // under this write's epoch: SPEC answers `AlreadyHandedOff` or
@@ -135,6 +204,61 @@ pub fn check(ops: &[Op], anomalies: &mut Found) {
                 );
             }
         }
+        // `HandedOff(p)` and `Finished(o)`, a claim's: the record was
+        // durable when it answered, so some write of it that may have
+        // written was invoked before (issue 60).
+        let read = match (&op.kind, &op.outcome) {
+            (Kind::Claim { .. }, Outcome::HandedOff(id, ..)) => Some((id, true)),
+            (Kind::Claim { .. }, Outcome::Finished(id, _)) => Some((id, false)),
+            _ => None,
+        };
+        if let Some((id, handed_off)) = read {
+            let written = same_run.iter().any(|w| {
+                w.invoked < answered
+                    && w.outcome.may_have_written()
+                    && matches!(w.kind, Kind::Append { .. }) == handed_off
+                    && write(w).is_some_and(|(_, _, record)| record == id)
+            });
+            if !written {
+                anomalies.flag(
+                    run,
+                    format!(
+                        "G3: a claim of {run} answered {:?}, but no write of {id} may have been \
+                         written before it answered",
+                        op.outcome
+                    ),
+                );
+            }
+        }
+        // Once a retirement of the root is acknowledged, every operation
+        // of it invoked afterwards answers `Retired` (a retirement
+        // `AlreadyRetired`), or nothing known (SPEC §6.1, issue 60).
+        let retired_earlier = by_root
+            .get(root_of(run))
+            .unwrap_or(&none)
+            .iter()
+            .filter(|r| matches!(r.kind, Kind::Retire { .. }) && r.outcome.retired())
+            .filter_map(|r| r.completed)
+            .any(|done| done < op.invoked);
+        let as_retired = matches!(
+            op.outcome,
+            Outcome::Retired
+                | Outcome::RefusedRetired
+                | Outcome::AlreadyRetired
+                | Outcome::Unknown
+                | Outcome::Unavailable
+        );
+        if retired_earlier && !as_retired && !matches!(op.kind, Kind::Sweep { .. }) {
+            anomalies.flag(
+                run,
+                format!(
+                    "G3: {:?} answered {:?} after a retirement of {} was acknowledged",
+                    op.kind,
+                    op.outcome,
+                    root_of(run)
+                ),
+            );
+        }
         // Retired, and AlreadyRetired: after a retirement of the root.
         let refused_retired = matches!(
             op.outcome,
@@ -142,16 +266,31 @@ pub fn check(ops: &[Op], anomalies: &mut Found) {
         );
         if refused_retired {
             let root = root_of(run);
-            let retired_before = by_root.get(root).unwrap_or(&none).iter().any(|r| {
+            let of_root = by_root.get(root).unwrap_or(&none);
+            // A retirement whose outcome is unknown retired the root only
+            // if its work had ended (G5): the log held a Run of it, so a
+            // claim of one was invoked before, and some Run of it was
+            // final, so an operation that may have made one final was
+            // invoked before (issue 60).
+            let could_have_ended = of_root.iter().any(|c| {
+                matches!(c.kind, Kind::Claim { .. })
+                    && c.invoked < answered
+                    && matches!(c.outcome, Outcome::Owner(_) | Outcome::Unknown)
+            }) && of_root
+                .iter()
+                .any(|w| w.invoked < answered && may_make_final(w));
+            let retired_before = of_root.iter().any(|r| {
                 r.invoked < answered
                     && matches!(r.kind, Kind::Retire { .. })
-                    && (r.outcome.retired_now() || r.outcome == Outcome::Unknown)
-            }) || ops.iter().any(|sweep| {
-                // A sweep's batch with no answer may have retired it.
-                matches!(sweep.kind, Kind::Sweep { .. })
-                    && sweep.invoked < answered
-                    && matches!(sweep.outcome, Outcome::Unknown | Outcome::Unavailable)
-            });
+                    && (r.outcome.retired_now()
+                        || (r.outcome == Outcome::Unknown && could_have_ended))
+            }) || (could_have_ended
+                && ops.iter().any(|sweep| {
+                    // A sweep's batch with no answer may have retired it.
+                    matches!(sweep.kind, Kind::Sweep { .. })
+                        && sweep.invoked < answered
+                        && matches!(sweep.outcome, Outcome::Unknown | Outcome::Unavailable)
+                }));
             if !retired_before {
                 anomalies.flag(
                     run,
@@ -168,13 +307,21 @@ pub fn check(ops: &[Op], anomalies: &mut Found) {
                 root,
                 op,
                 by_root.get(root.as_str()).unwrap_or(&none),
+                truth,
                 anomalies,
             );
         }
-        // R6: epochs increase in real-time order.
+        // R6: epochs increase in real-time order; an epoch a write was
+        // refused `Fenced` by was the Run's when that refusal answered
+        // (issue 60), so it counts as answered then.
         if let (Kind::Claim { .. }, Outcome::Owner(e)) = (&op.kind, &op.outcome) {
+            let fenced = same_run.iter().filter_map(|w| match w.outcome {
+                Outcome::Fenced(c) => Some((c, w.completed.unwrap_or(u64::MAX))),
+                _ => None,
+            });
             let older = owners
                 .clone()
+                .chain(fenced)
                 .filter(|(other, done)| *done < op.invoked && other >= e)
                 .map(|(other, _)| other)
                 .max();
@@ -191,7 +338,7 @@ pub fn check(ops: &[Op], anomalies: &mut Found) {
 }
 
 /// A retirement's count, and the Run its `RunOpen` names.
-fn retirement(root: &str, op: &Op, of_root: &[&Op], anomalies: &mut Found) {
+fn retirement(root: &str, op: &Op, of_root: &[&Op], truth: &Truth, anomalies: &mut Found) {
     let answered = op.completed.unwrap_or(u64::MAX);
     let mut surely: Vec<&str> = Vec::new();
     let mut maybe: Vec<&str> = Vec::new();
@@ -226,10 +373,35 @@ fn retirement(root: &str, op: &Op, of_root: &[&Op], anomalies: &mut Found) {
             );
         }
         Outcome::RunOpen(named) if named != "?" => {
+            // A pause that may have been written names it: its append may
+            // have written, after a claim that may have issued its epoch
+            // (issue 60).
             let named_by_a_pause = of_root.iter().any(|w| {
-                matches!(&w.kind, Kind::Append { successor, .. } if successor == named)
+                let Kind::Append {
+                    run,
+                    epoch,
+                    successor,
+                    ..
+                } = &w.kind
+                else {
+                    return false;
+                };
+                let issued = of_root.iter().any(|c| {
+                    c.kind == (Kind::Claim { run: run.clone() })
+                        && c.invoked < answered
+                        && (c.outcome == Outcome::Owner(*epoch) || c.outcome == Outcome::Unknown)
+                });
+                // A pause once written stays until the root is retired.
+                let kept = truth.is_retired(run)
+                    || truth
+                        .pauses
+                        .get(run)
+                        .is_some_and(|p| p.successor == *named && p.epoch == *epoch);
+                successor == named
                     && w.invoked < answered
                     && w.outcome.may_have_written()
+                    && issued
+                    && kept
             });
             if !maybe.contains(&named.as_str()) && !named_by_a_pause {
                 anomalies.flag(
@@ -241,6 +413,85 @@ fn retirement(root: &str, op: &Op, of_root: &[&Op], anomalies: &mut Found) {
                 );
             }
         }
+        // The log held a Run of the root before it was invoked: an answer
+        // says so (issue 60).
+        Outcome::NothingToRetire => {
+            let held = of_root.iter().find(|o| {
+                o.completed.is_some_and(|c| c < op.invoked)
+                    && matches!(
+                        o.outcome,
+                        Outcome::Owner(_)
+                            | Outcome::HandedOff(..)
+                            | Outcome::Finished(..)
+                            | Outcome::Written
+                            | Outcome::Already
+                            | Outcome::Fenced(_)
+                            | Outcome::AlreadyHandedOff
+                            | Outcome::AlreadyFinished
+                            | Outcome::RunOpen(_)
+                    )
+            });
+            if let Some(held) = held {
+                anomalies.flag(
+                    root,
+                    format!(
+                        "G3: the retirement of {root} answered NothingToRetire after {:?} \
+                         answered {:?}",
+                        held.kind, held.outcome
+                    ),
+                );
+            }
+        }
         _ => {}
+    }
+}
+
+/// Every epoch of a Run some answer says was issued — one a write was
+/// `Fenced` by, one a write answered at (`Written`, `AlreadyDurable`,
+/// `AlreadyHandedOff`, `AlreadyFinished`: SPEC gives them at the Run's
+/// epoch), the Run's epoch at the end — was issued by a claim: one that
+/// answered it, or one whose
+/// outcome is unknown, each of which issued one epoch at most (issue 60).
+fn epochs_issued<'a>(ops: &'a [Op], truth: &'a Truth, anomalies: &mut Found) {
+    let mut runs: BTreeMap<&str, (BTreeSet<u64>, BTreeSet<u64>, usize)> = BTreeMap::new();
+    for op in ops {
+        let (needed, answered, unknown) = runs.entry(op.kind.run()).or_default();
+        match (&op.kind, &op.outcome) {
+            (Kind::Claim { .. }, Outcome::Owner(e)) => {
+                answered.insert(*e);
+            }
+            (Kind::Claim { .. }, Outcome::Unknown) => *unknown += 1,
+            (_, Outcome::Fenced(c)) => {
+                needed.insert(*c);
+            }
+            (
+                _,
+                Outcome::Written
+                | Outcome::Already
+                | Outcome::AlreadyHandedOff
+                | Outcome::AlreadyFinished,
+            ) => {
+                if let Some((_, e, _)) = write(op) {
+                    needed.insert(e);
+                }
+            }
+            _ => {}
+        }
+    }
+    // The Run's epoch at the end, too.
+    for (run, e) in &truth.epochs {
+        runs.entry(run.as_str()).or_default().0.insert(*e);
+    }
+    for (run, (needed, answered, unknown)) in runs {
+        let unanswered: Vec<&u64> = needed.difference(&answered).collect();
+        if unanswered.len() > unknown {
+            anomalies.flag(
+                run,
+                format!(
+                    "G3: answers say epochs {unanswered:?} of {run} were issued, no claim \
+                     answered them, and {unknown} claims of it have an unknown outcome"
+                ),
+            );
+        }
     }
 }

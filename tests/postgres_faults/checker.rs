@@ -92,7 +92,7 @@ impl Found {
 }
 
 /// Whether `op` may have made its Run final, or says it is (see [`Fate`]).
-fn may_make_final(op: &Op) -> bool {
+pub(super) fn may_make_final(op: &Op) -> bool {
     match (&op.kind, &op.outcome) {
         (Kind::Claim { .. }, Outcome::HandedOff(..) | Outcome::Finished(..)) => true,
         (Kind::Append { .. } | Kind::Finish { .. }, o) if o.may_have_written() => true,
@@ -172,6 +172,18 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<Anomaly> {
                      the log holds {:?}",
                     op.process,
                     pause_of(run)
+                ));
+            }
+            // A Run's epoch never goes down: one a refusal names is at
+            // most its last (issue 60).
+            (Kind::Append { run, .. } | Kind::Finish { run, .. }, Outcome::Fenced(c))
+                if !retired && truth.epochs.get(run).copied().unwrap_or(0) < *c =>
+            {
+                anomalies.flag(run, format!(
+                    "lost claim: a write of {run} by {} was refused Fenced naming epoch {c}, \
+                     the log's epoch is {:?}",
+                    op.process,
+                    truth.epochs.get(run)
                 ));
             }
             (_, Outcome::EpochNotIssued) => anomalies.flag(op.kind.run(), format!(
@@ -787,6 +799,6 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<Anomaly> {
         }
     }
     // Every answer's kind (issue 50).
-    answers::check(ops, &mut anomalies);
+    answers::check(ops, truth, &mut anomalies);
     anomalies.0
 }

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use stateright::semantics::SequentialSpec;
 
-use super::child::{MAX_CHAIN, chain_index, root_of, successor_of};
+use super::child::{MAX_CHAIN, chain_index, successor_of};
 use super::history::{HeldPause, Line, Truth, read_transcript};
 use super::judge::{judge, minimised};
 use super::spec::{Answer, Held, Op as SpecOp, RootLog, Snapshot};
@@ -581,7 +581,7 @@ fn printed(lines: &[Line]) -> String {
 /// (`linearizable.rs`, `spec.rs`) flag the same roots on every
 /// single-answer mutation of a legal history.
 ///
-/// Generated (seeded, deterministic): 3000 histories of the one root
+/// Generated (seeded, deterministic): 2000 histories of the one root
 /// `r1` (its Runs `r1` to `r1.3`), 2–4 processes each running its
 /// operations one after another, 4–12 operations in all: claims of the
 /// Run a process follows (from the head, to the successor a pause it
@@ -602,17 +602,26 @@ fn printed(lines: &[Line]) -> String {
 /// `RetiredNow`, `AlreadyRetired`, `RunOpen` or `NothingToRetire` for a
 /// retirement; the final read-back kept. Both checkers must flag the same
 /// roots (a mutation may leave the history legal: then neither flags it).
+/// `BATON_DIFFERENTIAL_SEED` and `BATON_DIFFERENTIAL_HISTORIES` change
+/// the seed and the number of histories.
 #[test]
 fn ours_and_the_linearizability_checker_agree_on_every_single_answer_mutation() {
-    const HISTORIES: usize = 3000;
     const MUTATIONS: usize = 3;
-    let mut rng = Rng(0x6261_746f_6e60);
+    // Another seed, or more histories, to look further (not in CI).
+    let number = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let histories = number("BATON_DIFFERENTIAL_HISTORIES", 2000) as usize;
+    let mut rng = Rng(number("BATON_DIFFERENTIAL_SEED", 0x6261_746f_6e60));
     let (mut mutated, mut both, mut neither) = (0usize, 0usize, 0usize);
     let mut legal_flagged: Vec<String> = Vec::new();
     // Class -> (count, an example).
     let mut classes: BTreeMap<String, (usize, String)> = BTreeMap::new();
     let mut ops_total = 0;
-    for _ in 0..HISTORIES {
+    for _ in 0..histories {
         let generated = generate(&mut rng);
         ops_total += generated.ops.len();
         let lines = records(&generated, None);
@@ -693,7 +702,7 @@ fn ours_and_the_linearizability_checker_agree_on_every_single_answer_mutation() 
     }
     let disagreements: usize = classes.values().map(|(n, _)| n).sum();
     println!(
-        "differential: {HISTORIES} histories ({ops_total} operations), {} legal ones flagged; \
+        "differential: {histories} histories ({ops_total} operations), {} legal ones flagged; \
          {mutated} mutated: flagged by both {both}, by neither {neither}, disagreements \
          {disagreements} in {} classes",
         legal_flagged.len(),
