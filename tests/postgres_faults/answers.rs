@@ -28,6 +28,14 @@ use super::checker::{Found, may_make_final};
 use super::child::root_of;
 use super::history::{Kind, Op, Outcome, Truth};
 
+/// Whether `op`'s answer says its root is retired.
+fn says_retired(op: &Op) -> bool {
+    matches!(
+        op.outcome,
+        Outcome::Retired | Outcome::RefusedRetired | Outcome::AlreadyRetired
+    )
+}
+
 /// A write's Run, epoch and record id, if it is a write.
 fn write(op: &Op) -> Option<(&str, u64, &str)> {
     match &op.kind {
@@ -230,24 +238,22 @@ pub fn check(ops: &[Op], truth: &Truth, anomalies: &mut Found) {
                 );
             }
         }
-        // Once a retirement of the root is acknowledged, every operation
-        // of it invoked afterwards answers `Retired` (a retirement
-        // `AlreadyRetired`), or nothing known (SPEC §6.1, issue 60).
+        // Once a retirement of the root is acknowledged, or an answer
+        // said it is retired, every operation of it invoked afterwards
+        // answers `Retired` (a retirement `AlreadyRetired`), or nothing
+        // known (SPEC §6.1: retired for good; issue 60).
         let retired_earlier = by_root
             .get(root_of(run))
             .unwrap_or(&none)
             .iter()
-            .filter(|r| matches!(r.kind, Kind::Retire { .. }) && r.outcome.retired())
+            .filter(|r| r.outcome.retired() || says_retired(r))
             .filter_map(|r| r.completed)
             .any(|done| done < op.invoked);
-        let as_retired = matches!(
-            op.outcome,
-            Outcome::Retired
-                | Outcome::RefusedRetired
-                | Outcome::AlreadyRetired
-                | Outcome::Unknown
-                | Outcome::Unavailable
-        );
+        let as_retired = says_retired(op)
+            || matches!(
+                op.outcome,
+                Outcome::AlreadyRetired | Outcome::Unknown | Outcome::Unavailable
+            );
         if retired_earlier && !as_retired && !matches!(op.kind, Kind::Sweep { .. }) {
             anomalies.flag(
                 run,
@@ -264,6 +270,16 @@ pub fn check(ops: &[Op], truth: &Truth, anomalies: &mut Found) {
             op.outcome,
             Outcome::Retired | Outcome::RefusedRetired | Outcome::AlreadyRetired
         );
+        if refused_retired && !truth.is_retired(run) {
+            anomalies.flag(
+                run,
+                format!(
+                    "G3: {:?} answered {:?}, but the root is not retired at the end (a \
+                     retirement is for good)",
+                    op.kind, op.outcome
+                ),
+            );
+        }
         if refused_retired {
             let root = root_of(run);
             let of_root = by_root.get(root).unwrap_or(&none);
@@ -276,9 +292,9 @@ pub fn check(ops: &[Op], truth: &Truth, anomalies: &mut Found) {
                 matches!(c.kind, Kind::Claim { .. })
                     && c.invoked < answered
                     && matches!(c.outcome, Outcome::Owner(_) | Outcome::Unknown)
-            }) && of_root
-                .iter()
-                .any(|w| w.invoked < answered && may_make_final(w));
+            }) && of_root.iter().any(|w| {
+                w.invoked < answered && may_make_final(w) && !fenced_in_every_order(w, of_root)
+            });
             let retired_before = of_root.iter().any(|r| {
                 r.invoked < answered
                     && matches!(r.kind, Kind::Retire { .. })
@@ -398,11 +414,26 @@ fn retirement(root: &str, op: &Op, of_root: &[&Op], truth: &Truth, anomalies: &m
                         .get(run)
                         .is_some_and(|p| p.successor == *named && p.epoch == *epoch);
                 successor == named
+                    && !fenced_in_every_order(w, of_root)
                     && w.invoked < answered
                     && w.outcome.may_have_written()
                     && issued
                     && kept
             });
+            // The Run named is held at the end (a claimed Run's rows, or a
+            // pause naming it, stay until the root is retired; issue 60).
+            let held = truth.is_retired(root)
+                || truth.epochs.contains_key(named)
+                || truth.pauses.values().any(|p| p.successor == *named);
+            if !held {
+                anomalies.flag(
+                    root,
+                    format!(
+                        "G3: the retirement of {root} answered RunOpen naming {named}, which the \
+                         log does not hold at the end, and {root} is not retired"
+                    ),
+                );
+            }
             if !maybe.contains(&named.as_str()) && !named_by_a_pause {
                 anomalies.flag(
                     root,
@@ -450,20 +481,27 @@ fn retirement(root: &str, op: &Op, of_root: &[&Op], truth: &Truth, anomalies: &m
 /// `Fenced` by, one a write answered at (`Written`, `AlreadyDurable`,
 /// `AlreadyHandedOff`, `AlreadyFinished`: SPEC gives them at the Run's
 /// epoch), the Run's epoch at the end — was issued by a claim: one that
-/// answered it, or one whose
-/// outcome is unknown, each of which issued one epoch at most (issue 60).
+/// answered it, or one whose outcome is unknown, each of which issued one
+/// epoch at most, and was invoked before the first answer that names the
+/// epoch completed (issue 60).
 fn epochs_issued<'a>(ops: &'a [Op], truth: &'a Truth, anomalies: &mut Found) {
-    let mut runs: BTreeMap<&str, (BTreeSet<u64>, BTreeSet<u64>, usize)> = BTreeMap::new();
+    /// Per Run: each epoch needed and by when; the epochs answered; the
+    /// invocations of the claims with an unknown outcome.
+    type Needs = (BTreeMap<u64, u64>, BTreeSet<u64>, Vec<u64>);
+    let mut runs: BTreeMap<&str, Needs> = BTreeMap::new();
+    let need = |needed: &mut BTreeMap<u64, u64>, e: u64, by: u64| {
+        let slot = needed.entry(e).or_insert(by);
+        *slot = (*slot).min(by);
+    };
     for op in ops {
         let (needed, answered, unknown) = runs.entry(op.kind.run()).or_default();
+        let by = op.completed.unwrap_or(u64::MAX);
         match (&op.kind, &op.outcome) {
             (Kind::Claim { .. }, Outcome::Owner(e)) => {
                 answered.insert(*e);
             }
-            (Kind::Claim { .. }, Outcome::Unknown) => *unknown += 1,
-            (_, Outcome::Fenced(c)) => {
-                needed.insert(*c);
-            }
+            (Kind::Claim { .. }, Outcome::Unknown) => unknown.push(op.invoked),
+            (_, Outcome::Fenced(c)) => need(needed, *c, by),
             (
                 _,
                 Outcome::Written
@@ -472,7 +510,7 @@ fn epochs_issued<'a>(ops: &'a [Op], truth: &'a Truth, anomalies: &mut Found) {
                 | Outcome::AlreadyFinished,
             ) => {
                 if let Some((_, e, _)) = write(op) {
-                    needed.insert(e);
+                    need(needed, e, by);
                 }
             }
             _ => {}
@@ -480,18 +518,48 @@ fn epochs_issued<'a>(ops: &'a [Op], truth: &'a Truth, anomalies: &mut Found) {
     }
     // The Run's epoch at the end, too.
     for (run, e) in &truth.epochs {
-        runs.entry(run.as_str()).or_default().0.insert(*e);
+        need(&mut runs.entry(run.as_str()).or_default().0, *e, u64::MAX);
     }
     for (run, (needed, answered, unknown)) in runs {
-        let unanswered: Vec<&u64> = needed.difference(&answered).collect();
-        if unanswered.len() > unknown {
-            anomalies.flag(
-                run,
-                format!(
-                    "G3: answers say epochs {unanswered:?} of {run} were issued, no claim \
-                     answered them, and {unknown} claims of it have an unknown outcome"
-                ),
-            );
+        // The epochs no claim answered, by deadline: the claims that may
+        // have issued each are those invoked before it, nested sets, so
+        // every prefix must find as many claims as epochs (Hall).
+        let mut unanswered: Vec<(u64, u64)> = needed
+            .into_iter()
+            .filter(|(e, _)| !answered.contains(e))
+            .map(|(e, by)| (by, e))
+            .collect();
+        unanswered.sort_unstable();
+        for (k, (by, _)) in unanswered.iter().enumerate() {
+            let claims = unknown.iter().filter(|at| *at < by).count();
+            if k + 1 > claims {
+                let epochs: Vec<u64> = unanswered[..=k].iter().map(|(_, e)| *e).collect();
+                anomalies.flag(
+                    run,
+                    format!(
+                        "G3: answers say epochs {epochs:?} of {run} were issued, no claim \
+                         answered them, and {claims} claims of it with an unknown outcome were \
+                         invoked before"
+                    ),
+                );
+                break;
+            }
         }
     }
+}
+
+/// Whether the write `op` never wrote in any order: a claim of its Run
+/// answered an epoch above the write's (before the write, it fences it;
+/// after it, the Run was final, and the claim answers its fate; issue 60).
+pub(super) fn fenced_in_every_order(op: &Op, ops: &[&Op]) -> bool {
+    let Some((run, epoch, _)) = write(op) else {
+        return false;
+    };
+    ops.iter().any(|c| {
+        c.kind
+            == (Kind::Claim {
+                run: run.to_owned(),
+            })
+            && matches!(c.outcome, Outcome::Owner(e) if e > epoch)
+    })
 }

@@ -254,6 +254,41 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<Anomaly> {
                 format!("G3: {root} is retired, but no retirement of it may have written"),
             );
         }
+        // Retired by a retirement whose outcome is unknown alone: it took
+        // effect after every claim that answered an epoch (one after it
+        // answers `Retired`), when each such Run was final (G5), so some
+        // write that may have made it final was sent (issue 60).
+        let acknowledged = ops.iter().any(|op| {
+            matches!(&op.kind, Kind::Retire { run } if run == root) && op.outcome.retired_now()
+        });
+        if sent && !acknowledged {
+            let mut open: Vec<&str> = ops
+                .iter()
+                .filter(|op| {
+                    root_of(op.kind.run()) == root
+                        && matches!(op.kind, Kind::Claim { .. })
+                        && matches!(op.outcome, Outcome::Owner(_))
+                })
+                .map(|op| op.kind.run())
+                .filter(|run| {
+                    let same: Vec<&Op> = ops.iter().filter(|o| o.kind.run() == *run).collect();
+                    !same
+                        .iter()
+                        .any(|w| may_make_final(w) && !answers::fenced_in_every_order(w, &same))
+                })
+                .collect();
+            open.sort_unstable();
+            open.dedup();
+            if !open.is_empty() {
+                anomalies.flag(
+                    root,
+                    format!(
+                        "G5: {root} is retired, by a retirement whose outcome is unknown, but \
+                         {open:?} were claimed and nothing may have made them final"
+                    ),
+                );
+            }
+        }
     }
     for (run, pause) in &truth.pauses {
         if truth.epochs.get(run) != Some(&pause.epoch) {
@@ -359,12 +394,22 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<Anomaly> {
 
     // What the history says about each Run's fate (see [`Fate`]).
     let mut fates: HashMap<&str, Fate> = HashMap::new();
+    let mut of_run: HashMap<&str, Vec<&Op>> = HashMap::new();
+    for op in ops {
+        of_run.entry(op.kind.run()).or_default().push(op);
+    }
+    // A write a claim of a newer epoch fenced in every order made nothing
+    // final (issue 60).
+    let makes_final = |op: &Op| {
+        may_make_final(op)
+            && !answers::fenced_in_every_order(op, of_run.get(op.kind.run()).map_or(&[], |v| v))
+    };
     for op in ops {
         let fate = fates.entry(op.kind.run()).or_default();
         if let (Kind::Claim { .. }, Outcome::Owner(_)) = (&op.kind, &op.outcome) {
             earliest(&mut fate.claimed_from, op.invoked);
         }
-        if may_make_final(op) {
+        if makes_final(op) {
             earliest(&mut fate.final_from, op.invoked);
             let acknowledges = matches!(
                 (&op.kind, &op.outcome),
