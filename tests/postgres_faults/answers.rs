@@ -68,8 +68,15 @@ pub fn check(ops: &[Op], truth: &Truth, anomalies: &mut Found) {
         });
         if let Some((_, epoch, record)) = write(op) {
             // The newest epoch answered before this write was sent.
+            // (An epoch a refusal `Fenced` named was the Run's when it
+            // answered, as one a claim answered; issue 60.)
+            let fenced = same_run.iter().filter_map(|w| match w.outcome {
+                Outcome::Fenced(c) => Some((c, w.completed.unwrap_or(u64::MAX))),
+                _ => None,
+            });
             let newest = owners
                 .clone()
+                .chain(fenced)
                 .filter(|(_, done)| *done < op.invoked)
                 .map(|(e, _)| e)
                 .max();
@@ -224,6 +231,7 @@ pub fn check(ops: &[Op], truth: &Truth, anomalies: &mut Found) {
             let written = same_run.iter().any(|w| {
                 w.invoked < answered
                     && w.outcome.may_have_written()
+                    && !fenced_in_every_order(w, same_run)
                     && matches!(w.kind, Kind::Append { .. }) == handed_off
                     && write(w).is_some_and(|(_, _, record)| record == id)
             });
@@ -431,6 +439,38 @@ fn retirement(root: &str, op: &Op, of_root: &[&Op], truth: &Truth, anomalies: &m
                     format!(
                         "G3: the retirement of {root} answered RunOpen naming {named}, which the \
                          log does not hold at the end, and {root} is not retired"
+                    ),
+                );
+            }
+            // Named by no pause, it was claimed into an epoch before the
+            // answer: if every claim of it invoked before answered `Owner`,
+            // its epoch then was at least the least of theirs, and a claim
+            // invoked after answers above it (R6, issue 60).
+            let before: Vec<&&Op> = of_root
+                .iter()
+                .filter(|c| c.kind == (Kind::Claim { run: named.clone() }) && c.invoked < answered)
+                .collect();
+            let least = before
+                .iter()
+                .map(|c| match c.outcome {
+                    Outcome::Owner(e) => Some(e),
+                    _ => None,
+                })
+                .collect::<Option<Vec<u64>>>()
+                .and_then(|epochs| epochs.into_iter().min());
+            let lower = of_root.iter().find(|c| {
+                c.kind == (Kind::Claim { run: named.clone() })
+                    && c.invoked > answered
+                    && matches!(c.outcome, Outcome::Owner(e) if least.is_some_and(|l| e <= l))
+            });
+            if let (false, Some(least), Some(lower)) = (named_by_a_pause, least, lower) {
+                anomalies.flag(
+                    root,
+                    format!(
+                        "G3: the retirement of {root} answered RunOpen naming {named}, which \
+                         held epoch {least} or above then, and a claim of it after answered \
+                         {:?}",
+                        lower.outcome
                     ),
                 );
             }
