@@ -144,13 +144,19 @@ pub fn check(ops: &[Op], truth: &Truth, anomalies: &mut Found) {
             // answered a newer epoch came before that write (which is then
             // `Fenced`) or after it (and answered the fate): in no order
             // (issue 60).
+            // So is a refusal `Fenced` naming a newer epoch, at any time.
             if at_its_epoch {
-                if let Some(newer) = owners.clone().map(|(e, _)| e).filter(|e| *e > epoch).max() {
+                let named = same_run.iter().filter_map(|w| match w.outcome {
+                    Outcome::Fenced(c) => Some(c),
+                    _ => None,
+                });
+                let newer = owners.clone().map(|(e, _)| e).chain(named);
+                if let Some(newer) = newer.filter(|e| *e > epoch).max() {
                     anomalies.flag(
                         run,
                         format!(
-                            "G3: a write of {run} under epoch {epoch} answered {:?}, and a \
-                             claim of it answered epoch {newer}: in no order",
+                            "G3: a write of {run} under epoch {epoch} answered {:?}, and an \
+                             answer named epoch {newer} of it: in no order",
                             op.outcome
                         ),
                     );
