@@ -594,13 +594,17 @@ fn epochs_issued<'a>(ops: &'a [Op], truth: &'a Truth, anomalies: &mut Found) {
     }
 }
 
-/// Whether the write `op` never wrote in any order: a claim of its Run
-/// answered an epoch above the write's (before the write, it fences it;
-/// after it, the Run was final, and the claim answers its fate; issue 60).
+/// Whether the write `op`, its outcome unknown, never wrote in any order:
+/// a claim of its Run answered an epoch above the write's (before the
+/// write, it fences it; after it, the Run was final, and the claim answers
+/// its fate; issue 60). (An acknowledged one is flagged so elsewhere.)
 pub(super) fn fenced_in_every_order(op: &Op, ops: &[&Op]) -> bool {
     let Some((run, epoch, _)) = write(op) else {
         return false;
     };
+    if op.outcome != Outcome::Unknown {
+        return false;
+    }
     ops.iter().any(|c| {
         c.kind
             == (Kind::Claim {

@@ -180,8 +180,8 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<Anomaly> {
                 if !retired && truth.epochs.get(run).copied().unwrap_or(0) < *c =>
             {
                 anomalies.flag(run, format!(
-                    "lost claim: a write of {run} by {} was refused Fenced naming epoch {c}, \
-                     the log's epoch is {:?}",
+                    "G3: a write of {run} by {} was refused Fenced naming epoch {c}, above \
+                     the log's epoch at the end, {:?}",
                     op.process,
                     truth.epochs.get(run)
                 ));
@@ -254,10 +254,11 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<Anomaly> {
                 format!("G3: {root} is retired, but no retirement of it may have written"),
             );
         }
-        // Retired by a retirement whose outcome is unknown alone: it took
-        // effect after every claim that answered an epoch (one after it
-        // answers `Retired`), when each such Run was final (G5), so some
-        // write that may have made it final was sent (issue 60).
+        // Retired by a retirement whose outcome is unknown alone (by name,
+        // or a sweep's batch): it took effect after every claim that
+        // answered an epoch (one after it answers `Retired`), when each
+        // such Run was final (G5), so some write that may have made it
+        // final was sent (issue 60).
         let acknowledged = ops.iter().any(|op| {
             matches!(&op.kind, Kind::Retire { run } if run == root) && op.outcome.retired_now()
         });
@@ -277,6 +278,37 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<Anomaly> {
                         .any(|w| may_make_final(w) && !answers::fenced_in_every_order(w, &same))
                 })
                 .collect();
+            // And it took effect after every pause acknowledged (an
+            // append after it answers `Retired`), when the successor each
+            // names was final.
+            let named = ops.iter().filter_map(|op| match (&op.kind, &op.outcome) {
+                (Kind::Append { run, successor, .. }, o)
+                    if root_of(run) == root && o.acknowledged() =>
+                {
+                    Some(successor.as_str())
+                }
+                (Kind::Claim { run }, Outcome::HandedOff(_, _, successor))
+                    if root_of(run) == root =>
+                {
+                    Some(successor.as_str())
+                }
+                _ => None,
+            });
+            let never_final: Vec<&str> = named
+                .filter(|successor| {
+                    !ops.iter().any(|w| {
+                        w.kind.run() == *successor
+                            && may_make_final(w)
+                            && !answers::fenced_in_every_order(
+                                w,
+                                &ops.iter()
+                                    .filter(|o| o.kind.run() == *successor)
+                                    .collect::<Vec<_>>(),
+                            )
+                    })
+                })
+                .collect();
+            open.extend(never_final);
             open.sort_unstable();
             open.dedup();
             if !open.is_empty() {
@@ -284,7 +316,8 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<Anomaly> {
                     root,
                     format!(
                         "G5: {root} is retired, by a retirement whose outcome is unknown, but \
-                         {open:?} were claimed and nothing may have made them final"
+                         {open:?} (claimed, or named by a durable pause) nothing may have made \
+                         final"
                     ),
                 );
             }

@@ -126,7 +126,7 @@ fn the_checker_checks_the_roots_a_sweep_retired() {
     }
     let anomalies = history(true, false);
     assert!(
-        !anomalies.iter().any(|a| a.starts_with("G3")),
+        !anomalies.iter().any(|a| a.starts_with("G3: r3")),
         "an unknown batch may have retired r3: {anomalies:?}"
     );
     // A batch of the work that ended 1 ms before it started retired r2,
