@@ -587,6 +587,41 @@ fn an_epoch_an_answer_names_was_issued_by_a_claim_invoked_before_it() {
         "epoch r1 4\n",
         "R6: a claim of r1 answered epoch 4 after epoch 4",
     );
+    // Fenced naming 4, the one claim in flight invoked after a claim
+    // answered 6: it issued above 6.
+    flagged_by_both(
+        &[
+            ("owner2.0", "70 2 invoke claim r1"),
+            ("owner2.0", "140 2 ok owner 3"),
+            ("worker0.0", "200 2 invoke claim r1"),
+            ("owner2.0", "210 3 invoke append r1 3 p3 aaaa r1.1"),
+            ("worker0.0", "250 2 ok owner 6"),
+            ("worker1.0", "260 3 invoke claim r1"),
+            ("owner2.0", "270 3 refused fenced 4"),
+            ("worker1.0", "300 3 unknown"),
+            ("worker1.0", "340 4 invoke claim r1"),
+            ("worker1.0", "390 4 ok owner 8"),
+        ],
+        "epoch r1 8\n",
+        "G3: answers say epochs [4]",
+    );
+    // The one claim in flight took r1 into an epoch below 2 before
+    // RunOpen named it (a claim invoked after answered 2), so it did not
+    // issue 5 too.
+    flagged_by_both(
+        &[
+            ("worker0.0", "10 1 invoke claim r1"),
+            ("owner2.0", "30 1 invoke retire r1"),
+            ("owner2.0", "50 1 refused run-open r1"),
+            ("worker0.0", "60 1 unknown"),
+            ("worker1.0", "70 1 invoke claim r1"),
+            ("worker1.0", "110 1 ok owner 2"),
+            ("owner2.0", "240 3 invoke append r1 5 p5 aaaa r1.1"),
+            ("owner2.0", "260 3 ok written"),
+        ],
+        "epoch r1 5\npause r1 p5 5 aaaa r1.1\n",
+        "G3: answers say epochs",
+    );
     // Fenced naming an epoch above the final one.
     flagged_by_both(
         &[
