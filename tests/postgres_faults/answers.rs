@@ -237,7 +237,7 @@ pub fn check(ops: &[Op], truth: &Truth, anomalies: &mut Found) {
             let written = same_run.iter().any(|w| {
                 w.invoked < answered
                     && w.outcome.may_have_written()
-                    && !fenced_in_every_order(w, same_run)
+                    && !wrote_in_no_order(w, same_run)
                     && matches!(w.kind, Kind::Append { .. }) == handed_off
                     && write(w).is_some_and(|(_, _, record)| record == id)
             });
@@ -307,7 +307,7 @@ pub fn check(ops: &[Op], truth: &Truth, anomalies: &mut Found) {
                     && c.invoked < answered
                     && matches!(c.outcome, Outcome::Owner(_) | Outcome::Unknown)
             }) && of_root.iter().any(|w| {
-                w.invoked < answered && may_make_final(w) && !fenced_in_every_order(w, of_root)
+                w.invoked < answered && may_make_final(w) && !wrote_in_no_order(w, of_root)
             });
             let retired_before = of_root.iter().any(|r| {
                 r.invoked < answered
@@ -428,7 +428,7 @@ fn retirement(root: &str, op: &Op, of_root: &[&Op], truth: &Truth, anomalies: &m
                         .get(run)
                         .is_some_and(|p| p.successor == *named && p.epoch == *epoch);
                 successor == named
-                    && !fenced_in_every_order(w, of_root)
+                    && !wrote_in_no_order(w, of_root)
                     && w.invoked < answered
                     && w.outcome.may_have_written()
                     && issued
@@ -645,22 +645,28 @@ fn epochs_issued<'a>(ops: &'a [Op], truth: &'a Truth, anomalies: &mut Found) {
     }
 }
 
-/// Whether the write `op`, its outcome unknown, never wrote in any order:
-/// a claim of its Run answered an epoch above the write's (before the
-/// write, it fences it; after it, the Run was final, and the claim answers
-/// its fate; issue 60). (An acknowledged one is flagged so elsewhere.)
-pub(super) fn fenced_in_every_order(op: &Op, ops: &[&Op]) -> bool {
+/// Whether the write `op`, its outcome unknown, never wrote in any order
+/// (issue 60): a claim of its Run answered an epoch above the write's
+/// (before the write, it fences it; after it, the Run was final, and the
+/// claim answers its fate); or no claim of it answered the write's epoch
+/// and none has an unknown outcome (the epoch was never issued). (An
+/// acknowledged one is flagged so elsewhere.)
+pub(super) fn wrote_in_no_order(op: &Op, ops: &[&Op]) -> bool {
     let Some((run, epoch, _)) = write(op) else {
         return false;
     };
     if op.outcome != Outcome::Unknown {
         return false;
     }
-    ops.iter().any(|c| {
-        c.kind
-            == (Kind::Claim {
-                run: run.to_owned(),
-            })
-            && matches!(c.outcome, Outcome::Owner(e) if e > epoch)
-    })
+    let claim = Kind::Claim {
+        run: run.to_owned(),
+    };
+    let claims = ops.iter().filter(|c| c.kind == claim);
+    let fenced = claims
+        .clone()
+        .any(|c| matches!(c.outcome, Outcome::Owner(e) if e > epoch));
+    let issued = claims
+        .clone()
+        .any(|c| c.outcome == Outcome::Owner(epoch) || c.outcome == Outcome::Unknown);
+    fenced || !issued
 }

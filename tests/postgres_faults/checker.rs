@@ -275,7 +275,7 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<Anomaly> {
                     let same: Vec<&Op> = ops.iter().filter(|o| o.kind.run() == *run).collect();
                     !same
                         .iter()
-                        .any(|w| may_make_final(w) && !answers::fenced_in_every_order(w, &same))
+                        .any(|w| may_make_final(w) && !answers::wrote_in_no_order(w, &same))
                 })
                 .collect();
             // And it took effect after every pause acknowledged (an
@@ -299,7 +299,7 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<Anomaly> {
                     !ops.iter().any(|w| {
                         w.kind.run() == *successor
                             && may_make_final(w)
-                            && !answers::fenced_in_every_order(
+                            && !answers::wrote_in_no_order(
                                 w,
                                 &ops.iter()
                                     .filter(|o| o.kind.run() == *successor)
@@ -435,7 +435,7 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<Anomaly> {
     // final (issue 60).
     let makes_final = |op: &Op| {
         may_make_final(op)
-            && !answers::fenced_in_every_order(op, of_run.get(op.kind.run()).map_or(&[], |v| v))
+            && !answers::wrote_in_no_order(op, of_run.get(op.kind.run()).map_or(&[], |v| v))
     };
     for op in ops {
         let fate = fates.entry(op.kind.run()).or_default();

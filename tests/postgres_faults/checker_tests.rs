@@ -803,3 +803,27 @@ fn a_retirement_refuses_by_the_runs_the_log_held_then() {
         "G3: the retirement of r1 answered NothingToRetire",
     );
 }
+
+/// Issue 60 (the differential test): a write in flight under an epoch no
+/// claim answered, none in flight, wrote in no order (`EpochNotIssued`),
+/// so it made nothing final: the Run was open when the root was retired
+/// (G5). With the claim that answered that epoch, by neither.
+#[test]
+fn a_write_in_flight_under_an_epoch_never_issued_makes_nothing_final() {
+    let printed = |epoch: &'static str| {
+        [
+            ("worker0.0", "40 1 invoke claim r1"),
+            ("worker0.0", epoch),
+            ("worker0.0", "110 2 invoke finish r1 3 f3 cccc"),
+            ("worker0.0", "140 2 unknown"),
+            ("owner1.0", "160 3 invoke retire r1"),
+            ("owner1.0", "200 3 ok retired-now 1"),
+        ]
+    };
+    flagged_by_both(
+        &printed("70 1 ok owner 2"),
+        "retired r1\n",
+        "G5: r1 was retired",
+    );
+    flagged_by_neither(&printed("70 1 ok owner 3"), "retired r1\n");
+}
