@@ -480,6 +480,41 @@ fn retirement(root: &str, op: &Op, of_root: &[&Op], truth: &Truth, anomalies: &m
                     ),
                 );
             }
+            // A `RunOpen` answered before naming a successor no claim had
+            // been sent for: a pause of this Run naming it was durable, so
+            // this Run was final, and is named no more (issue 60).
+            let handed_off = of_root.iter().any(|earlier| {
+                let (Kind::Retire { .. }, Outcome::RunOpen(successor), Some(done)) =
+                    (&earlier.kind, &earlier.outcome, earlier.completed)
+                else {
+                    return false;
+                };
+                let claimed = of_root.iter().any(|c| {
+                    c.kind
+                        == (Kind::Claim {
+                            run: successor.clone(),
+                        })
+                        && c.invoked < done
+                });
+                let paused_here = of_root.iter().any(|w| {
+                    matches!(&w.kind, Kind::Append { run, successor: s, .. }
+                        if run == named && s == successor)
+                });
+                let paused_elsewhere = of_root.iter().any(|w| {
+                    matches!(&w.kind, Kind::Append { run, successor: s, .. }
+                        if run != named && s == successor)
+                });
+                done < op.invoked && !claimed && paused_here && !paused_elsewhere
+            });
+            if handed_off {
+                anomalies.flag(
+                    root,
+                    format!(
+                        "G3: the retirement of {root} answered RunOpen naming {named}, after a \
+                         RunOpen named the successor of its pause"
+                    ),
+                );
+            }
             if !maybe.contains(&named.as_str()) && !named_by_a_pause {
                 anomalies.flag(
                     root,

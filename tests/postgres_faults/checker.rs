@@ -51,7 +51,8 @@ struct Fate {
     /// final (`HandedOff`, `Finished`, `AlreadyHandedOff`,
     /// `AlreadyFinished`: a write that made it so came before).
     final_from: Option<u64>,
-    /// The earliest invocation of a claim of it answered `Owner`.
+    /// The earliest invocation of a claim of it answered `Owner`, or of a
+    /// write of it refused `Fenced`.
     claimed_from: Option<u64>,
     /// The earliest completion of an acknowledgement of its final fate (an
     /// acknowledged write, or a claim answering it).
@@ -439,7 +440,12 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<Anomaly> {
     };
     for op in ops {
         let fate = fates.entry(op.kind.run()).or_default();
-        if let (Kind::Claim { .. }, Outcome::Owner(_)) = (&op.kind, &op.outcome) {
+        // (A write refused `Fenced` shows a claim took the Run into an
+        // epoch, whatever that claim's outcome: issue 60.)
+        if let (Kind::Claim { .. }, Outcome::Owner(_))
+        | (Kind::Append { .. } | Kind::Finish { .. }, Outcome::Fenced(_)) =
+            (&op.kind, &op.outcome)
+        {
             earliest(&mut fate.claimed_from, op.invoked);
         }
         if makes_final(op) {

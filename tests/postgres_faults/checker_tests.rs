@@ -700,6 +700,19 @@ fn a_retirement_is_for_good_and_takes_effect_only_once_the_work_ended() {
         "retired r1\n",
         "G3: Retire { run: \"r1\" } answered RetiredNow(1) after",
     );
+    // Retired now while r1, which a refusal Fenced shows a claim in
+    // flight took into an epoch, was open.
+    flagged_by_both(
+        &[
+            ("owner2.0", "140 2 invoke finish r1 2 f2 cccc"),
+            ("worker0.0", "190 3 invoke claim r1"),
+            ("owner2.0", "210 2 refused fenced 5"),
+            ("owner2.0", "250 3 invoke retire r1"),
+            ("owner2.0", "300 3 ok retired-now 1"),
+        ],
+        "retired r1\n",
+        "G5: r1 was retired",
+    );
     // Retired, by a retirement in flight while the log held no Run.
     flagged_by_both(
         &[
@@ -789,6 +802,26 @@ fn a_retirement_refuses_by_the_runs_the_log_held_then() {
         ],
         "epoch r1 2\n",
         "G3: the retirement of r1 answered RunOpen naming r1, which held epoch 2",
+    );
+    // RunOpen naming r1 after a RunOpen named r1.1, which no claim had
+    // been sent for: r1's pause naming it was durable, r1 final.
+    flagged_by_both(
+        &[
+            ("worker0.0", "40 1 invoke claim r1"),
+            ("worker0.0", "90 1 ok owner 3"),
+            ("worker0.0", "130 2 invoke append r1 3 p3 aaaa r1.1"),
+            ("owner1.0", "150 3 invoke retire r1"),
+            ("worker0.0", "160 2 unknown"),
+            ("owner1.0", "190 3 refused run-open r1.1"),
+            ("owner1.0", "230 4 invoke retire r1"),
+            ("owner1.0", "260 4 refused run-open r1"),
+            ("owner1.0", "370 6 invoke claim r1.1"),
+            ("owner1.0", "390 6 ok owner 3"),
+            ("owner1.0", "410 7 invoke append r1.1 3 p13 bbbb r1.2"),
+            ("owner1.0", "430 7 ok written"),
+        ],
+        "epoch r1 3\nepoch r1.1 3\npause r1 p3 3 aaaa r1.1\npause r1.1 p13 3 bbbb r1.2\n",
+        "G3: the retirement of r1 answered RunOpen naming r1, after",
     );
     // NothingToRetire after RunOpen named r1.
     flagged_by_both(
