@@ -260,7 +260,8 @@ struct Generated {
     truth: Truth,
 }
 
-/// One legal history of the root `r1`: 2–4 processes, 4–12 operations.
+/// One legal history of the root `r1`: 2–4 processes, 4–12 operations
+/// planned (a killed process runs none after it).
 fn generate(rng: &mut Rng) -> Generated {
     let processes = 2 + rng.below(3) as usize;
     let total = 4 + rng.below(9) as usize;
@@ -583,7 +584,8 @@ fn printed(lines: &[Line]) -> String {
 ///
 /// Generated (seeded, deterministic): 2000 histories of the one root
 /// `r1` (its Runs `r1` to `r1.3`), 2–4 processes each running its
-/// operations one after another, 4–12 operations in all: claims of the
+/// operations one after another, 4–12 operations planned (fewer where a
+/// process is killed): claims of the
 /// Run a process follows (from the head, to the successor a pause it
 /// learned of names), a pause or a finish under the epoch its own claim
 /// answered, and — by an owner — retirements of `r1` by name; seals of
