@@ -51,7 +51,8 @@ struct Fate {
     /// final (`HandedOff`, `Finished`, `AlreadyHandedOff`,
     /// `AlreadyFinished`: a write that made it so came before).
     final_from: Option<u64>,
-    /// The earliest invocation of a claim of it answered `Owner`.
+    /// The earliest invocation of a claim of it answered `Owner`, or of a
+    /// write of it refused `Fenced`.
     claimed_from: Option<u64>,
     /// The earliest completion of an acknowledgement of its final fate (an
     /// acknowledged write, or a claim answering it).
@@ -92,7 +93,7 @@ impl Found {
 }
 
 /// Whether `op` may have made its Run final, or says it is (see [`Fate`]).
-fn may_make_final(op: &Op) -> bool {
+pub(super) fn may_make_final(op: &Op) -> bool {
     match (&op.kind, &op.outcome) {
         (Kind::Claim { .. }, Outcome::HandedOff(..) | Outcome::Finished(..)) => true,
         (Kind::Append { .. } | Kind::Finish { .. }, o) if o.may_have_written() => true,
@@ -174,6 +175,18 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<Anomaly> {
                     pause_of(run)
                 ));
             }
+            // A Run's epoch never goes down: one a refusal names is at
+            // most its last (issue 60).
+            (Kind::Append { run, .. } | Kind::Finish { run, .. }, Outcome::Fenced(c))
+                if !retired && truth.epochs.get(run).copied().unwrap_or(0) < *c =>
+            {
+                anomalies.flag(run, format!(
+                    "G3: a write of {run} by {} was refused Fenced naming epoch {c}, above \
+                     the log's epoch at the end, {:?}",
+                    op.process,
+                    truth.epochs.get(run)
+                ));
+            }
             (_, Outcome::EpochNotIssued) => anomalies.flag(op.kind.run(), format!(
                 "lost claim: {:?} of {} answered EpochNotIssued for an epoch a claim acknowledged",
                 op.kind, op.process
@@ -241,6 +254,74 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<Anomaly> {
                 root,
                 format!("G3: {root} is retired, but no retirement of it may have written"),
             );
+        }
+        // Retired by a retirement whose outcome is unknown alone (by name,
+        // or a sweep's batch): it took effect after every claim that
+        // answered an epoch (one after it answers `Retired`), when each
+        // such Run was final (G5), so some write that may have made it
+        // final was sent (issue 60).
+        let acknowledged = ops.iter().any(|op| {
+            matches!(&op.kind, Kind::Retire { run } if run == root) && op.outcome.retired_now()
+        });
+        if sent && !acknowledged {
+            let mut open: Vec<&str> = ops
+                .iter()
+                .filter(|op| {
+                    root_of(op.kind.run()) == root
+                        && matches!(op.kind, Kind::Claim { .. })
+                        && matches!(op.outcome, Outcome::Owner(_))
+                })
+                .map(|op| op.kind.run())
+                .filter(|run| {
+                    let same: Vec<&Op> = ops.iter().filter(|o| o.kind.run() == *run).collect();
+                    !same
+                        .iter()
+                        .any(|w| may_make_final(w) && !answers::wrote_in_no_order(w, &same))
+                })
+                .collect();
+            // And it took effect after every pause acknowledged (an
+            // append after it answers `Retired`), when the successor each
+            // names was final.
+            let named = ops.iter().filter_map(|op| match (&op.kind, &op.outcome) {
+                (Kind::Append { run, successor, .. }, o)
+                    if root_of(run) == root && o.acknowledged() =>
+                {
+                    Some(successor.as_str())
+                }
+                (Kind::Claim { run }, Outcome::HandedOff(_, _, successor))
+                    if root_of(run) == root =>
+                {
+                    Some(successor.as_str())
+                }
+                _ => None,
+            });
+            let never_final: Vec<&str> = named
+                .filter(|successor| {
+                    !ops.iter().any(|w| {
+                        w.kind.run() == *successor
+                            && may_make_final(w)
+                            && !answers::wrote_in_no_order(
+                                w,
+                                &ops.iter()
+                                    .filter(|o| o.kind.run() == *successor)
+                                    .collect::<Vec<_>>(),
+                            )
+                    })
+                })
+                .collect();
+            open.extend(never_final);
+            open.sort_unstable();
+            open.dedup();
+            if !open.is_empty() {
+                anomalies.flag(
+                    root,
+                    format!(
+                        "G5: {root} is retired, by a retirement whose outcome is unknown, but \
+                         {open:?} (claimed, or named by a durable pause) nothing may have made \
+                         final"
+                    ),
+                );
+            }
         }
     }
     for (run, pause) in &truth.pauses {
@@ -347,12 +428,27 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<Anomaly> {
 
     // What the history says about each Run's fate (see [`Fate`]).
     let mut fates: HashMap<&str, Fate> = HashMap::new();
+    let mut of_run: HashMap<&str, Vec<&Op>> = HashMap::new();
+    for op in ops {
+        of_run.entry(op.kind.run()).or_default().push(op);
+    }
+    // A write a claim of a newer epoch fenced in every order made nothing
+    // final (issue 60).
+    let makes_final = |op: &Op| {
+        may_make_final(op)
+            && !answers::wrote_in_no_order(op, of_run.get(op.kind.run()).map_or(&[], |v| v))
+    };
     for op in ops {
         let fate = fates.entry(op.kind.run()).or_default();
-        if let (Kind::Claim { .. }, Outcome::Owner(_)) = (&op.kind, &op.outcome) {
+        // (A write refused `Fenced` shows a claim took the Run into an
+        // epoch, whatever that claim's outcome: issue 60.)
+        if let (Kind::Claim { .. }, Outcome::Owner(_))
+        | (Kind::Append { .. } | Kind::Finish { .. }, Outcome::Fenced(_)) =
+            (&op.kind, &op.outcome)
+        {
             earliest(&mut fate.claimed_from, op.invoked);
         }
-        if may_make_final(op) {
+        if makes_final(op) {
             earliest(&mut fate.final_from, op.invoked);
             let acknowledges = matches!(
                 (&op.kind, &op.outcome),
@@ -787,6 +883,6 @@ pub fn check(ops: &[Op], seals: &[Seal], truth: &Truth) -> Vec<Anomaly> {
         }
     }
     // Every answer's kind (issue 50).
-    answers::check(ops, &mut anomalies);
+    answers::check(ops, truth, &mut anomalies);
     anomalies.0
 }

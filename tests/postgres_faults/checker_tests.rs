@@ -126,7 +126,7 @@ fn the_checker_checks_the_roots_a_sweep_retired() {
     }
     let anomalies = history(true, false);
     assert!(
-        !anomalies.iter().any(|a| a.starts_with("G3")),
+        !anomalies.iter().any(|a| a.starts_with("G3: r3")),
         "an unknown batch may have retired r3: {anomalies:?}"
     );
     // A batch of the work that ended 1 ms before it started retired r2,
@@ -427,4 +427,436 @@ fn a_retirement_that_needs_an_append_in_flight_to_have_written_needs_its_success
     let right = judge(&numbered(&printed), &truth);
     assert!(right.flagged.is_empty(), "{:?}", right.anomalies);
     assert!(right.second.flagged.is_empty());
+}
+
+/// Both checkers flag r1 in `printed`, against the final read-back
+/// `facts` (as `Truth::to_text` writes it), ours naming `rule`.
+fn flagged_by_both(printed: &[(&str, &str)], facts: &str, rule: &str) {
+    let judged = judge(&numbered(printed), &Truth::from_text(facts));
+    let r1 = BTreeSet::from(["r1".to_owned()]);
+    assert_eq!(judged.flagged, r1, "ours: {printed:?}");
+    assert_eq!(judged.second.flagged, r1, "linearizability: {printed:?}");
+    assert!(
+        judged.anomalies.iter().any(|a| a.what.starts_with(rule)),
+        "no {rule} in {:?}",
+        judged.anomalies
+    );
+}
+
+/// Neither checker flags anything in `printed`, against `facts`.
+fn flagged_by_neither(printed: &[(&str, &str)], facts: &str) {
+    let judged = judge(&numbered(printed), &Truth::from_text(facts));
+    assert!(judged.flagged.is_empty(), "{:?}", judged.anomalies);
+    assert!(judged.second.flagged.is_empty(), "{printed:?}");
+}
+
+/// Issue 60, found by the differential test (`differential.rs`), cut
+/// down: a claim answers a pause or an outcome only once some write of it
+/// may have been written (invoked before the answer, and not fenced in
+/// every order by a claim of a newer epoch) — G3. Answered after the
+/// append was invoked, by neither.
+#[test]
+fn a_claim_answers_a_fate_only_after_a_write_of_it_may_have_been_written() {
+    let facts = "epoch r1 3\nepoch r1.1 2\npause r1 worker1.0-r1-e3 3 aaaa r1.1\n";
+    let handed_off = |at: &'static str| {
+        [
+            ("worker1.0", "10 1 invoke claim r1"),
+            ("worker1.0", "20 1 ok owner 3"),
+            (
+                "worker1.0",
+                "160 2 invoke append r1 3 worker1.0-r1-e3 aaaa r1.1",
+            ),
+            ("worker1.0", "210 2 ok written"),
+            ("worker1.0", "220 3 invoke claim r1.1"),
+            ("worker1.0", "230 3 ok owner 2"),
+            ("worker0.0", "30 1 invoke claim r1"),
+            ("worker0.0", at),
+        ]
+    };
+    flagged_by_both(
+        &handed_off("40 1 ok handed-off worker1.0-r1-e3 aaaa r1.1"),
+        facts,
+        "G3: a claim of r1 answered HandedOff",
+    );
+    flagged_by_neither(
+        &handed_off("200 1 ok handed-off worker1.0-r1-e3 aaaa r1.1"),
+        facts,
+    );
+    // The finish in flight under epoch 3 and a claim answered epoch 4:
+    // it wrote in no order, so a claim answering it, the Run retired.
+    flagged_by_both(
+        &[
+            ("worker0.0", "200 3 invoke finish r1 3 f3 cccc"),
+            ("worker0.0", "240 3 unknown"),
+            ("worker0.0", "280 4 invoke claim r1"),
+            ("worker0.0", "310 4 ok owner 4"),
+            ("worker0.0", "350 5 invoke claim r1"),
+            ("worker0.0", "380 5 ok finished f3 cccc"),
+            ("owner1.0", "410 6 invoke retire r1"),
+            ("owner1.0", "430 6 ok retired-now 1"),
+        ],
+        "retired r1\n",
+        "G3: a claim of r1 answered Finished",
+    );
+}
+
+/// Issue 60 (the differential test): `AlreadyDurable` says the identical
+/// record was durable before, so another write of it may have been
+/// written before the answer — G3.
+#[test]
+fn already_durable_needs_an_earlier_write_of_the_same_record() {
+    flagged_by_both(
+        &[
+            ("worker0.0", "10 1 invoke claim r1"),
+            ("worker0.0", "20 1 ok owner 2"),
+            ("worker0.0", "120 2 invoke finish r1 2 f2 cccc"),
+            ("worker0.0", "150 2 ok already"),
+        ],
+        "epoch r1 2\nfinish r1 f2 cccc\n",
+        "G3: a write of r1 (f2) answered AlreadyDurable",
+    );
+}
+
+/// Issue 60 (the differential test): every epoch an answer names
+/// (`Fenced(c)`, a write answered at its epoch, the final epoch) was
+/// issued by a claim invoked before that answer — one that answered it,
+/// or one in flight, which issues one epoch at most — and a Run's epoch
+/// never goes down: a claim invoked after `Fenced(c)` answers above `c`,
+/// and `c` is at most the final epoch.
+#[test]
+fn an_epoch_an_answer_names_was_issued_by_a_claim_invoked_before_it() {
+    // Fenced naming 6 before the claim that answered 6 was invoked.
+    flagged_by_both(
+        &[
+            ("owner3.0", "120 1 invoke claim r1"),
+            ("worker2.0", "150 2 invoke append r1 2 p2 aaaa r1.1"),
+            ("owner3.0", "160 1 ok owner 4"),
+            ("worker2.0", "210 2 refused fenced 6"),
+            ("worker2.0", "250 3 invoke claim r1"),
+            ("worker2.0", "290 3 ok owner 6"),
+        ],
+        "epoch r1 6\n",
+        "G3:",
+    );
+    // One claim in flight, two epochs no claim answered (4 and 7).
+    flagged_by_both(
+        &[
+            ("owner3.0", "80 1 invoke claim r1"),
+            ("worker2.0", "190 2 invoke finish r1 2 f2 cccc"),
+            ("worker2.0", "250 2 refused fenced 4"),
+            ("worker1.0", "420 4 invoke append r1 7 p7 aaaa r1.1"),
+            ("worker1.0", "450 4 ok written"),
+        ],
+        "epoch r1 7\npause r1 p7 7 aaaa r1.1\n",
+        "G3: answers say epochs [4, 7]",
+    );
+    // The final epoch, 5, answered by no claim.
+    flagged_by_both(
+        &[
+            ("worker0.0", "10 1 invoke claim r1"),
+            ("worker0.0", "20 1 ok owner 3"),
+        ],
+        "epoch r1 5\n",
+        "G3: answers say epochs [5]",
+    );
+    // Fenced naming 5 after Fenced naming 6 was answered.
+    flagged_by_both(
+        &[
+            ("worker1.0", "50 1 invoke claim r1"),
+            ("worker1.0", "80 1 ok owner 5"),
+            ("owner3.0", "90 1 invoke claim r1"),
+            ("worker1.0", "140 2 invoke append r1 5 p5 aaaa r1.1"),
+            ("worker1.0", "170 2 refused fenced 6"),
+            ("worker0.0", "180 2 invoke append r1 1 p1 bbbb r1.1"),
+            ("owner3.0", "200 1 ok owner 6"),
+            ("worker0.0", "230 2 refused fenced 5"),
+        ],
+        "epoch r1 6\n",
+        "G3: a write of r1 under epoch 1 was refused Fenced naming 5",
+    );
+    // A claim after Fenced(4) answered 4 again.
+    flagged_by_both(
+        &[
+            ("worker1.0", "80 1 invoke claim r1"),
+            ("owner3.0", "120 2 invoke append r1 2 p2 aaaa r1.1"),
+            ("worker1.0", "160 1 unknown"),
+            ("owner3.0", "200 2 refused fenced 4"),
+            ("owner3.0", "240 3 invoke claim r1"),
+            ("owner3.0", "270 3 ok owner 4"),
+        ],
+        "epoch r1 4\n",
+        "R6: a claim of r1 answered epoch 4 after epoch 4",
+    );
+    // Fenced naming 4, the one claim in flight invoked after a claim
+    // answered 6: it issued above 6.
+    flagged_by_both(
+        &[
+            ("owner2.0", "70 2 invoke claim r1"),
+            ("owner2.0", "140 2 ok owner 3"),
+            ("worker0.0", "200 2 invoke claim r1"),
+            ("owner2.0", "210 3 invoke append r1 3 p3 aaaa r1.1"),
+            ("worker0.0", "250 2 ok owner 6"),
+            ("worker1.0", "260 3 invoke claim r1"),
+            ("owner2.0", "270 3 refused fenced 4"),
+            ("worker1.0", "300 3 unknown"),
+            ("worker1.0", "340 4 invoke claim r1"),
+            ("worker1.0", "390 4 ok owner 8"),
+        ],
+        "epoch r1 8\n",
+        "G3: answers say epochs [4]",
+    );
+    // The one claim in flight took r1 into an epoch below 2 before
+    // RunOpen named it (a claim invoked after answered 2), so it did not
+    // issue 5 too.
+    flagged_by_both(
+        &[
+            ("worker0.0", "10 1 invoke claim r1"),
+            ("owner2.0", "30 1 invoke retire r1"),
+            ("owner2.0", "50 1 refused run-open r1"),
+            ("worker0.0", "60 1 unknown"),
+            ("worker1.0", "70 1 invoke claim r1"),
+            ("worker1.0", "110 1 ok owner 2"),
+            ("owner2.0", "240 3 invoke append r1 5 p5 aaaa r1.1"),
+            ("owner2.0", "260 3 ok written"),
+        ],
+        "epoch r1 5\npause r1 p5 5 aaaa r1.1\n",
+        "G3: answers say epochs",
+    );
+    // Fenced naming an epoch above the final one.
+    flagged_by_both(
+        &[
+            ("worker0.0", "10 1 invoke claim r1"),
+            ("worker0.0", "20 1 ok owner 1"),
+            ("worker1.0", "30 1 invoke claim r1"),
+            ("worker1.0", "40 1 unknown"),
+            ("worker0.0", "50 2 invoke append r1 1 p1 aaaa r1.1"),
+            ("worker0.0", "60 2 refused fenced 3"),
+        ],
+        "epoch r1 2\n",
+        "G3: a write of r1 by worker0.0 was refused Fenced naming epoch 3, above",
+    );
+}
+
+/// Issue 60 (the differential test): a write answered at its epoch
+/// (`Written` here) made the Run final under it, and its epoch never
+/// moves past its fate: an answer naming a newer epoch came before it
+/// (then the write is `Fenced`) or after it (then a claim answers the
+/// fate, and a write is refused by it): in no order — G3.
+#[test]
+fn a_run_final_under_an_epoch_is_never_named_under_a_newer_one() {
+    flagged_by_both(
+        &[
+            ("worker0.0", "40 1 invoke claim r1"),
+            ("worker0.0", "90 1 ok owner 1"),
+            ("worker0.0", "130 2 invoke finish r1 1 f1 cccc"),
+            ("owner1.0", "140 3 invoke claim r1"),
+            ("worker0.0", "170 2 ok written"),
+            ("owner1.0", "180 3 ok owner 6"),
+            ("owner1.0", "220 4 invoke retire r1"),
+            ("owner1.0", "250 4 ok retired-now 1"),
+        ],
+        "retired r1\n",
+        "G3: a write of r1 under epoch 1 answered Written, and an answer named epoch 6",
+    );
+}
+
+/// Issue 60 (the differential test): a retirement is for good. After an
+/// answer said the root retired, every operation invoked afterwards
+/// answers `Retired` (a retirement `AlreadyRetired`); a `Retired` answer
+/// needs a retirement that may have taken effect before it (one in
+/// flight only where the root's work may have ended), and the root
+/// retired at the end — G3.
+#[test]
+fn a_retirement_is_for_good_and_takes_effect_only_once_the_work_ended() {
+    // A claim answered its fate after the retirement was acknowledged.
+    flagged_by_both(
+        &[
+            ("worker1.0", "10 1 invoke claim r1"),
+            ("worker1.0", "50 1 ok owner 2"),
+            ("worker1.0", "90 2 invoke finish r1 2 f2 cccc"),
+            ("worker1.0", "150 2 ok written"),
+            ("owner2.0", "180 2 invoke retire r1"),
+            ("owner2.0", "240 2 ok retired-now 1"),
+            ("owner2.0", "270 3 invoke claim r1"),
+            ("owner2.0", "310 3 ok finished f2 cccc"),
+        ],
+        "retired r1\n",
+        "G3: Claim { run: \"r1\" } answered Finished",
+    );
+    // Retired now, after a claim answered Retired.
+    flagged_by_both(
+        &[
+            ("worker1.0", "40 1 invoke claim r1"),
+            ("owner2.0", "90 2 invoke retire r1"),
+            ("worker1.0", "110 1 ok owner 2"),
+            ("worker1.0", "150 2 invoke finish r1 2 f2 cccc"),
+            ("owner2.0", "160 2 unknown"),
+            ("worker1.0", "190 2 ok written"),
+            ("owner2.0", "260 3 invoke claim r1"),
+            ("owner2.0", "290 3 ok retired"),
+            ("owner2.0", "330 4 invoke retire r1"),
+            ("owner2.0", "380 4 ok retired-now 1"),
+        ],
+        "retired r1\n",
+        "G3: Retire { run: \"r1\" } answered RetiredNow(1) after",
+    );
+    // Retired now while r1, which a refusal Fenced shows a claim in
+    // flight took into an epoch, was open.
+    flagged_by_both(
+        &[
+            ("owner2.0", "140 2 invoke finish r1 2 f2 cccc"),
+            ("worker0.0", "190 3 invoke claim r1"),
+            ("owner2.0", "210 2 refused fenced 5"),
+            ("owner2.0", "250 3 invoke retire r1"),
+            ("owner2.0", "300 3 ok retired-now 1"),
+        ],
+        "retired r1\n",
+        "G5: r1 was retired",
+    );
+    // Retired, by a retirement in flight while the log held no Run.
+    flagged_by_both(
+        &[
+            ("owner1.0", "10 1 invoke retire r1"),
+            ("owner1.0", "30 1 unknown"),
+            ("owner1.0", "60 2 invoke claim r1"),
+            ("owner1.0", "100 2 ok retired"),
+        ],
+        "retired r1\n",
+        "G3: Claim { run: \"r1\" } answered Retired before any retirement",
+    );
+    // Refused Retired, and the root is not retired at the end.
+    flagged_by_both(
+        &[
+            ("owner3.0", "30 1 invoke retire r1"),
+            ("worker1.0", "50 1 invoke claim r1"),
+            ("worker1.0", "130 1 ok owner 3"),
+            ("worker0.0", "160 2 invoke append r1 1 p1 bbbb r1.1"),
+            ("worker1.0", "190 2 invoke append r1 3 p3 aaaa r1.1"),
+            ("worker0.0", "240 2 refused retired"),
+            ("worker1.0", "250 2 ok written"),
+        ],
+        "epoch r1 3\npause r1 p3 3 aaaa r1.1\n",
+        "G3: Append",
+    );
+    // Retired at the end by a retirement in flight, a successor its
+    // durable pause names never claimed (the broken-retention control's
+    // r17, seed 1796611951399635, flagged by the second checker only).
+    flagged_by_both(
+        &[
+            ("worker1.0", "10 1 invoke claim r1"),
+            ("worker1.0", "20 1 ok owner 1"),
+            ("worker1.0", "30 2 invoke append r1 1 p1 aaaa r1.1"),
+            ("worker1.0", "40 2 ok written"),
+            ("owner3.0", "50 1 invoke sweep 29 449 start"),
+            ("owner3.0", "60 1 unavailable"),
+        ],
+        "retired r1\n",
+        "G5: r1 is retired, by a retirement whose outcome is unknown",
+    );
+}
+
+/// Issue 60 (the differential test): a retirement's refusals. `RunOpen`
+/// names a Run the log held then: held at the end (unless the root is
+/// retired), a successor only of a pause that may have been written, a
+/// claimed Run at an epoch below every claim invoked after;
+/// `NothingToRetire` only before any answer showed a Run of the root —
+/// G3.
+#[test]
+fn a_retirement_refuses_by_the_runs_the_log_held_then() {
+    // RunOpen naming r1, which the log does not hold at the end.
+    flagged_by_both(
+        &[
+            ("worker0.0", "10 1 invoke claim r1"),
+            ("owner1.0", "120 2 invoke retire r1"),
+            ("owner1.0", "150 2 refused run-open r1"),
+        ],
+        "",
+        "G3: the retirement of r1 answered RunOpen naming r1, which the log does not hold",
+    );
+    // RunOpen naming r1.1, by a pause an append fenced in every order
+    // would have written.
+    flagged_by_both(
+        &[
+            ("worker0.0", "10 1 invoke claim r1"),
+            ("owner1.0", "20 1 invoke claim r1"),
+            ("worker0.0", "40 1 ok owner 1"),
+            ("worker0.0", "60 2 invoke append r1 1 p1 aaaa r1.1"),
+            ("owner1.0", "90 1 ok owner 2"),
+            ("owner1.0", "120 2 invoke finish r1 2 f2 cccc"),
+            ("owner1.0", "160 2 ok written"),
+            ("owner1.0", "360 5 invoke retire r1"),
+            ("owner1.0", "390 5 refused run-open r1.1"),
+        ],
+        "retired r1\n",
+        "G3: the retirement of r1 answered RunOpen naming r1.1",
+    );
+    // RunOpen naming r1 before a claim of epoch 2, then one answered 1.
+    flagged_by_both(
+        &[
+            ("owner2.0", "10 1 invoke retire r1"),
+            ("worker0.0", "20 1 invoke claim r1"),
+            ("owner2.0", "40 1 refused run-open r1"),
+            ("owner2.0", "60 2 invoke claim r1"),
+            ("worker0.0", "100 1 ok owner 2"),
+            ("owner2.0", "110 2 ok owner 1"),
+        ],
+        "epoch r1 2\n",
+        "G3: the retirement of r1 answered RunOpen naming r1, which held epoch 2",
+    );
+    // RunOpen naming r1 after a RunOpen named r1.1, which no claim had
+    // been sent for: r1's pause naming it was durable, r1 final.
+    flagged_by_both(
+        &[
+            ("worker0.0", "40 1 invoke claim r1"),
+            ("worker0.0", "90 1 ok owner 3"),
+            ("worker0.0", "130 2 invoke append r1 3 p3 aaaa r1.1"),
+            ("owner1.0", "150 3 invoke retire r1"),
+            ("worker0.0", "160 2 unknown"),
+            ("owner1.0", "190 3 refused run-open r1.1"),
+            ("owner1.0", "230 4 invoke retire r1"),
+            ("owner1.0", "260 4 refused run-open r1"),
+            ("owner1.0", "370 6 invoke claim r1.1"),
+            ("owner1.0", "390 6 ok owner 3"),
+            ("owner1.0", "410 7 invoke append r1.1 3 p13 bbbb r1.2"),
+            ("owner1.0", "430 7 ok written"),
+        ],
+        "epoch r1 3\nepoch r1.1 3\npause r1 p3 3 aaaa r1.1\npause r1.1 p13 3 bbbb r1.2\n",
+        "G3: the retirement of r1 answered RunOpen naming r1, after",
+    );
+    // NothingToRetire after RunOpen named r1.
+    flagged_by_both(
+        &[
+            ("worker0.0", "20 1 invoke claim r1"),
+            ("owner1.0", "90 2 invoke retire r1"),
+            ("owner1.0", "150 2 refused run-open r1"),
+            ("owner1.0", "170 3 invoke retire r1"),
+            ("owner1.0", "210 3 refused nothing-to-retire"),
+        ],
+        "epoch r1 3\n",
+        "G3: the retirement of r1 answered NothingToRetire",
+    );
+}
+
+/// Issue 60 (the differential test): a write in flight under an epoch no
+/// claim answered, none in flight, wrote in no order (`EpochNotIssued`),
+/// so it made nothing final: the Run was open when the root was retired
+/// (G5). With the claim that answered that epoch, by neither.
+#[test]
+fn a_write_in_flight_under_an_epoch_never_issued_makes_nothing_final() {
+    let printed = |epoch: &'static str| {
+        [
+            ("worker0.0", "40 1 invoke claim r1"),
+            ("worker0.0", epoch),
+            ("worker0.0", "110 2 invoke finish r1 3 f3 cccc"),
+            ("worker0.0", "140 2 unknown"),
+            ("owner1.0", "160 3 invoke retire r1"),
+            ("owner1.0", "200 3 ok retired-now 1"),
+        ]
+    };
+    flagged_by_both(
+        &printed("70 1 ok owner 2"),
+        "retired r1\n",
+        "G5: r1 was retired",
+    );
+    flagged_by_neither(&printed("70 1 ok owner 3"), "retired r1\n");
 }

@@ -99,6 +99,7 @@ mod campaigns;
 mod checker;
 mod checker_tests;
 mod child;
+mod differential;
 mod history;
 mod judge;
 mod linearizable;
