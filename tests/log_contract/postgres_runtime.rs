@@ -30,7 +30,10 @@ use baton::durable::{AsyncHandoffLog, Claim, Epoch, PostgresLog, PostgresOptions
 use crate::common::postgres::Cluster;
 use crate::postgres_only::runtime;
 
-#[allow(dead_code)] // its `main` and the supervisor's own `--kill-one` are not used here
+// Its `main` and the supervisor's own `--kill-one` are not used here; its
+// TLS connector (examples/shared/tls.rs) is postgres_fleet's too, which
+// `postgres_example` includes into this crate as well.
+#[allow(dead_code, clippy::duplicate_mod)]
 #[path = "../../examples/postgres_runtime/main.rs"]
 mod example;
 
