@@ -25,7 +25,7 @@
 mod epochs;
 mod retirement;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use super::checker::{Found, may_make_final};
 use super::child::root_of;
@@ -371,11 +371,14 @@ pub fn check(ops: &[Op], truth: &Truth, anomalies: &mut Found) {
 }
 
 /// Whether the write `op`, its outcome unknown, never wrote in any order
-/// (issue 60): a claim of its Run answered an epoch above the write's
-/// (before the write, it fences it; after it, the Run was final, and the
-/// claim answers its fate); or no claim of it answered the write's epoch
-/// and none has an unknown outcome (the epoch was never issued). (An
-/// acknowledged one is flagged so elsewhere.)
+/// (issue 60). Either an epoch above the write's was issued (a claim of
+/// its Run answered it, or another answer names it: a `Fenced`, a write
+/// answered at its epoch): issued before the write, it fences it, and
+/// after it no claim takes the final Run into an epoch. Or the write's
+/// epoch was never issued: no claim answered it, and every claim with an
+/// unknown outcome is needed for another epoch (each issues one at most,
+/// and each epoch an answer names that no claim answered needs one of its
+/// own). (An acknowledged write is flagged so elsewhere.)
 pub(super) fn wrote_in_no_order(op: &Op, ops: &[&Op]) -> bool {
     let Some((run, epoch, _)) = write(op) else {
         return false;
@@ -387,11 +390,37 @@ pub(super) fn wrote_in_no_order(op: &Op, ops: &[&Op]) -> bool {
         run: run.to_owned(),
     };
     let claims = ops.iter().filter(|c| c.kind == claim);
-    let fenced = claims
+    let answered: BTreeSet<u64> = claims
         .clone()
-        .any(|c| matches!(c.outcome, Outcome::Owner(e) if e > epoch));
-    let issued = claims
-        .clone()
-        .any(|c| c.outcome == Outcome::Owner(epoch) || c.outcome == Outcome::Unknown);
-    fenced || !issued
+        .filter_map(|c| match c.outcome {
+            Outcome::Owner(e) => Some(e),
+            _ => None,
+        })
+        .collect();
+    let named: BTreeSet<u64> = ops
+        .iter()
+        .filter(|o| o.kind.run() == run)
+        .filter_map(|o| match (&o.outcome, write(o)) {
+            (Outcome::Fenced(c), _) => Some(*c),
+            (
+                Outcome::Written
+                | Outcome::Already
+                | Outcome::AlreadyHandedOff
+                | Outcome::AlreadyFinished,
+                Some((_, e, _)),
+            ) => Some(e),
+            _ => None,
+        })
+        .collect();
+    if answered.iter().chain(&named).any(|e| *e > epoch) {
+        return true;
+    }
+    if answered.contains(&epoch) {
+        return false;
+    }
+    let in_flight = claims.filter(|c| c.outcome == Outcome::Unknown).count();
+    let others = named
+        .iter()
+        .filter(|e| **e != epoch && !answered.contains(e));
+    in_flight <= others.count()
 }

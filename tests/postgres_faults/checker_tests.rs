@@ -860,3 +860,32 @@ fn a_write_in_flight_under_an_epoch_never_issued_makes_nothing_final() {
     );
     flagged_by_neither(&printed("70 1 ok owner 3"), "retired r1\n");
 }
+
+/// Issue 60 (the differential test, seed 17 at 20,000 histories): a claim
+/// in flight issued epoch 5 (a refusal names it), so a write in flight
+/// under epoch 3 came after it in every order and wrote nothing: the Run
+/// was open when the root was retired (G5). With the refusal naming no
+/// newer epoch than the write's (`Fenced(3)` of a write under 2), by
+/// neither.
+#[test]
+fn a_write_in_flight_under_an_epoch_below_one_issued_makes_nothing_final() {
+    let printed = |refusal: &'static str| {
+        [
+            ("worker1.0", "70 1 invoke claim r1"),
+            ("worker1.0", "120 1 ok owner 3"),
+            ("owner2.0", "140 2 invoke finish r1 2 owner2.0-r1-e2 b403"),
+            ("worker0.0", "190 3 invoke claim r1"),
+            ("worker1.0", "200 2 invoke finish r1 3 worker1.0-r1-e3 3ebd"),
+            ("owner2.0", refusal),
+            ("owner2.0", "250 3 invoke retire r1"),
+            ("worker1.0", "280 2 unknown"),
+            ("owner2.0", "300 3 ok retired-now 1"),
+        ]
+    };
+    flagged_by_both(
+        &printed("210 2 refused fenced 5"),
+        "retired r1\n",
+        "G5: r1 was retired",
+    );
+    flagged_by_neither(&printed("210 2 refused fenced 3"), "retired r1\n");
+}
