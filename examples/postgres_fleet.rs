@@ -23,7 +23,7 @@
 //! `scripts/postgres` starts a throwaway server and prints a URL. Without
 //! `BATON_PG_URL` the example says how to run it and exits.
 
-#[path = "shared/tls.rs"]
+#[path = "common/tls.rs"]
 mod tls;
 
 use std::sync::Arc;

@@ -33,7 +33,7 @@ mod hosts;
 pub mod protocol;
 mod retention;
 mod supervisor;
-#[path = "../shared/tls.rs"]
+#[path = "../common/tls.rs"]
 mod tls;
 mod worker;
 

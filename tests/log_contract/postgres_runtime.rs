@@ -31,7 +31,7 @@ use crate::common::postgres::Cluster;
 use crate::postgres_only::runtime;
 
 // Its `main` and the supervisor's own `--kill-one` are not used here; its
-// TLS connector (examples/shared/tls.rs) is postgres_fleet's too, which
+// TLS connector (examples/common/tls.rs) is postgres_fleet's too, which
 // `postgres_example` includes into this crate as well.
 #[allow(dead_code, clippy::duplicate_mod)]
 #[path = "../../examples/postgres_runtime/main.rs"]
