@@ -162,6 +162,10 @@ fn main() -> ExitCode {
         let caught = fence::report::self_test();
         print!("{}", fence::report::format_self_test(&caught));
         ok &= caught.iter().all(|c| c.trace.is_some());
+        println!();
+        let (proofs, proven) = fence::proof::report::section();
+        print!("{proofs}");
+        ok &= proven;
     }
     finish(ok, started)
 }

@@ -65,6 +65,7 @@
 mod actions;
 pub mod failover;
 mod names;
+pub mod proof;
 pub mod props;
 pub mod report;
 mod setup;

@@ -1,0 +1,373 @@
+//! The encoding held to the Rust rules: every term of [`super::encode`],
+//! for the real rules and each broken variant, evaluated by the solver on
+//! every input of a grid and compared with what the Rust function — the
+//! one the bounded model runs — answers on the same input.
+
+use std::io;
+
+use baton::durable::{
+    AppendStep, Claim, ClaimStep, Epoch, Fate, LogError, Retirement, RunFacts, timeline_floor,
+};
+use easy_smt::{Context, Response, SExpr};
+
+use super::super::state::{ROOT, SUCCESSOR};
+use super::super::{FenceModel, Rules, SELF_TEST_FATES, VARIANTS};
+use super::encode::{Encoding, Terms, claimed, fate, retired, wrote};
+
+/// The epochs every rule is asked about: around 0 and 1, each early
+/// term's floor, a late term's, `Epoch::LAST` and `u64::MAX`.
+pub fn epochs() -> Vec<u64> {
+    let term = 1u64 << 40;
+    let last = Epoch::LAST.get();
+    let mut all = vec![0, 1, 2, 3, last - 2, last - 1, last, last + 1, u64::MAX];
+    for floor in [term, 2 * term, (1 << 23) * term] {
+        all.extend([floor - 1, floor, floor + 1]);
+    }
+    all
+}
+
+/// The timelines the floor is asked about: 0 to 3, the last whose floor
+/// is below `Epoch::LAST`, the first at it, and `u32::MAX`.
+pub const TIMELINES: [u32; 8] = [0, 1, 2, 3, 1 << 23, (1 << 23) + 1, 1 << 24, u32::MAX];
+
+/// One disagreement: the rule, its input and both answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Disagreement {
+    /// The rules ("real" or a variant's name) and which of them.
+    pub rule: String,
+    /// The input.
+    pub input: String,
+    /// What the Rust function answered.
+    pub rust: String,
+    /// What the encoding answered.
+    pub encoding: String,
+}
+
+/// What an agreement run compared.
+#[derive(Clone, Debug, Default)]
+pub struct Agreement {
+    /// Inputs compared.
+    pub inputs: usize,
+    /// Where the two answered differently.
+    pub disagreements: Vec<Disagreement>,
+}
+
+/// A pending comparison: the Rust answer and the encoding's terms.
+struct Case {
+    rule: String,
+    input: String,
+    rust: Vec<i128>,
+    terms: Vec<SExpr>,
+}
+
+/// The claim shapes: the fate code the encoding reads, and the facts.
+fn claim_facts(model: &FenceModel, epoch: u64, shape: i64, twist: u8) -> RunFacts<u8> {
+    let mut facts = RunFacts::empty(ROOT, ROOT);
+    facts.epoch = Epoch::new(epoch);
+    match (shape, twist) {
+        (fate::HANDED_OFF, _) => facts.pauses.push(model.row(0)),
+        (fate::FINISHED, _) => facts.finished = Some(model.outcome(0)),
+        (fate::RETIRED, _) => facts.retired = true,
+        (fate::CONTRADICTORY, 0) => facts.pauses.extend([model.row(0), model.row(1)]),
+        (fate::CONTRADICTORY, 1) => {
+            facts.pauses.push(model.row(0));
+            facts.finished = Some(model.outcome(0));
+        }
+        (fate::CONTRADICTORY, _) => {
+            facts.retired = true;
+            facts.pauses.push(model.row(0));
+        }
+        _ => {}
+    }
+    facts
+}
+
+fn claim_code(step: &Result<ClaimStep<u8>, LogError>) -> Vec<i128> {
+    match step {
+        Ok(ClaimStep { answer, write }) => {
+            let (code, epoch) = match answer {
+                Claim::Owner(e) => (claimed::OWNER, i128::from(e.get())),
+                Claim::HandedOff(_) => (claimed::HANDED_OFF, -1),
+                Claim::Finished(_) => (claimed::FINISHED, -1),
+                Claim::Retired => (claimed::RETIRED, -1),
+            };
+            vec![
+                i128::from(code),
+                epoch,
+                i128::from(write.is_some()),
+                write.map_or(-1, |e| i128::from(e.get())),
+            ]
+        }
+        Err(LogError::EpochsExhausted) => vec![i128::from(claimed::EXHAUSTED), -1, 0, -1],
+        Err(LogError::Contradictory(_)) => vec![i128::from(claimed::CONTRADICTORY), -1, 0, -1],
+        Err(other) => vec![-100, i128::from(other.to_string().len() as u32), 0, -1],
+    }
+}
+
+fn write_code(answer: &Result<AppendStep, LogError>) -> i128 {
+    i128::from(match answer {
+        Ok(AppendStep::Write) => wrote::WRITTEN,
+        Ok(AppendStep::Idempotent) => wrote::ALREADY_DURABLE,
+        Err(LogError::Fenced { .. }) => wrote::FENCED,
+        Err(LogError::EpochNotIssued { .. }) => wrote::NOT_ISSUED,
+        Err(LogError::AlreadyHandedOff { .. }) => wrote::ALREADY_HANDED_OFF,
+        Err(LogError::AlreadyFinished { .. }) => wrote::ALREADY_FINISHED,
+        Err(LogError::Retired { .. }) => wrote::RETIRED,
+        Err(_) => -100,
+    })
+}
+
+fn retire_code(answer: &Result<(Retirement, bool), LogError>) -> Vec<i128> {
+    match answer {
+        Ok((Retirement::Retired { .. }, tombstone)) => {
+            vec![i128::from(retired::REMOVED), i128::from(*tombstone)]
+        }
+        Ok((Retirement::AlreadyRetired, _)) => vec![i128::from(retired::ALREADY), -1],
+        Err(LogError::RunOpen { .. }) => vec![i128::from(retired::RUN_OPEN), -1],
+        Err(LogError::NothingToRetire { .. }) => vec![i128::from(retired::NOTHING), -1],
+        Err(_) => vec![-100, -1],
+    }
+}
+
+/// The rules and encodings compared: the real ones and every variant's.
+pub fn every_rule() -> Vec<(&'static str, Rules, Encoding)> {
+    let mut all = vec![("real", Rules::REAL, Encoding::REAL)];
+    for variant in VARIANTS {
+        let encoding = Encoding::of(variant.name)
+            .unwrap_or_else(|| panic!("no encoding of variant {}", variant.name));
+        all.push((variant.name, variant.rules, encoding));
+    }
+    all
+}
+
+/// Compares every rule of every encoding with its Rust function on the
+/// grid.
+///
+/// # Errors
+///
+/// The solver's.
+pub fn agree(ctx: &mut Context) -> io::Result<Agreement> {
+    agree_on(ctx, &every_rule(), true)
+}
+
+/// Compares each encoding of `rules` with its Rust functions on the grid
+/// (and `timeline_floor` with the floor's term if `floor`).
+///
+/// # Errors
+///
+/// The solver's.
+pub fn agree_on(
+    ctx: &mut Context,
+    rules: &[(&'static str, Rules, Encoding)],
+    floor: bool,
+) -> io::Result<Agreement> {
+    let model = FenceModel::new(SELF_TEST_FATES);
+    let epochs = epochs();
+    let mut cases = Vec::new();
+    {
+        let t = Terms::new(ctx);
+        let c = t.ctx();
+        let bool_term = |b: SExpr| c.ite(b, t.int(1), t.int(0));
+        for timeline in TIMELINES.iter().copied().filter(|_| floor) {
+            let floor = t.floor(t.nat(u64::from(timeline)));
+            cases.push(Case {
+                rule: "timeline_floor".into(),
+                input: format!("timeline {timeline}"),
+                rust: vec![i128::from(timeline_floor(timeline).get())],
+                terms: vec![floor],
+            });
+        }
+        for &(name, rules, encoding) in rules {
+            let floors: Vec<u64> = epochs
+                .iter()
+                .copied()
+                .filter(|e| *e <= Epoch::LAST.get())
+                .collect();
+            for &epoch in &epochs {
+                for &floor in &floors {
+                    for (shape, twists) in [
+                        (fate::OPEN, 1),
+                        (fate::HANDED_OFF, 1),
+                        (fate::FINISHED, 1),
+                        (fate::RETIRED, 1),
+                        (fate::CONTRADICTORY, 3),
+                    ] {
+                        for twist in 0..twists {
+                            let facts = claim_facts(&model, epoch, shape, twist);
+                            let rust = claim_code(&(rules.claim)(&facts, Epoch::new(floor)));
+                            let ct =
+                                t.claim(encoding.claim, t.nat(epoch), t.int(shape), t.nat(floor));
+                            let owner = t.is(ct.answer, claimed::OWNER);
+                            cases.push(Case {
+                                rule: format!("{name}: claim"),
+                                input: format!(
+                                    "epoch {epoch}, facts {shape}/{twist}, floor {floor}"
+                                ),
+                                rust,
+                                terms: vec![
+                                    ct.answer,
+                                    c.ite(owner, ct.epoch, t.int(-1)),
+                                    bool_term(ct.writes),
+                                    c.ite(ct.writes, ct.written, t.int(-1)),
+                                ],
+                            });
+                        }
+                    }
+                }
+            }
+            let new_pause = model.row(0);
+            let other_pause = model.row(1);
+            let new_outcome = model.outcome(0);
+            let other_outcome = model.outcome(1);
+            for &current in &epochs {
+                for &epoch in &epochs {
+                    for shape in [fate::OPEN, fate::HANDED_OFF, fate::FINISHED, fate::RETIRED] {
+                        for same in [true, false] {
+                            let durable_pause = if same { &new_pause } else { &other_pause };
+                            let durable_outcome = if same { &new_outcome } else { &other_outcome };
+                            let fate_of = match shape {
+                                fate::HANDED_OFF => Fate::HandedOff(durable_pause),
+                                fate::FINISHED => Fate::Finished(durable_outcome),
+                                fate::RETIRED => Fate::Retired,
+                                _ => Fate::Open,
+                            };
+                            let input = format!(
+                                "current {current}, fate {shape}, epoch {epoch}, same row {same}"
+                            );
+                            let appended = (rules.append)(
+                                ROOT,
+                                Epoch::new(current),
+                                fate_of,
+                                Epoch::new(epoch),
+                                (&new_pause.source, &new_pause.pause),
+                            );
+                            let finished = (rules.finish)(
+                                ROOT,
+                                Epoch::new(current),
+                                fate_of,
+                                Epoch::new(epoch),
+                                (&new_outcome.source, &new_outcome.outcome),
+                            );
+                            let same_term = if same { c.true_() } else { c.false_() };
+                            for (finish, rust) in [(false, appended), (true, finished)] {
+                                let rule = if finish {
+                                    encoding.finish
+                                } else {
+                                    encoding.append
+                                };
+                                let term = t.write(
+                                    rule,
+                                    finish,
+                                    t.nat(current),
+                                    t.int(shape),
+                                    t.nat(epoch),
+                                    same_term,
+                                );
+                                cases.push(Case {
+                                    rule: format!(
+                                        "{name}: {}",
+                                        if finish { "finish" } else { "append" }
+                                    ),
+                                    input: input.clone(),
+                                    rust: vec![write_code(&rust)],
+                                    terms: vec![term],
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+            let successor_row = model.successor_outcome();
+            for epoch in [0u64, 1, 7] {
+                for shape in [fate::OPEN, fate::HANDED_OFF, fate::FINISHED, fate::RETIRED] {
+                    for successor in [fate::ABSENT, fate::OPEN, fate::FINISHED] {
+                        let fate_of = match shape {
+                            fate::HANDED_OFF => Fate::HandedOff(&new_pause),
+                            fate::FINISHED => Fate::Finished(&new_outcome),
+                            fate::RETIRED => Fate::Retired,
+                            _ => Fate::Open,
+                        };
+                        let successor_fate = if successor == fate::FINISHED {
+                            Fate::Finished(&successor_row)
+                        } else {
+                            Fate::Open
+                        };
+                        let runs: Vec<(&str, Fate<'_, u8>)> = [
+                            (epoch > 0).then_some((ROOT, fate_of)),
+                            (successor != fate::ABSENT).then_some((SUCCESSOR, successor_fate)),
+                        ]
+                        .into_iter()
+                        .flatten()
+                        .collect();
+                        let rust =
+                            retire_code(&(rules.retire)(ROOT, shape == fate::RETIRED, &runs));
+                        let rt = t.retire(
+                            encoding.retire,
+                            t.nat(epoch),
+                            t.int(shape),
+                            t.int(successor),
+                        );
+                        let removed = t.is(rt.answer, retired::REMOVED);
+                        cases.push(Case {
+                            rule: format!("{name}: retire"),
+                            input: format!("epoch {epoch}, fate {shape}, successor {successor}"),
+                            rust,
+                            terms: vec![
+                                rt.answer,
+                                c.ite(removed, bool_term(rt.tombstone), t.int(-1)),
+                            ],
+                        });
+                    }
+                }
+            }
+        }
+    }
+    evaluate(ctx, cases)
+}
+
+/// An integer the solver printed: a numeral, or `(- n)`.
+fn integer(ctx: &Context, v: SExpr) -> i128 {
+    match ctx.get_list(v) {
+        Some([minus, n]) if ctx.get_atom(*minus) == Some("-") => {
+            -ctx.get_i128(*n).unwrap_or(i128::MIN)
+        }
+        _ => ctx.get_i128(v).unwrap_or(i128::MIN),
+    }
+}
+
+fn evaluate(ctx: &mut Context, cases: Vec<Case>) -> io::Result<Agreement> {
+    ctx.push()?;
+    if ctx.check()? != Response::Sat {
+        return Err(io::Error::other("the empty context is not satisfiable"));
+    }
+    let mut agreement = Agreement::default();
+    for chunk in cases.chunks(256) {
+        let terms: Vec<SExpr> = chunk
+            .iter()
+            .flat_map(|case| case.terms.iter().copied())
+            .collect();
+        let values = ctx.get_value(terms)?;
+        let mut values = values.into_iter().map(|(_, v)| v);
+        for case in chunk {
+            let encoded: Vec<i128> = case
+                .terms
+                .iter()
+                .map(|_| {
+                    let v = values.next().expect("a value per term");
+                    integer(ctx, v)
+                })
+                .collect();
+            agreement.inputs += 1;
+            if encoded != case.rust {
+                agreement.disagreements.push(Disagreement {
+                    rule: case.rule.clone(),
+                    input: case.input.clone(),
+                    rust: format!("{:?}", case.rust),
+                    encoding: format!("{encoded:?}"),
+                });
+            }
+        }
+    }
+    ctx.pop()?;
+    Ok(agreement)
+}

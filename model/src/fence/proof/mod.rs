@@ -1,0 +1,150 @@
+//! The fence proven without bounds (issue 61): the rules of `claim`,
+//! `append`, `finish` and `retire` and the term's floor encoded for an SMT
+//! solver over unbounded integers ([`encode`]), one Run with its successor,
+//! its log and its standby as a transition system ([`system`]), an
+//! inductive invariant, and each promise as an obligation of every step —
+//! so what holds here holds for any epoch, any number of workers and
+//! zombies, any number of claims and any number of failovers.
+//!
+//! **Failure model**, the bounded model's ([`super`]) without its bounds:
+//! any number of workers hold any epochs at all (zombies, wrong
+//! suspicions: a write may carry any epoch, from any party, at any
+//! moment); any reply may be lost; the operator's retention runs at any
+//! moment; the successor is claimed and finished at any moment; with a
+//! standby, it receives what the primary holds at any pace (a synchronous
+//! one everything before an answered operation) and is promoted at any
+//! moment, any number of times, each time on the next term. One
+//! assumption, A1: a Run is claimed fewer than 2^40 times on one term (the
+//! room `timeline_floor` leaves each timeline).
+//!
+//! **Tied to the Rust rules.** [`agree`] evaluates every term of the
+//! encoding — the real rules' and each broken variant's — on every input
+//! of a grid (each fact shape, epochs and floors around 0, 1, each
+//! term's floor, `Epoch::LAST` and `u64::MAX`) and holds it to what the
+//! Rust function answers on the same input: a rule changed without its
+//! encoding fails that test.
+//!
+//! **What is not here:** R1, R2 and R4 are the worker's gate and seal
+//! (proven by [`crate::gate`] and the bounded model), R5 is liveness, G2
+//! (what was acknowledged survives a failover) and the rule over a root of
+//! many Runs are bounded only: the retirement is proven for one Run and
+//! the successor its pause names, with the rule's answer for that pair.
+
+pub mod agree;
+pub mod encode;
+mod history;
+pub mod report;
+pub mod system;
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use easy_smt::{Context, ContextBuilder, Response, SExpr};
+
+pub use history::History;
+
+use encode::{Encoding, Terms};
+use system::{Mode, PROMISES, System, declare_choice, declare_frame};
+
+/// The solver: z3, as a process spoken to in SMT-LIB 2.
+pub fn solver() -> io::Result<Context> {
+    ContextBuilder::new().with_z3_defaults().build()
+}
+
+/// One proof obligation's result.
+#[derive(Clone, Debug)]
+pub struct Obligation {
+    /// What was proven: "initial", "inductive" or a promise's id.
+    pub what: &'static str,
+    /// The mode.
+    pub mode: Mode,
+    /// Whether it holds (the solver answered unsat).
+    pub holds: bool,
+    /// The solver's time.
+    pub time: Duration,
+}
+
+fn unsat(ctx: &mut Context, goal: SExpr) -> io::Result<bool> {
+    ctx.push()?;
+    ctx.assert(goal)?;
+    let answer = ctx.check()?;
+    ctx.pop()?;
+    match answer {
+        Response::Unsat => Ok(true),
+        Response::Sat => Ok(false),
+        Response::Unknown => Err(io::Error::other("the solver answered unknown")),
+    }
+}
+
+/// Proves `encoding` on `mode`: the invariant holds initially and is kept
+/// by every step, and every promise of the mode is kept by every step
+/// from a state where the invariant holds.
+///
+/// # Errors
+///
+/// The solver's: it could not be spoken to, or answered unknown.
+pub fn prove(ctx: &mut Context, encoding: Encoding, mode: Mode) -> io::Result<Vec<Obligation>> {
+    ctx.push()?;
+    let s = declare_frame(ctx, 0)?;
+    let x = declare_choice(ctx, 0)?;
+    let n = declare_frame(ctx, 1)?;
+    let mut out = Vec::new();
+    let mut check = |ctx: &mut Context, what: &'static str, goal: SExpr| -> io::Result<()> {
+        let start = Instant::now();
+        let holds = unsat(ctx, goal)?;
+        out.push(Obligation {
+            what,
+            mode,
+            holds,
+            time: start.elapsed(),
+        });
+        Ok(())
+    };
+    let (init, inv_s, inv_n, step, keeps) = {
+        let system = System::new(Terms::new(ctx), encoding, mode);
+        let a = system.answers(&s, &x);
+        let step = system.step(&s, &x, &a, &n);
+        let keeps: Vec<(&'static str, SExpr)> = PROMISES
+            .iter()
+            .filter(|p| p.modes.contains(&mode))
+            .map(|p| (p.id, system.keeps(p.id, &s, &x, &a, &n)))
+            .collect();
+        (
+            system.init(&s),
+            system.invariant(&s),
+            system.invariant(&n),
+            step,
+            keeps,
+        )
+    };
+    let c = &*ctx;
+    let initial = c.and(init, c.not(inv_s));
+    let inductive = c.and_many([inv_s, step, c.not(inv_n)]);
+    let goals: Vec<(&'static str, SExpr)> = keeps
+        .into_iter()
+        .map(|(id, keeps)| (id, c.and_many([inv_s, step, c.not(keeps)])))
+        .collect();
+    check(ctx, "initial", initial)?;
+    check(ctx, "inductive", inductive)?;
+    for (id, goal) in goals {
+        check(ctx, id, goal)?;
+    }
+    ctx.pop()?;
+    Ok(out)
+}
+
+/// The shortest history (up to `depth` steps from the initial state) of
+/// `encoding` on `mode` that breaks one of the mode's promises, with the
+/// promises its last step breaks; `None` if there is none that short.
+///
+/// # Errors
+///
+/// As [`prove`].
+pub fn shortest_break(
+    ctx: &mut Context,
+    encoding: Encoding,
+    mode: Mode,
+    depth: usize,
+) -> io::Result<Option<History>> {
+    history::shortest_break(ctx, encoding, mode, depth)
+}
