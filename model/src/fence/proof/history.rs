@@ -152,25 +152,31 @@ pub(super) fn shortest_break(
     ctx: &mut Context,
     encoding: Encoding,
     mode: Mode,
+    promises: &[&'static str],
     depth: usize,
 ) -> io::Result<Option<History>> {
     ctx.push()?;
-    let found = unroll(ctx, encoding, mode, depth);
+    let found = unroll(ctx, encoding, mode, promises, depth);
     ctx.pop()?;
     found
+}
+
+/// The ids of the promises made on `mode`.
+pub(super) fn promised(mode: Mode) -> Vec<&'static str> {
+    PROMISES
+        .iter()
+        .filter(|p| p.modes.contains(&mode))
+        .map(|p| p.id)
+        .collect()
 }
 
 fn unroll(
     ctx: &mut Context,
     encoding: Encoding,
     mode: Mode,
+    promises: &[&'static str],
     depth: usize,
 ) -> io::Result<Option<History>> {
-    let promises: Vec<&'static str> = PROMISES
-        .iter()
-        .filter(|p| p.modes.contains(&mode))
-        .map(|p| p.id)
-        .collect();
     let mut frames: Vec<Frame> = vec![declare_frame(ctx, 0)?];
     let mut choices: Vec<(Choice, Answers)> = Vec::new();
     let init = System::new(Terms::new(ctx), encoding, mode).init(&frames[0]);

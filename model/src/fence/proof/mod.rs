@@ -146,5 +146,25 @@ pub fn shortest_break(
     mode: Mode,
     depth: usize,
 ) -> io::Result<Option<History>> {
-    history::shortest_break(ctx, encoding, mode, depth)
+    history::shortest_break(ctx, encoding, mode, &history::promised(mode), depth)
+}
+
+/// The shortest history (up to `depth` steps) of the real rules on an
+/// asynchronous standby that breaks the promises SPEC §6 says such a
+/// failover may break and that are proven elsewhere (G2, R7): the
+/// failover the proofs cover is one that loses acknowledged writes.
+///
+/// # Errors
+///
+/// As [`prove`].
+pub fn asynchronous_losses(ctx: &mut Context, depth: usize) -> io::Result<Vec<History>> {
+    let mut found = Vec::new();
+    for id in ["G2", "R7"] {
+        if let Some(history) =
+            history::shortest_break(ctx, Encoding::REAL, Mode::Asynchronous, &[id], depth)?
+        {
+            found.push(history);
+        }
+    }
+    Ok(found)
 }

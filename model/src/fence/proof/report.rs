@@ -70,10 +70,24 @@ pub fn section() -> (String, bool) {
             }
         }
     }
-    let _ = writeln!(
-        out,
-        "  not promised on an asynchronous standby (SPEC §6): R7"
-    );
+    match super::asynchronous_losses(&mut ctx, 6) {
+        Ok(losses) => {
+            let seen: Vec<String> = losses
+                .iter()
+                .map(|h| format!("{} in {} step(s)", h.breaks.join(", "), h.steps.len()))
+                .collect();
+            ok &= losses.len() == 2;
+            let _ = writeln!(
+                out,
+                "  not promised on an asynchronous standby (SPEC §6), seen broken by the real rules: {}",
+                seen.join("; ")
+            );
+        }
+        Err(error) => {
+            ok = false;
+            let _ = writeln!(out, "  the solver failed: {error}");
+        }
+    }
     for variant in VARIANTS {
         let Some(encoding) = Encoding::of(variant.name) else {
             ok = false;

@@ -93,6 +93,11 @@ pub struct Frame {
     pub issued: SExpr,
     /// Ghost: the highest epoch a claim's answer reached its owner with.
     pub told: SExpr,
+    /// Ghost: the Run's fate a party was told of (a worker's acknowledged
+    /// append or finish, a claim answering it): [`fate::OPEN`] for none.
+    pub acked: SExpr,
+    /// Ghost: the successor's finish was acknowledged.
+    pub successor_acked: SExpr,
 }
 
 /// One step's choices: which step, and its inputs.
@@ -128,6 +133,8 @@ pub fn declare_frame(ctx: &mut easy_smt::Context, i: usize) -> std::io::Result<F
         term: ctx.declare_const(format!("term_{i}"), int)?,
         issued: ctx.declare_const(format!("issued_{i}"), int)?,
         told: ctx.declare_const(format!("told_{i}"), int)?,
+        acked: ctx.declare_const(format!("acked_{i}"), int)?,
+        successor_acked: ctx.declare_const(format!("successor_acked_{i}"), boolean)?,
     })
 }
 
@@ -199,6 +206,8 @@ impl<'a> System<'a> {
             t.is(s.term, 1),
             t.is(s.issued, 0),
             t.is(s.told, 0),
+            t.is(s.acked, fate::OPEN),
+            c.not(s.successor_acked),
         ])
     }
 
@@ -236,7 +245,12 @@ impl<'a> System<'a> {
         let (c, t) = (self.t.ctx(), self.t);
         let keep_log = self.same_copy(&s.log, &n.log);
         let keep_standby = self.same_copy(&s.standby, &n.standby);
-        let keep_ghosts = c.and(c.eq(s.issued, n.issued), c.eq(s.told, n.told));
+        let keep_fence = c.and(c.eq(s.issued, n.issued), c.eq(s.told, n.told));
+        let keep_acks = c.and(
+            c.eq(s.acked, n.acked),
+            c.eq(s.successor_acked, n.successor_acked),
+        );
+        let keep_ghosts = c.and(keep_fence, keep_acks);
         let keep_term = c.eq(s.term, n.term);
         // A synchronous standby holds everything before an answered
         // operation; otherwise it keeps what it had.
@@ -260,7 +274,25 @@ impl<'a> System<'a> {
             let epoch_after = c.ite(cl.writes, cl.written, s.log.epoch);
             let issued_now = c.ite(owner, cl.epoch, c.ite(cl.writes, cl.written, t.int(0)));
             let refused = t.one_of(cl.answer, &[claimed::EXHAUSTED, claimed::CONTRADICTORY]);
+            let told = |answer: i64, fate: i64| {
+                c.and_many([
+                    c.not(x.lost),
+                    t.is(cl.answer, answer),
+                    t.is(s.log.fate, fate),
+                ])
+            };
+            let fate_told = c.ite(
+                told(claimed::HANDED_OFF, fate::HANDED_OFF),
+                t.int(fate::HANDED_OFF),
+                c.ite(
+                    told(claimed::FINISHED, fate::FINISHED),
+                    t.int(fate::FINISHED),
+                    s.acked,
+                ),
+            );
             c.and_many([
+                c.eq(n.acked, fate_told),
+                c.eq(n.successor_acked, s.successor_acked),
                 // A1.
                 c.imp(
                     cl.writes,
@@ -291,7 +323,16 @@ impl<'a> System<'a> {
                     ),
                     keep_log,
                 ),
-                keep_ghosts,
+                keep_fence,
+                c.eq(
+                    n.acked,
+                    c.ite(
+                        c.and(c.not(x.lost), acknowledged),
+                        t.int(fate_written),
+                        s.acked,
+                    ),
+                ),
+                c.eq(n.successor_acked, s.successor_acked),
                 keep_term,
                 standby_after(c.and(c.not(x.lost), acknowledged)),
             ])
@@ -313,7 +354,10 @@ impl<'a> System<'a> {
                 ),
                 keep_ghosts,
                 keep_term,
-                standby_after(t.one_of(r.answer, &[retired::REMOVED, retired::ALREADY])),
+                standby_after(c.and(
+                    c.not(x.lost),
+                    t.one_of(r.answer, &[retired::REMOVED, retired::ALREADY]),
+                )),
             ])
         };
 
@@ -325,9 +369,24 @@ impl<'a> System<'a> {
                 t.is(s.log.successor, from),
                 c.not(t.is(s.log.fate, fate::RETIRED)),
                 log_but(s.log.epoch, s.log.fate, t.int(to), s.log.removed),
-                keep_ghosts,
+                keep_fence,
+                c.eq(n.acked, s.acked),
+                c.eq(
+                    n.successor_acked,
+                    c.or(
+                        s.successor_acked,
+                        c.and(
+                            c.not(x.lost),
+                            if to == fate::FINISHED {
+                                c.true_()
+                            } else {
+                                c.false_()
+                            },
+                        ),
+                    ),
+                ),
                 keep_term,
-                standby_after(c.true_()),
+                standby_after(c.not(x.lost)),
             ])
         };
 
@@ -426,6 +485,27 @@ impl<'a> System<'a> {
                 c.lte(s.told, s.standby.epoch),
             ));
         }
+        // What a party was told of is in the log (G2), and in a
+        // synchronous standby.
+        all.push(t.one_of(s.acked, &[fate::OPEN, fate::HANDED_OFF, fate::FINISHED]));
+        let kept = |copy: &Copy| {
+            c.and(
+                c.imp(
+                    c.not(t.is(s.acked, fate::OPEN)),
+                    c.or(c.eq(copy.fate, s.acked), copy.removed),
+                ),
+                c.imp(
+                    s.successor_acked,
+                    c.or(t.is(copy.successor, fate::FINISHED), copy.removed),
+                ),
+            )
+        };
+        if self.mode != Mode::Asynchronous {
+            all.push(kept(&s.log));
+        }
+        if self.mode == Mode::Synchronous {
+            all.push(kept(&s.standby));
+        }
         c.and_many(all)
     }
 }
@@ -443,9 +523,10 @@ pub struct Promise {
 
 const EVERY: &[Mode] = &Mode::ALL;
 const KEPT: &[Mode] = &[Mode::Single, Mode::Synchronous];
+const FAILING_OVER: &[Mode] = &[Mode::Synchronous];
 
 /// The promises proven, in report order.
-pub const PROMISES: [Promise; 9] = [
+pub const PROMISES: [Promise; 10] = [
     Promise {
         id: "R3",
         says: "a claim answers HandedOff exactly when a pause is durable, and resumes only an open Run",
@@ -480,6 +561,11 @@ pub const PROMISES: [Promise; 9] = [
         id: "G1",
         says: "a durable handoff's successor is final before retention removes its root",
         modes: EVERY,
+    },
+    Promise {
+        id: "G2",
+        says: "a fate a party was told of (the Run's pause or outcome, the successor's outcome) survives every failover, unless retention removed it",
+        modes: FAILING_OVER,
     },
     Promise {
         id: "G3",
@@ -567,6 +653,19 @@ impl System<'_> {
                 ]),
                 t.is(s.log.successor, fate::FINISHED),
             ),
+            "G2" => {
+                let kept = c.and(
+                    c.imp(
+                        c.not(t.is(s.acked, fate::OPEN)),
+                        c.or(c.eq(n.log.fate, s.acked), n.log.removed),
+                    ),
+                    c.imp(
+                        s.successor_acked,
+                        c.or(t.is(n.log.successor, fate::FINISHED), n.log.removed),
+                    ),
+                );
+                c.imp(kind(step::FAILOVER), kept)
+            }
             "G3" => {
                 let refused_claim = c.and(kind(step::CLAIM), c.not(owner));
                 let refused_write = |k: i64, answer: SExpr| c.and(kind(k), c.not(written(answer)));
