@@ -43,6 +43,7 @@ pub mod lasso;
 pub mod ledger;
 mod paths;
 pub mod report;
+pub mod smt;
 mod space;
 pub mod trace;
 mod verdict;

@@ -9,9 +9,11 @@
 
 use baton_model::fence::proof::agree::{agree, agree_on};
 use baton_model::fence::proof::encode::Encoding;
-use baton_model::fence::proof::system::{Mode, PROMISES};
-use baton_model::fence::proof::{asynchronous_losses, prove, shortest_break, solver};
+use baton_model::fence::proof::promises::PROMISES;
+use baton_model::fence::proof::system::Mode;
+use baton_model::fence::proof::{asynchronous_losses, prove, shortest_break};
 use baton_model::fence::{Replication, VARIANTS};
+use baton_model::smt::solver;
 
 fn solver_or_skip() -> Option<easy_smt::Context> {
     match solver() {

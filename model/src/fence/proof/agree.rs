@@ -325,16 +325,6 @@ pub fn agree_on(
     evaluate(ctx, cases)
 }
 
-/// An integer the solver printed: a numeral, or `(- n)`.
-fn integer(ctx: &Context, v: SExpr) -> i128 {
-    match ctx.get_list(v) {
-        Some([minus, n]) if ctx.get_atom(*minus) == Some("-") => {
-            -ctx.get_i128(*n).unwrap_or(i128::MIN)
-        }
-        _ => ctx.get_i128(v).unwrap_or(i128::MIN),
-    }
-}
-
 fn evaluate(ctx: &mut Context, cases: Vec<Case>) -> io::Result<Agreement> {
     ctx.push()?;
     if ctx.check()? != Response::Sat {
@@ -354,7 +344,7 @@ fn evaluate(ctx: &mut Context, cases: Vec<Case>) -> io::Result<Agreement> {
                 .iter()
                 .map(|_| {
                     let v = values.next().expect("a value per term");
-                    integer(ctx, v)
+                    crate::smt::integer(ctx, v)
                 })
                 .collect();
             agreement.inputs += 1;

@@ -33,48 +33,17 @@
 pub mod agree;
 pub mod encode;
 mod history;
+pub mod promises;
 pub mod report;
 pub mod system;
 
 use std::io;
-use std::time::{Duration, Instant};
 
-use easy_smt::{Context, ContextBuilder, Response, SExpr};
+use easy_smt::Context;
 
-pub use history::History;
-
-use encode::{Encoding, Terms};
-use system::{Mode, PROMISES, System, declare_choice, declare_frame};
-
-/// The solver: z3, as a process spoken to in SMT-LIB 2.
-pub fn solver() -> io::Result<Context> {
-    ContextBuilder::new().with_z3_defaults().build()
-}
-
-/// One proof obligation's result.
-#[derive(Clone, Debug)]
-pub struct Obligation {
-    /// What was proven: "initial", "inductive" or a promise's id.
-    pub what: &'static str,
-    /// The mode.
-    pub mode: Mode,
-    /// Whether it holds (the solver answered unsat).
-    pub holds: bool,
-    /// The solver's time.
-    pub time: Duration,
-}
-
-fn unsat(ctx: &mut Context, goal: SExpr) -> io::Result<bool> {
-    ctx.push()?;
-    ctx.assert(goal)?;
-    let answer = ctx.check()?;
-    ctx.pop()?;
-    match answer {
-        Response::Unsat => Ok(true),
-        Response::Sat => Ok(false),
-        Response::Unknown => Err(io::Error::other("the solver answered unknown")),
-    }
-}
+use crate::smt::{self, History, Obligation, Transitions};
+use encode::Encoding;
+use system::{Mode, System};
 
 /// Proves `encoding` on `mode`: the invariant holds initially and is kept
 /// by every step, and every promise of the mode is kept by every step
@@ -84,53 +53,7 @@ fn unsat(ctx: &mut Context, goal: SExpr) -> io::Result<bool> {
 ///
 /// The solver's: it could not be spoken to, or answered unknown.
 pub fn prove(ctx: &mut Context, encoding: Encoding, mode: Mode) -> io::Result<Vec<Obligation>> {
-    ctx.push()?;
-    let s = declare_frame(ctx, 0)?;
-    let x = declare_choice(ctx, 0)?;
-    let n = declare_frame(ctx, 1)?;
-    let mut out = Vec::new();
-    let mut check = |ctx: &mut Context, what: &'static str, goal: SExpr| -> io::Result<()> {
-        let start = Instant::now();
-        let holds = unsat(ctx, goal)?;
-        out.push(Obligation {
-            what,
-            mode,
-            holds,
-            time: start.elapsed(),
-        });
-        Ok(())
-    };
-    let (init, inv_s, inv_n, step, keeps) = {
-        let system = System::new(Terms::new(ctx), encoding, mode);
-        let a = system.answers(&s, &x);
-        let step = system.step(&s, &x, &a, &n);
-        let keeps: Vec<(&'static str, SExpr)> = PROMISES
-            .iter()
-            .filter(|p| p.modes.contains(&mode))
-            .map(|p| (p.id, system.keeps(p.id, &s, &x, &a, &n)))
-            .collect();
-        (
-            system.init(&s),
-            system.invariant(&s),
-            system.invariant(&n),
-            step,
-            keeps,
-        )
-    };
-    let c = &*ctx;
-    let initial = c.and(init, c.not(inv_s));
-    let inductive = c.and_many([inv_s, step, c.not(inv_n)]);
-    let goals: Vec<(&'static str, SExpr)> = keeps
-        .into_iter()
-        .map(|(id, keeps)| (id, c.and_many([inv_s, step, c.not(keeps)])))
-        .collect();
-    check(ctx, "initial", initial)?;
-    check(ctx, "inductive", inductive)?;
-    for (id, goal) in goals {
-        check(ctx, id, goal)?;
-    }
-    ctx.pop()?;
-    Ok(out)
+    smt::prove(ctx, &System::new(encoding, mode))
 }
 
 /// The shortest history (up to `depth` steps from the initial state) of
@@ -146,23 +69,23 @@ pub fn shortest_break(
     mode: Mode,
     depth: usize,
 ) -> io::Result<Option<History>> {
-    history::shortest_break(ctx, encoding, mode, &history::promised(mode), depth)
+    let system = System::new(encoding, mode);
+    smt::shortest_break(ctx, &system, &system.promises(), depth)
 }
 
-/// The shortest history (up to `depth` steps) of the real rules on an
-/// asynchronous standby that breaks the promises SPEC §6 says such a
+/// The shortest histories (up to `depth` steps) of the real rules on an
+/// asynchronous standby that break the promises SPEC §6 says such a
 /// failover may break and that are proven elsewhere (G2, R7): the
-/// failover the proofs cover is one that loses acknowledged writes.
+/// failovers the proofs cover are ones that lose acknowledged writes.
 ///
 /// # Errors
 ///
 /// As [`prove`].
 pub fn asynchronous_losses(ctx: &mut Context, depth: usize) -> io::Result<Vec<History>> {
+    let system = System::new(Encoding::REAL, Mode::Asynchronous);
     let mut found = Vec::new();
     for id in ["G2", "R7"] {
-        if let Some(history) =
-            history::shortest_break(ctx, Encoding::REAL, Mode::Asynchronous, &[id], depth)?
-        {
+        if let Some(history) = smt::shortest_break(ctx, &system, &[id], depth)? {
             found.push(history);
         }
     }

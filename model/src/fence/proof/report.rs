@@ -7,8 +7,10 @@ use std::time::Instant;
 
 use super::super::{Replication, VARIANTS};
 use super::encode::Encoding;
-use super::system::{Mode, PROMISES};
-use super::{agree::agree, prove, shortest_break, solver};
+use super::promises::PROMISES;
+use super::system::Mode;
+use super::{agree::agree, prove, shortest_break};
+use crate::smt::solver;
 
 /// The report's section, and whether everything it checks passed. Without
 /// z3 it says so in one line and passes, unless `BATON_REQUIRE_SOLVER=1`.
@@ -19,7 +21,7 @@ pub fn section() -> (String, bool) {
     let mut ctx = match solver() {
         Ok(ctx) => ctx,
         Err(error) => {
-            let required = std::env::var("BATON_REQUIRE_SOLVER").as_deref() == Ok("1");
+            let required = crate::smt::required();
             let _ = writeln!(
                 out,
                 "  skipped: z3 could not be started ({error}); apt-get install z3"

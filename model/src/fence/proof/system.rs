@@ -4,9 +4,13 @@
 //! successor's claim and finish, replication, a failover to the next
 //! term), the inductive invariant, and the promises as step obligations.
 
-use easy_smt::SExpr;
+use std::io;
+
+use easy_smt::{Context, SExpr};
 
 use super::encode::{Encoding, TERM, Terms, claimed, fate, retired, wrote};
+use super::promises::PROMISES;
+use crate::smt::Transitions;
 
 /// How the log's server replicates (as the bounded model's
 /// `Replication`), so which steps there are and what a failover keeps.
@@ -114,10 +118,10 @@ pub struct Choice {
 }
 
 /// Declares the constants of frame `i`.
-pub fn declare_frame(ctx: &mut easy_smt::Context, i: usize) -> std::io::Result<Frame> {
+pub fn declare_frame(ctx: &mut Context, i: usize) -> io::Result<Frame> {
     let int = ctx.int_sort();
     let boolean = ctx.bool_sort();
-    let copy = |ctx: &mut easy_smt::Context, who: &str| -> std::io::Result<Copy> {
+    let copy = |ctx: &mut Context, who: &str| -> io::Result<Copy> {
         Ok(Copy {
             epoch: ctx.declare_const(format!("{who}_epoch_{i}"), int)?,
             fate: ctx.declare_const(format!("{who}_fate_{i}"), int)?,
@@ -139,7 +143,7 @@ pub fn declare_frame(ctx: &mut easy_smt::Context, i: usize) -> std::io::Result<F
 }
 
 /// Declares the constants of step `i`'s choice.
-pub fn declare_choice(ctx: &mut easy_smt::Context, i: usize) -> std::io::Result<Choice> {
+pub fn declare_choice(ctx: &mut Context, i: usize) -> io::Result<Choice> {
     let int = ctx.int_sort();
     let boolean = ctx.bool_sort();
     Ok(Choice {
@@ -165,22 +169,20 @@ pub struct Answers {
 
 /// The system of one encoding on one mode.
 #[derive(Clone, Copy)]
-pub struct System<'a> {
-    t: Terms<'a>,
+pub struct System {
     /// The rules.
     pub encoding: Encoding,
     /// The replication.
     pub mode: Mode,
 }
 
-impl<'a> System<'a> {
+impl System {
     /// The system of `encoding` on `mode`.
-    pub fn new(t: Terms<'a>, encoding: Encoding, mode: Mode) -> Self {
-        Self { t, encoding, mode }
+    pub fn new(encoding: Encoding, mode: Mode) -> Self {
+        Self { encoding, mode }
     }
 
-    fn same_copy(&self, a: &Copy, b: &Copy) -> SExpr {
-        let c = self.t.ctx();
+    pub(super) fn same_copy(c: &Context, a: &Copy, b: &Copy) -> SExpr {
         c.and_many([
             c.eq(a.epoch, b.epoch),
             c.eq(a.fate, b.fate),
@@ -188,10 +190,50 @@ impl<'a> System<'a> {
             c.eq(a.removed, b.removed),
         ])
     }
+}
+
+impl Transitions for System {
+    type Frame = Frame;
+    type Choice = Choice;
+    type Answers = Answers;
+
+    fn name(&self) -> String {
+        format!("the fence on {}", self.mode.name())
+    }
+
+    fn frame(&self, ctx: &mut Context, i: usize) -> io::Result<Frame> {
+        declare_frame(ctx, i)
+    }
+
+    fn choice(&self, ctx: &mut Context, i: usize) -> io::Result<Choice> {
+        declare_choice(ctx, i)
+    }
+
+    fn promises(&self) -> Vec<&'static str> {
+        PROMISES
+            .iter()
+            .filter(|p| p.modes.contains(&self.mode))
+            .map(|p| p.id)
+            .collect()
+    }
+
+    fn keeps(&self, c: &Context, id: &str, s: &Frame, x: &Choice, a: &Answers, n: &Frame) -> SExpr {
+        self.keeps_promise(c, id, s, x, a, n)
+    }
+
+    fn describe(
+        &self,
+        ctx: &mut Context,
+        x: &Choice,
+        a: &Answers,
+        n: &Frame,
+    ) -> io::Result<String> {
+        super::history::describe(ctx, self.mode, x, a, n)
+    }
 
     /// The initial state: nothing in the log, term 1, nothing issued.
-    pub fn init(&self, s: &Frame) -> SExpr {
-        let (c, t) = (self.t.ctx(), self.t);
+    fn init(&self, c: &Context, s: &Frame) -> SExpr {
+        let t = Terms::new(c);
         let empty = |copy: &Copy| {
             c.and_many([
                 t.is(copy.epoch, 0),
@@ -212,8 +254,8 @@ impl<'a> System<'a> {
     }
 
     /// What each rule answers in `s` for the choice `x`.
-    pub fn answers(&self, s: &Frame, x: &Choice) -> Answers {
-        let t = self.t;
+    fn answers(&self, c: &Context, s: &Frame, x: &Choice) -> Answers {
+        let t = Terms::new(c);
         let log = &s.log;
         Answers {
             claim: t.claim(self.encoding.claim, log.epoch, log.fate, t.floor(s.term)),
@@ -241,10 +283,10 @@ impl<'a> System<'a> {
     /// `a`). Its one assumption, A1: a Run is claimed fewer than 2^40
     /// times on one term (the floor's room), so no claim writes an epoch
     /// at or past the next term's floor.
-    pub fn step(&self, s: &Frame, x: &Choice, a: &Answers, n: &Frame) -> SExpr {
-        let (c, t) = (self.t.ctx(), self.t);
-        let keep_log = self.same_copy(&s.log, &n.log);
-        let keep_standby = self.same_copy(&s.standby, &n.standby);
+    fn step(&self, c: &Context, s: &Frame, x: &Choice, a: &Answers, n: &Frame) -> SExpr {
+        let t = Terms::new(c);
+        let keep_log = Self::same_copy(c, &s.log, &n.log);
+        let keep_standby = Self::same_copy(c, &s.standby, &n.standby);
         let keep_fence = c.and(c.eq(s.issued, n.issued), c.eq(s.told, n.told));
         let keep_acks = c.and(
             c.eq(s.acked, n.acked),
@@ -255,7 +297,11 @@ impl<'a> System<'a> {
         // A synchronous standby holds everything before an answered
         // operation; otherwise it keeps what it had.
         let standby_after = |answered: SExpr| match self.mode {
-            Mode::Synchronous => c.ite(answered, self.same_copy(&n.log, &n.standby), keep_standby),
+            Mode::Synchronous => c.ite(
+                answered,
+                Self::same_copy(c, &n.log, &n.standby),
+                keep_standby,
+            ),
             Mode::Single | Mode::Asynchronous => keep_standby,
         };
         let log_but = |epoch: SExpr, fate: SExpr, successor: SExpr, removed: SExpr| {
@@ -392,13 +438,13 @@ impl<'a> System<'a> {
 
         let replicate = c.and_many([
             keep_log,
-            self.same_copy(&s.log, &n.standby),
+            Self::same_copy(c, &s.log, &n.standby),
             keep_ghosts,
             keep_term,
         ]);
 
         let failover = c.and_many([
-            self.same_copy(&s.standby, &n.log),
+            Self::same_copy(c, &s.standby, &n.log),
             keep_standby,
             keep_ghosts,
             c.eq(n.term, c.plus(s.term, t.int(1))),
@@ -430,8 +476,8 @@ impl<'a> System<'a> {
     }
 
     /// The inductive invariant (of the real rules).
-    pub fn invariant(&self, s: &Frame) -> SExpr {
-        let (c, t) = (self.t.ctx(), self.t);
+    fn invariant(&self, c: &Context, s: &Frame) -> SExpr {
+        let t = Terms::new(c);
         let well_formed = |copy: &Copy| {
             c.and_many([
                 c.gte(copy.epoch, t.int(0)),
@@ -507,183 +553,5 @@ impl<'a> System<'a> {
             all.push(kept(&s.standby));
         }
         c.and_many(all)
-    }
-}
-
-/// A promise, as the user lives it, stated of one step.
-#[derive(Clone, Copy, Debug)]
-pub struct Promise {
-    /// Its SPEC id.
-    pub id: &'static str,
-    /// What it says here.
-    pub says: &'static str,
-    /// The modes it is promised on.
-    pub modes: &'static [Mode],
-}
-
-const EVERY: &[Mode] = &Mode::ALL;
-const KEPT: &[Mode] = &[Mode::Single, Mode::Synchronous];
-const FAILING_OVER: &[Mode] = &[Mode::Synchronous];
-
-/// The promises proven, in report order.
-pub const PROMISES: [Promise; 10] = [
-    Promise {
-        id: "R3",
-        says: "a claim answers HandedOff exactly when a pause is durable, and resumes only an open Run",
-        modes: EVERY,
-    },
-    Promise {
-        id: "R6",
-        says: "a pause is written only under the log's current epoch, on an open Run",
-        modes: EVERY,
-    },
-    Promise {
-        id: "R7",
-        says: "no worker older than the newest an owner was told of writes or is acknowledged",
-        modes: KEPT,
-    },
-    Promise {
-        id: "R8",
-        says: "an outcome is written only under the current epoch on an open Run; a fate once durable stays, and no epoch is issued after it",
-        modes: EVERY,
-    },
-    Promise {
-        id: "R9",
-        says: "once retention removed the root, no claim resumes it and nothing is written under it",
-        modes: EVERY,
-    },
-    Promise {
-        id: "R10",
-        says: "retention removes only final Runs and leaves the tombstone only",
-        modes: EVERY,
-    },
-    Promise {
-        id: "G1",
-        says: "a durable handoff's successor is final before retention removes its root",
-        modes: EVERY,
-    },
-    Promise {
-        id: "G2",
-        says: "a fate a party was told of (the Run's pause or outcome, the successor's outcome) survives every failover, unless retention removed it",
-        modes: FAILING_OVER,
-    },
-    Promise {
-        id: "G3",
-        says: "a refusal writes nothing",
-        modes: EVERY,
-    },
-    Promise {
-        id: "G4",
-        says: "an epoch a claim answers was never issued before, on any term",
-        modes: EVERY,
-    },
-];
-
-impl System<'_> {
-    /// Whether the step from `s` to `n` by `x` (answers `a`) keeps
-    /// `promise`.
-    pub fn keeps(&self, promise: &str, s: &Frame, x: &Choice, a: &Answers, n: &Frame) -> SExpr {
-        let (c, t) = (self.t.ctx(), self.t);
-        let kind = |k: i64| t.is(x.kind, k);
-        let owner = t.is(a.claim.answer, claimed::OWNER);
-        let log_kept = self.same_copy(&s.log, &n.log);
-        let written = |answer: SExpr| t.is(answer, wrote::WRITTEN);
-        let under_current = c.and(c.eq(x.epoch, s.log.epoch), t.is(s.log.fate, fate::OPEN));
-        let removed = t.is(a.retire.answer, retired::REMOVED);
-        let final_fate = t.handed_off_or_finished(s.log.fate);
-        match promise {
-            "R3" => c.imp(
-                kind(step::CLAIM),
-                c.and(
-                    c.eq(
-                        t.is(a.claim.answer, claimed::HANDED_OFF),
-                        t.is(s.log.fate, fate::HANDED_OFF),
-                    ),
-                    c.imp(owner, t.is(s.log.fate, fate::OPEN)),
-                ),
-            ),
-            "R6" => c.imp(c.and(kind(step::APPEND), written(a.append)), under_current),
-            "R7" => {
-                let acknowledged =
-                    |answer| t.one_of(answer, &[wrote::WRITTEN, wrote::ALREADY_DURABLE]);
-                c.imp(
-                    c.or(
-                        c.and(kind(step::APPEND), acknowledged(a.append)),
-                        c.and(kind(step::FINISH), acknowledged(a.finish)),
-                    ),
-                    c.gte(x.epoch, s.told),
-                )
-            }
-            "R8" => c.and(
-                c.imp(c.and(kind(step::FINISH), written(a.finish)), under_current),
-                c.imp(
-                    c.and_many([
-                        final_fate,
-                        c.not(kind(step::FAILOVER)),
-                        c.not(c.and(kind(step::RETIRE), removed)),
-                    ]),
-                    c.and(c.eq(n.log.fate, s.log.fate), c.eq(n.log.epoch, s.log.epoch)),
-                ),
-            ),
-            "R9" => c.imp(
-                s.log.removed,
-                c.and_many([
-                    c.imp(
-                        kind(step::CLAIM),
-                        c.and(c.not(owner), c.not(a.claim.writes)),
-                    ),
-                    c.imp(kind(step::APPEND), c.not(written(a.append))),
-                    c.imp(kind(step::FINISH), c.not(written(a.finish))),
-                    c.imp(c.not(kind(step::FAILOVER)), n.log.removed),
-                ]),
-            ),
-            "R10" => c.imp(
-                c.and(kind(step::RETIRE), removed),
-                c.and_many([
-                    c.imp(c.gt(s.log.epoch, t.int(0)), final_fate),
-                    c.not(t.is(s.log.successor, fate::OPEN)),
-                    t.is(n.log.fate, fate::RETIRED),
-                ]),
-            ),
-            "G1" => c.imp(
-                c.and_many([
-                    kind(step::RETIRE),
-                    removed,
-                    t.is(s.log.fate, fate::HANDED_OFF),
-                ]),
-                t.is(s.log.successor, fate::FINISHED),
-            ),
-            "G2" => {
-                let kept = c.and(
-                    c.imp(
-                        c.not(t.is(s.acked, fate::OPEN)),
-                        c.or(c.eq(n.log.fate, s.acked), n.log.removed),
-                    ),
-                    c.imp(
-                        s.successor_acked,
-                        c.or(t.is(n.log.successor, fate::FINISHED), n.log.removed),
-                    ),
-                );
-                c.imp(kind(step::FAILOVER), kept)
-            }
-            "G3" => {
-                let refused_claim = c.and(kind(step::CLAIM), c.not(owner));
-                let refused_write = |k: i64, answer: SExpr| c.and(kind(k), c.not(written(answer)));
-                c.imp(
-                    c.or_many([
-                        refused_claim,
-                        refused_write(step::APPEND, a.append),
-                        refused_write(step::FINISH, a.finish),
-                        c.and(kind(step::RETIRE), c.not(removed)),
-                    ]),
-                    log_kept,
-                )
-            }
-            "G4" => c.imp(
-                c.and(kind(step::CLAIM), owner),
-                c.gt(a.claim.epoch, s.issued),
-            ),
-            other => panic!("no promise {other}"),
-        }
     }
 }
