@@ -166,6 +166,10 @@ fn main() -> ExitCode {
         let (proofs, proven) = fence::proof::report::section();
         print!("{proofs}");
         ok &= proven;
+        println!();
+        let (proofs, proven) = baton_model::gate::proof::section();
+        print!("{proofs}");
+        ok &= proven;
     }
     finish(ok, started)
 }

@@ -88,7 +88,19 @@ impl Facts {
         }
     }
 
-    fn intent_index(&self, intent: &HandoffIntent) -> u8 {
+    /// Intent `i` of the table.
+    pub fn intent(&self, i: u8) -> Arc<HandoffIntent> {
+        Arc::clone(&self.intents[usize::from(i)])
+    }
+
+    /// Pause `p` of the table (answering intent `p / 2` with payload
+    /// `p % 2`).
+    pub fn pause(&self, p: u8) -> Arc<HandoffPause<u8>> {
+        Arc::clone(&self.pauses[usize::from(p)])
+    }
+
+    /// The index of `intent` in the table.
+    pub fn intent_index(&self, intent: &HandoffIntent) -> u8 {
         let i = self
             .intents
             .iter()

@@ -11,6 +11,7 @@ pub mod coverage;
 pub mod durable;
 pub mod pack;
 mod predicate;
+pub mod proof;
 pub mod props;
 pub mod state;
 pub mod symmetry;

@@ -1,0 +1,91 @@
+//! The gate proven without bounds by z3 (issue 61): its encoding agrees
+//! with the Rust table on every state and event of the grid, S1–S6, S8 and
+//! S9 are proven for any number of requesters, tickets, intents and pauses,
+//! and each of the five broken variants breaks a promise in a history the
+//! solver finds. Without z3 the tests say so in one line and pass, unless
+//! `BATON_REQUIRE_SOLVER=1` (as in `.ci/run`).
+
+use baton_model::gate::proof::agree::{agree, agree_on, every_table};
+use baton_model::gate::proof::encode::Table;
+use baton_model::gate::proof::{prove, shortest_break};
+use baton_model::smt::{required, solver};
+
+fn solver_or_skip() -> Option<easy_smt::Context> {
+    match solver() {
+        Ok(ctx) => Some(ctx),
+        Err(error) if !required() => {
+            eprintln!(
+                "gate proofs skipped: z3 could not be started ({error}); install z3 (apt-get install z3)"
+            );
+            None
+        }
+        Err(error) => panic!("BATON_REQUIRE_SOLVER=1 but z3 could not be started: {error}"),
+    }
+}
+
+#[test]
+fn the_encoding_answers_as_the_rust_table_on_every_state_and_event_of_the_grid() {
+    let Some(mut ctx) = solver_or_skip() else {
+        return;
+    };
+    let a = agree(&mut ctx).expect("the solver");
+    for d in a.disagreements.iter().take(20) {
+        eprintln!("{d}");
+    }
+    assert!(
+        a.disagreements.is_empty(),
+        "{} disagreements",
+        a.disagreements.len()
+    );
+    assert_eq!(a.cases, 42_720, "cases compared");
+}
+
+#[test]
+fn the_agreement_fails_when_the_table_changes_without_its_encoding() {
+    let Some(mut ctx) = solver_or_skip() else {
+        return;
+    };
+    for (name, step, _) in every_table().into_iter().skip(1) {
+        let a = agree_on(&mut ctx, &[(name, step, Table::Real)]).expect("the solver");
+        eprintln!(
+            "{name}: {} of {} cases disagree with the real encoding",
+            a.disagreements.len(),
+            a.cases
+        );
+        assert!(!a.disagreements.is_empty(), "{name}");
+    }
+}
+
+#[test]
+fn s1_to_s6_s8_s9_are_proven_for_any_number_of_requesters_tickets_and_pauses() {
+    let Some(mut ctx) = solver_or_skip() else {
+        return;
+    };
+    for o in prove(&mut ctx, Table::Real).expect("the solver") {
+        eprintln!(
+            "{:>9} {} in {:?}",
+            o.what,
+            if o.holds { "proven" } else { "NOT PROVEN" },
+            o.time
+        );
+        assert!(o.holds, "{}", o.what);
+    }
+}
+
+#[test]
+fn every_broken_variant_of_the_table_breaks_a_promise_in_a_history_the_solver_finds() {
+    let Some(mut ctx) = solver_or_skip() else {
+        return;
+    };
+    for (name, _, table) in every_table().into_iter().skip(1) {
+        let history = shortest_break(&mut ctx, table, 6)
+            .expect("the solver")
+            .unwrap_or_else(|| panic!("{name}: no promise broken within 6 steps"));
+        eprintln!("{name}: {history}");
+        let proofs = prove(&mut ctx, table).expect("the solver");
+        assert!(
+            proofs.iter().any(|o| !o.holds),
+            "{name}: every obligation proven"
+        );
+    }
+}
