@@ -28,6 +28,23 @@ pub fn required() -> bool {
     std::env::var("BATON_REQUIRE_SOLVER").as_deref() == Ok("1")
 }
 
+/// The solver for a test of `what`: `None`, said in one line, when z3
+/// cannot be started and `BATON_REQUIRE_SOLVER` is not `1`.
+///
+/// # Panics
+///
+/// When z3 cannot be started under `BATON_REQUIRE_SOLVER=1`.
+pub fn solver_or_skip(what: &str) -> Option<Context> {
+    match solver() {
+        Ok(ctx) => Some(ctx),
+        Err(error) if !required() => {
+            eprintln!("{what} skipped: z3 could not be started ({error}); apt-get install z3");
+            None
+        }
+        Err(error) => panic!("BATON_REQUIRE_SOLVER=1 but z3 could not be started: {error}"),
+    }
+}
+
 /// A transition system the solver proves or refutes.
 pub trait Transitions {
     /// One state's constants.

@@ -13,19 +13,10 @@ use baton_model::fence::proof::promises::PROMISES;
 use baton_model::fence::proof::system::Mode;
 use baton_model::fence::proof::{asynchronous_losses, prove, shortest_break};
 use baton_model::fence::{Replication, VARIANTS};
-use baton_model::smt::solver;
+use baton_model::smt;
 
 fn solver_or_skip() -> Option<easy_smt::Context> {
-    match solver() {
-        Ok(ctx) => Some(ctx),
-        Err(error) if std::env::var("BATON_REQUIRE_SOLVER").as_deref() != Ok("1") => {
-            eprintln!(
-                "fence proofs skipped: z3 could not be started ({error}); install z3 (apt-get install z3)"
-            );
-            None
-        }
-        Err(error) => panic!("BATON_REQUIRE_SOLVER=1 but z3 could not be started: {error}"),
-    }
+    smt::solver_or_skip("fence proofs")
 }
 
 #[test]

@@ -8,19 +8,10 @@
 use baton_model::gate::proof::agree::{agree, agree_on, every_table};
 use baton_model::gate::proof::encode::Table;
 use baton_model::gate::proof::{prove, shortest_break};
-use baton_model::smt::{required, solver};
+use baton_model::smt;
 
 fn solver_or_skip() -> Option<easy_smt::Context> {
-    match solver() {
-        Ok(ctx) => Some(ctx),
-        Err(error) if !required() => {
-            eprintln!(
-                "gate proofs skipped: z3 could not be started ({error}); install z3 (apt-get install z3)"
-            );
-            None
-        }
-        Err(error) => panic!("BATON_REQUIRE_SOLVER=1 but z3 could not be started: {error}"),
-    }
+    smt::solver_or_skip("gate proofs")
 }
 
 #[test]
