@@ -41,9 +41,68 @@ use std::io;
 
 use easy_smt::Context;
 
+use easy_smt::SExpr;
+
 use crate::smt::{self, History, Obligation, Transitions};
 use encode::Encoding;
-use system::{Mode, System};
+use promises::PROMISES;
+use system::{Answers, Choice, Frame, Mode, System, declare_choice, declare_frame};
+
+impl Transitions for System {
+    type Frame = Frame;
+    type Choice = Choice;
+    type Answers = Answers;
+
+    fn name(&self) -> String {
+        format!("the fence on {}", self.mode.name())
+    }
+
+    fn frame(&self, ctx: &mut Context, i: usize) -> io::Result<Frame> {
+        declare_frame(ctx, i)
+    }
+
+    fn choice(&self, ctx: &mut Context, i: usize) -> io::Result<Choice> {
+        declare_choice(ctx, i)
+    }
+
+    fn answers(&self, c: &Context, s: &Frame, x: &Choice) -> Answers {
+        System::answers(self, c, s, x)
+    }
+
+    fn init(&self, c: &Context, s: &Frame) -> SExpr {
+        System::init(self, c, s)
+    }
+
+    fn step(&self, c: &Context, s: &Frame, x: &Choice, a: &Answers, n: &Frame) -> SExpr {
+        System::step(self, c, s, x, a, n)
+    }
+
+    fn invariant(&self, c: &Context, s: &Frame) -> SExpr {
+        System::invariant(self, c, s)
+    }
+
+    fn promises(&self) -> Vec<&'static str> {
+        PROMISES
+            .iter()
+            .filter(|p| p.modes.contains(&self.mode))
+            .map(|p| p.id)
+            .collect()
+    }
+
+    fn keeps(&self, c: &Context, id: &str, s: &Frame, x: &Choice, a: &Answers, n: &Frame) -> SExpr {
+        self.keeps_promise(c, id, s, x, a, n)
+    }
+
+    fn describe(
+        &self,
+        ctx: &mut Context,
+        x: &Choice,
+        a: &Answers,
+        n: &Frame,
+    ) -> io::Result<String> {
+        history::describe(ctx, self.mode, x, a, n)
+    }
+}
 
 /// Proves `encoding` on `mode`: the invariant holds initially and is kept
 /// by every step, and every promise of the mode is kept by every step

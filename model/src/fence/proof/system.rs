@@ -9,8 +9,6 @@ use std::io;
 use easy_smt::{Context, SExpr};
 
 use super::encode::{Encoding, TERM, Terms, claimed, fate, retired, wrote};
-use super::promises::PROMISES;
-use crate::smt::Transitions;
 
 /// How the log's server replicates (as the bounded model's
 /// `Replication`), so which steps there are and what a failover keeps.
@@ -190,49 +188,9 @@ impl System {
             c.eq(a.removed, b.removed),
         ])
     }
-}
-
-impl Transitions for System {
-    type Frame = Frame;
-    type Choice = Choice;
-    type Answers = Answers;
-
-    fn name(&self) -> String {
-        format!("the fence on {}", self.mode.name())
-    }
-
-    fn frame(&self, ctx: &mut Context, i: usize) -> io::Result<Frame> {
-        declare_frame(ctx, i)
-    }
-
-    fn choice(&self, ctx: &mut Context, i: usize) -> io::Result<Choice> {
-        declare_choice(ctx, i)
-    }
-
-    fn promises(&self) -> Vec<&'static str> {
-        PROMISES
-            .iter()
-            .filter(|p| p.modes.contains(&self.mode))
-            .map(|p| p.id)
-            .collect()
-    }
-
-    fn keeps(&self, c: &Context, id: &str, s: &Frame, x: &Choice, a: &Answers, n: &Frame) -> SExpr {
-        self.keeps_promise(c, id, s, x, a, n)
-    }
-
-    fn describe(
-        &self,
-        ctx: &mut Context,
-        x: &Choice,
-        a: &Answers,
-        n: &Frame,
-    ) -> io::Result<String> {
-        super::history::describe(ctx, self.mode, x, a, n)
-    }
 
     /// The initial state: nothing in the log, term 1, nothing issued.
-    fn init(&self, c: &Context, s: &Frame) -> SExpr {
+    pub fn init(&self, c: &Context, s: &Frame) -> SExpr {
         let t = Terms::new(c);
         let empty = |copy: &Copy| {
             c.and_many([
@@ -254,7 +212,7 @@ impl Transitions for System {
     }
 
     /// What each rule answers in `s` for the choice `x`.
-    fn answers(&self, c: &Context, s: &Frame, x: &Choice) -> Answers {
+    pub fn answers(&self, c: &Context, s: &Frame, x: &Choice) -> Answers {
         let t = Terms::new(c);
         let log = &s.log;
         Answers {
@@ -283,7 +241,7 @@ impl Transitions for System {
     /// `a`). Its one assumption, A1: a Run is claimed fewer than 2^40
     /// times on one term (the floor's room), so no claim writes an epoch
     /// at or past the next term's floor.
-    fn step(&self, c: &Context, s: &Frame, x: &Choice, a: &Answers, n: &Frame) -> SExpr {
+    pub fn step(&self, c: &Context, s: &Frame, x: &Choice, a: &Answers, n: &Frame) -> SExpr {
         let t = Terms::new(c);
         let keep_log = Self::same_copy(c, &s.log, &n.log);
         let keep_standby = Self::same_copy(c, &s.standby, &n.standby);
@@ -476,7 +434,7 @@ impl Transitions for System {
     }
 
     /// The inductive invariant (of the real rules).
-    fn invariant(&self, c: &Context, s: &Frame) -> SExpr {
+    pub fn invariant(&self, c: &Context, s: &Frame) -> SExpr {
         let t = Terms::new(c);
         let well_formed = |copy: &Copy| {
             c.and_many([
