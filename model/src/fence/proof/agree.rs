@@ -150,6 +150,244 @@ pub fn agree(ctx: &mut Context) -> io::Result<Agreement> {
     agree_on(ctx, &every_rule(), true)
 }
 
+/// One rule set's encoding, defined in the solver as functions of the
+/// rules' inputs, so that each case is a few small applications.
+struct Defined {
+    /// The claim's answer, `Owner`'s epoch (−1 otherwise), whether it
+    /// writes (1 or 0), the epoch written (−1 if none); of (epoch, fate,
+    /// floor).
+    claim: [SExpr; 4],
+    /// The append's and the finish's answers; of (current, fate, epoch,
+    /// same row).
+    write: [SExpr; 2],
+    /// The retirement's answer and its tombstone (1 or 0; −1 unless
+    /// removed); of (epoch, fate, successor).
+    retire: [SExpr; 2],
+}
+
+fn define(ctx: &mut Context, i: usize, encoding: Encoding) -> io::Result<Defined> {
+    let (int, boolean) = (ctx.int_sort(), ctx.bool_sort());
+    let arg = |name: &str, sort: SExpr| (name.to_owned(), sort);
+    let [epoch, fate_, floor, current, written_epoch, same, successor] = [
+        "epoch",
+        "fate",
+        "floor",
+        "current",
+        "written_epoch",
+        "same",
+        "successor",
+    ]
+    .map(|name| ctx.atom(name));
+    let (claim, write, retire) = {
+        let t = Terms::new(ctx);
+        let c = t.ctx();
+        let one_zero = |b: SExpr| c.ite(b, t.int(1), t.int(0));
+        let ct = t.claim(encoding.claim, epoch, fate_, floor);
+        let owner = t.is(ct.answer, claimed::OWNER);
+        let claim = [
+            ct.answer,
+            c.ite(owner, ct.epoch, t.int(-1)),
+            one_zero(ct.writes),
+            c.ite(ct.writes, ct.written, t.int(-1)),
+        ];
+        let write = [
+            t.write(encoding.append, false, current, fate_, written_epoch, same),
+            t.write(encoding.finish, true, current, fate_, written_epoch, same),
+        ];
+        let rt = t.retire(encoding.retire, epoch, fate_, successor);
+        let removed = t.is(rt.answer, retired::REMOVED);
+        let retire = [rt.answer, c.ite(removed, one_zero(rt.tombstone), t.int(-1))];
+        (claim, write, retire)
+    };
+    let mut defined = |name: String, args: Vec<(String, SExpr)>, body: SExpr| {
+        ctx.define_fun(name, args, int, body)
+    };
+    let claim_args = vec![arg("epoch", int), arg("fate", int), arg("floor", int)];
+    let write_args = vec![
+        arg("current", int),
+        arg("fate", int),
+        arg("written_epoch", int),
+        arg("same", boolean),
+    ];
+    let retire_args = vec![arg("epoch", int), arg("fate", int), arg("successor", int)];
+    let mut claims = Vec::new();
+    for (f, body) in claim.into_iter().enumerate() {
+        claims.push(defined(format!("claim_{i}_{f}"), claim_args.clone(), body)?);
+    }
+    let mut writes = Vec::new();
+    for (f, body) in write.into_iter().enumerate() {
+        writes.push(defined(format!("write_{i}_{f}"), write_args.clone(), body)?);
+    }
+    let mut retires = Vec::new();
+    for (f, body) in retire.into_iter().enumerate() {
+        retires.push(defined(
+            format!("retire_{i}_{f}"),
+            retire_args.clone(),
+            body,
+        )?);
+    }
+    Ok(Defined {
+        claim: claims.try_into().expect("four"),
+        write: writes.try_into().expect("two"),
+        retire: retires.try_into().expect("two"),
+    })
+}
+
+/// The application of `f` to `args`.
+fn apply(c: &Context, f: SExpr, args: &[SExpr]) -> SExpr {
+    c.list(std::iter::once(f).chain(args.iter().copied()).collect())
+}
+
+/// The claim's cases of one rule set: every epoch, floor and fact shape.
+fn claim_cases(
+    c: &Context,
+    model: &FenceModel,
+    name: &str,
+    rules: Rules,
+    d: &Defined,
+    out: &mut Vec<Case>,
+) {
+    let epochs = epochs();
+    let floors: Vec<u64> = epochs
+        .iter()
+        .copied()
+        .filter(|e| *e <= Epoch::LAST.get())
+        .collect();
+    let shapes = [
+        (fate::OPEN, 1),
+        (fate::HANDED_OFF, 1),
+        (fate::FINISHED, 1),
+        (fate::RETIRED, 1),
+        (fate::CONTRADICTORY, 3),
+    ];
+    for &epoch in &epochs {
+        for &floor in &floors {
+            for (shape, twists) in shapes {
+                for twist in 0..twists {
+                    let facts = claim_facts(model, epoch, shape, twist);
+                    let args = [c.numeral(epoch), c.numeral(shape), c.numeral(floor)];
+                    out.push(Case {
+                        rule: format!("{name}: claim"),
+                        input: format!("epoch {epoch}, facts {shape}/{twist}, floor {floor}"),
+                        rust: claim_code(&(rules.claim)(&facts, Epoch::new(floor))),
+                        terms: d.claim.iter().map(|f| apply(c, *f, &args)).collect(),
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// The append's and the finish's cases of one rule set: every current
+/// epoch, fate, written epoch, and the row the same or not.
+fn write_cases(
+    c: &Context,
+    model: &FenceModel,
+    name: &str,
+    rules: Rules,
+    d: &Defined,
+    out: &mut Vec<Case>,
+) {
+    let epochs = epochs();
+    let (new_pause, other_pause) = (model.row(0), model.row(1));
+    let (new_outcome, other_outcome) = (model.outcome(0), model.outcome(1));
+    for &current in &epochs {
+        for &epoch in &epochs {
+            for shape in [fate::OPEN, fate::HANDED_OFF, fate::FINISHED, fate::RETIRED] {
+                for same in [true, false] {
+                    let durable_pause = if same { &new_pause } else { &other_pause };
+                    let durable_outcome = if same { &new_outcome } else { &other_outcome };
+                    let fate_of = match shape {
+                        fate::HANDED_OFF => Fate::HandedOff(durable_pause),
+                        fate::FINISHED => Fate::Finished(durable_outcome),
+                        fate::RETIRED => Fate::Retired,
+                        _ => Fate::Open,
+                    };
+                    let (current_e, epoch_e) = (Epoch::new(current), Epoch::new(epoch));
+                    let appended = (rules.append)(
+                        ROOT,
+                        current_e,
+                        fate_of,
+                        epoch_e,
+                        (&new_pause.source, &new_pause.pause),
+                    );
+                    let finished = (rules.finish)(
+                        ROOT,
+                        current_e,
+                        fate_of,
+                        epoch_e,
+                        (&new_outcome.source, &new_outcome.outcome),
+                    );
+                    let args = [
+                        c.numeral(current),
+                        c.numeral(shape),
+                        c.numeral(epoch),
+                        if same { c.true_() } else { c.false_() },
+                    ];
+                    for (which, rust, f) in [
+                        ("append", appended, d.write[0]),
+                        ("finish", finished, d.write[1]),
+                    ] {
+                        out.push(Case {
+                            rule: format!("{name}: {which}"),
+                            input: format!(
+                                "current {current}, fate {shape}, epoch {epoch}, same row {same}"
+                            ),
+                            rust: vec![write_code(&rust)],
+                            terms: vec![apply(c, f, &args)],
+                        });
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The retirement's cases of one rule set: the Run held or not, its fate,
+/// its successor's.
+fn retire_cases(
+    c: &Context,
+    model: &FenceModel,
+    name: &str,
+    rules: Rules,
+    d: &Defined,
+    out: &mut Vec<Case>,
+) {
+    let (pause, outcome) = (model.row(0), model.outcome(0));
+    let successor_row = model.successor_outcome();
+    for epoch in [0u64, 1, 7] {
+        for shape in [fate::OPEN, fate::HANDED_OFF, fate::FINISHED, fate::RETIRED] {
+            for successor in [fate::ABSENT, fate::OPEN, fate::FINISHED] {
+                let fate_of = match shape {
+                    fate::HANDED_OFF => Fate::HandedOff(&pause),
+                    fate::FINISHED => Fate::Finished(&outcome),
+                    fate::RETIRED => Fate::Retired,
+                    _ => Fate::Open,
+                };
+                let successor_fate = if successor == fate::FINISHED {
+                    Fate::Finished(&successor_row)
+                } else {
+                    Fate::Open
+                };
+                let runs: Vec<(&str, Fate<'_, u8>)> = [
+                    (epoch > 0).then_some((ROOT, fate_of)),
+                    (successor != fate::ABSENT).then_some((SUCCESSOR, successor_fate)),
+                ]
+                .into_iter()
+                .flatten()
+                .collect();
+                let args = [c.numeral(epoch), c.numeral(shape), c.numeral(successor)];
+                out.push(Case {
+                    rule: format!("{name}: retire"),
+                    input: format!("epoch {epoch}, fate {shape}, successor {successor}"),
+                    rust: retire_code(&(rules.retire)(ROOT, shape == fate::RETIRED, &runs)),
+                    terms: d.retire.iter().map(|f| apply(c, *f, &args)).collect(),
+                });
+            }
+        }
+    }
+}
+
 /// Compares each encoding of `rules` with its Rust functions on the grid
 /// (and `timeline_floor` with the floor's term if `floor`).
 ///
@@ -162,171 +400,35 @@ pub fn agree_on(
     floor: bool,
 ) -> io::Result<Agreement> {
     let model = FenceModel::new(SELF_TEST_FATES);
-    let epochs = epochs();
+    ctx.push()?;
+    let mut defined = Vec::new();
+    for (i, &(_, _, encoding)) in rules.iter().enumerate() {
+        defined.push(define(ctx, i, encoding)?);
+    }
     let mut cases = Vec::new();
     {
         let t = Terms::new(ctx);
         let c = t.ctx();
-        let bool_term = |b: SExpr| c.ite(b, t.int(1), t.int(0));
         for timeline in TIMELINES.iter().copied().filter(|_| floor) {
-            let floor = t.floor(t.nat(u64::from(timeline)));
             cases.push(Case {
                 rule: "timeline_floor".into(),
                 input: format!("timeline {timeline}"),
                 rust: vec![i128::from(timeline_floor(timeline).get())],
-                terms: vec![floor],
+                terms: vec![t.floor(t.nat(u64::from(timeline)))],
             });
         }
-        for &(name, rules, encoding) in rules {
-            let floors: Vec<u64> = epochs
-                .iter()
-                .copied()
-                .filter(|e| *e <= Epoch::LAST.get())
-                .collect();
-            for &epoch in &epochs {
-                for &floor in &floors {
-                    for (shape, twists) in [
-                        (fate::OPEN, 1),
-                        (fate::HANDED_OFF, 1),
-                        (fate::FINISHED, 1),
-                        (fate::RETIRED, 1),
-                        (fate::CONTRADICTORY, 3),
-                    ] {
-                        for twist in 0..twists {
-                            let facts = claim_facts(&model, epoch, shape, twist);
-                            let rust = claim_code(&(rules.claim)(&facts, Epoch::new(floor)));
-                            let ct =
-                                t.claim(encoding.claim, t.nat(epoch), t.int(shape), t.nat(floor));
-                            let owner = t.is(ct.answer, claimed::OWNER);
-                            cases.push(Case {
-                                rule: format!("{name}: claim"),
-                                input: format!(
-                                    "epoch {epoch}, facts {shape}/{twist}, floor {floor}"
-                                ),
-                                rust,
-                                terms: vec![
-                                    ct.answer,
-                                    c.ite(owner, ct.epoch, t.int(-1)),
-                                    bool_term(ct.writes),
-                                    c.ite(ct.writes, ct.written, t.int(-1)),
-                                ],
-                            });
-                        }
-                    }
-                }
-            }
-            let new_pause = model.row(0);
-            let other_pause = model.row(1);
-            let new_outcome = model.outcome(0);
-            let other_outcome = model.outcome(1);
-            for &current in &epochs {
-                for &epoch in &epochs {
-                    for shape in [fate::OPEN, fate::HANDED_OFF, fate::FINISHED, fate::RETIRED] {
-                        for same in [true, false] {
-                            let durable_pause = if same { &new_pause } else { &other_pause };
-                            let durable_outcome = if same { &new_outcome } else { &other_outcome };
-                            let fate_of = match shape {
-                                fate::HANDED_OFF => Fate::HandedOff(durable_pause),
-                                fate::FINISHED => Fate::Finished(durable_outcome),
-                                fate::RETIRED => Fate::Retired,
-                                _ => Fate::Open,
-                            };
-                            let input = format!(
-                                "current {current}, fate {shape}, epoch {epoch}, same row {same}"
-                            );
-                            let appended = (rules.append)(
-                                ROOT,
-                                Epoch::new(current),
-                                fate_of,
-                                Epoch::new(epoch),
-                                (&new_pause.source, &new_pause.pause),
-                            );
-                            let finished = (rules.finish)(
-                                ROOT,
-                                Epoch::new(current),
-                                fate_of,
-                                Epoch::new(epoch),
-                                (&new_outcome.source, &new_outcome.outcome),
-                            );
-                            let same_term = if same { c.true_() } else { c.false_() };
-                            for (finish, rust) in [(false, appended), (true, finished)] {
-                                let rule = if finish {
-                                    encoding.finish
-                                } else {
-                                    encoding.append
-                                };
-                                let term = t.write(
-                                    rule,
-                                    finish,
-                                    t.nat(current),
-                                    t.int(shape),
-                                    t.nat(epoch),
-                                    same_term,
-                                );
-                                cases.push(Case {
-                                    rule: format!(
-                                        "{name}: {}",
-                                        if finish { "finish" } else { "append" }
-                                    ),
-                                    input: input.clone(),
-                                    rust: vec![write_code(&rust)],
-                                    terms: vec![term],
-                                });
-                            }
-                        }
-                    }
-                }
-            }
-            let successor_row = model.successor_outcome();
-            for epoch in [0u64, 1, 7] {
-                for shape in [fate::OPEN, fate::HANDED_OFF, fate::FINISHED, fate::RETIRED] {
-                    for successor in [fate::ABSENT, fate::OPEN, fate::FINISHED] {
-                        let fate_of = match shape {
-                            fate::HANDED_OFF => Fate::HandedOff(&new_pause),
-                            fate::FINISHED => Fate::Finished(&new_outcome),
-                            fate::RETIRED => Fate::Retired,
-                            _ => Fate::Open,
-                        };
-                        let successor_fate = if successor == fate::FINISHED {
-                            Fate::Finished(&successor_row)
-                        } else {
-                            Fate::Open
-                        };
-                        let runs: Vec<(&str, Fate<'_, u8>)> = [
-                            (epoch > 0).then_some((ROOT, fate_of)),
-                            (successor != fate::ABSENT).then_some((SUCCESSOR, successor_fate)),
-                        ]
-                        .into_iter()
-                        .flatten()
-                        .collect();
-                        let rust =
-                            retire_code(&(rules.retire)(ROOT, shape == fate::RETIRED, &runs));
-                        let rt = t.retire(
-                            encoding.retire,
-                            t.nat(epoch),
-                            t.int(shape),
-                            t.int(successor),
-                        );
-                        let removed = t.is(rt.answer, retired::REMOVED);
-                        cases.push(Case {
-                            rule: format!("{name}: retire"),
-                            input: format!("epoch {epoch}, fate {shape}, successor {successor}"),
-                            rust,
-                            terms: vec![
-                                rt.answer,
-                                c.ite(removed, bool_term(rt.tombstone), t.int(-1)),
-                            ],
-                        });
-                    }
-                }
-            }
+        for (&(name, rules, _), d) in rules.iter().zip(&defined) {
+            claim_cases(c, &model, name, rules, d, &mut cases);
+            write_cases(c, &model, name, rules, d, &mut cases);
+            retire_cases(c, &model, name, rules, d, &mut cases);
         }
     }
-    evaluate(ctx, cases)
+    let agreement = evaluate(ctx, cases);
+    ctx.pop()?;
+    agreement
 }
 
 fn evaluate(ctx: &mut Context, cases: Vec<Case>) -> io::Result<Agreement> {
-    ctx.push()?;
     if ctx.check()? != Response::Sat {
         return Err(io::Error::other("the empty context is not satisfiable"));
     }
@@ -358,6 +460,5 @@ fn evaluate(ctx: &mut Context, cases: Vec<Case>) -> io::Result<Agreement> {
             }
         }
     }
-    ctx.pop()?;
     Ok(agreement)
 }
