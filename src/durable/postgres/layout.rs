@@ -8,7 +8,7 @@ use tokio_postgres::types::Type;
 
 use crate::durable::contract::LogError;
 
-use super::schema::PostgresSchema;
+use super::schema::{POSTGRES_SCHEMA_VERSION, PostgresSchema};
 
 /// Where baton's Run tables are, as the log's statements must reach them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,6 +141,85 @@ pub(crate) async fn read(schema: &PostgresSchema, client: &Client) -> Result<Lay
         reason,
         source: None,
     })
+}
+
+impl PostgresSchema {
+    /// The operator's step for a database distributed with Citus
+    /// (docs/SCALE.md), run on its coordinator after
+    /// [`migrate`](Self::migrate): distributes `baton_root`, `baton_run`
+    /// and `baton_handoff_pause` by `root_run_id`, colocated with
+    /// `baton_root` (`create_distributed_table`), and makes the one-row
+    /// `baton_schema` a reference table (`create_reference_table`), so that
+    /// each operation of a log runs on the shard of its root Run. A table
+    /// already distributed is left as it is; the layout found at the end
+    /// must be the one a log opens on, or this fails. Run it on a new
+    /// database: Citus copies the rows of a table that has some, and
+    /// leaves their local copy on disk until
+    /// `truncate_local_data_after_distributing_table`.
+    ///
+    /// # Errors
+    ///
+    /// [`LogError::UnknownSchema`] unless the database is at
+    /// [`POSTGRES_SCHEMA_VERSION`]; [`LogError::NotALog`] if the tables end
+    /// up distributed otherwise (some were distributed another way
+    /// before: the error names them); [`LogError::Unavailable`] if the
+    /// server fails or refuses (Citus is not installed, or the role may
+    /// not distribute the tables).
+    pub async fn distribute(&self, client: &Client) -> Result<(), LogError> {
+        let found = self.version(client).await?;
+        if found != POSTGRES_SCHEMA_VERSION {
+            return Err(LogError::UnknownSchema {
+                found,
+                expected: POSTGRES_SCHEMA_VERSION,
+            });
+        }
+        let prefix = self.prefix();
+        let root = format!("{prefix}baton_root");
+        for (table, reference) in [
+            ("baton_root", false),
+            ("baton_run", false),
+            ("baton_handoff_pause", false),
+            ("baton_schema", true),
+        ] {
+            let name = format!("{prefix}{table}");
+            let distributed: bool = client
+                .query_typed_one(
+                    "SELECT EXISTS (SELECT 1 FROM pg_dist_partition \
+                     WHERE logicalrelid = to_regclass($1))",
+                    &[(&name, Type::TEXT)],
+                )
+                .await
+                .and_then(|row| row.try_get(0))
+                .map_err(unavailable)?;
+            if distributed {
+                continue;
+            }
+            let made = if reference {
+                client
+                    .execute_typed("SELECT create_reference_table($1)", &[(&name, Type::TEXT)])
+                    .await
+            } else {
+                client
+                    .execute_typed(
+                        "SELECT create_distributed_table($1, 'root_run_id', \
+                         colocate_with => $2)",
+                        &[
+                            (&name, Type::TEXT),
+                            (if name == root { &"default" } else { &root }, Type::TEXT),
+                        ],
+                    )
+                    .await
+            };
+            made.map_err(unavailable)?;
+        }
+        match read(self, client).await? {
+            Layout::ByRootRun => Ok(()),
+            Layout::OneServer => Err(LogError::NotALog {
+                reason: "the tables are not distributed after distributing them".into(),
+                source: None,
+            }),
+        }
+    }
 }
 
 fn unavailable(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> LogError {

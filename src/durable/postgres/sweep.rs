@@ -8,8 +8,8 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tokio_postgres::Row;
 use tokio_postgres::types::Type;
+use tokio_postgres::{Client, Row};
 
 use super::PostgresLog;
 use super::connect::in_runtime;
@@ -18,7 +18,7 @@ use super::end::{abort, commit};
 use super::failure::{Failure, column, unavailable};
 use super::flight::{flight2, flight3};
 use super::op::{Answer, Op, unexpected};
-use super::read::RootRows;
+use super::read::{RootRead, RootRows};
 use super::sql::{Conn, Layout, Param, Which};
 use crate::durable::contract::LogError;
 use crate::durable::row::corrupt;
@@ -218,7 +218,7 @@ where
         let [root_run_id] = roots else {
             return Err(unavailable("a distributed sweep's batch holds one root Run").into());
         };
-        return super::transaction::one_root(conn, root_run_id, Some(before)).await;
+        return one_root(conn, root_run_id, Some(before)).await;
     }
     let client = conn.client;
     let lock_roots = conn.statement(Which::LockRoots).await?;
@@ -317,4 +317,51 @@ fn by_root(
                 .ok_or_else(|| corrupt(root_run_id, "the root Run's row was not returned").into())
         })
         .collect()
+}
+
+/// One root Run's retirement, one transaction in two flights: `BEGIN`
+/// and the root's reads under its locks ([`RootRead`]), then (if the rule
+/// retires it) its removal and `COMMIT`. By name ([`retire_step`]) without
+/// `before`; with it, a sweep's rule ([`sweep_step`]) on that root alone,
+/// as a sweep runs on tables distributed by root Run (one shard per
+/// transaction).
+///
+/// [`retire_step`]: crate::durable::retire_step
+/// [`sweep_step`]: crate::durable::sweep_step
+pub(super) async fn one_root<P>(
+    conn: &Conn<'_>,
+    root_run_id: &str,
+    before: Option<SystemTime>,
+) -> Result<Answer<P>, Failure>
+where
+    P: PartialEq + Clone + Serialize + DeserializeOwned + Send + Sync,
+{
+    let client: &Client = conn.client;
+    let read = RootRead::prepare(conn).await?;
+    let (begun, rows) = flight2(
+        client.batch_execute(&conn.sql.begin_write),
+        read.read(client, root_run_id),
+    )
+    .await;
+    let decided = begun
+        .map_err(Failure::from)
+        .and(rows)
+        .and_then(|rows| retirement::<P>(root_run_id, rows, before));
+    let step = match decided {
+        Ok(step) => step,
+        Err(failure) => return Err(abort(client, failure).await),
+    };
+    if step.removes() {
+        let retire = match conn.statement(Which::RetireRoot).await {
+            Ok(retire) => retire,
+            Err(failure) => return Err(abort(client, failure).await),
+        };
+        let params: [Param<'_>; 1] = [&root_run_id];
+        if commit(conn, Some(retire.execute(client, &params))).await? != 1 {
+            return Err(corrupt(root_run_id, "the root Run's row changed under its lock").into());
+        }
+    } else {
+        commit(conn, None::<std::future::Ready<_>>).await?;
+    }
+    Ok(step.answer())
 }

@@ -3,7 +3,6 @@
 
 use std::future::Future;
 use std::sync::atomic::Ordering;
-use std::time::SystemTime;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -14,12 +13,12 @@ use crate::durable::contract::RunFacts;
 use crate::durable::fence::{AppendStep, Fate, append_step, claim_step_above, finish_step};
 use crate::durable::row::corrupt;
 
-use super::decide::{decide, finish_params, floor_of, pause_params, retirement};
+use super::decide::{decide, finish_params, floor_of, pause_params};
 use super::end::{abort, commit, guarded, refused};
 use super::failure::{Failure, stored};
 use super::flight::{flight2, flight3};
 use super::op::{Answer, Op};
-use super::read::{Reading, RootRead, RunRead};
+use super::read::{Reading, RunRead};
 use super::replication::NoSynchronousStandby;
 use super::sql::{Conn, Layout, Param, Which};
 
@@ -29,7 +28,7 @@ use super::sql::{Conn, Layout, Param, Which};
 /// then the write and `COMMIT` together (or `COMMIT` alone when there is
 /// nothing to write, `ROLLBACK` after a refusal). A retirement's first
 /// flight locks the root Run's row and then every Run of it (see
-/// [`RootRead`]).
+/// [`RootRead`](super::read::RootRead) and [`one_root`](super::sweep::one_root)).
 ///
 /// The server runs a flight's statements in order, each to its end before
 /// the next, so the pause and the tombstone are read by statements of
@@ -55,7 +54,7 @@ where
         return super::sweep::batch::<P>(conn, roots, before).await;
     }
     if let Op::Retire { root_run_id } = *op {
-        return one_root::<P>(conn, root_run_id, None).await;
+        return super::sweep::one_root::<P>(conn, root_run_id, None).await;
     }
     let (root_run_id, run_id) = op.run();
     let read = RunRead::prepare(conn, Reading::of(op)).await?;
@@ -89,53 +88,6 @@ where
     let count = commit(conn, Some(statement.execute(client, &params))).await?;
     write.check(count, run_id)?;
     Ok(answer)
-}
-
-/// One root Run's retirement, one transaction in two flights: `BEGIN`
-/// and the root's reads under its locks ([`RootRead`]), then (if the rule
-/// retires it) its removal and `COMMIT`. By name ([`retire_step`]) without
-/// `before`; with it, a sweep's rule ([`sweep_step`]) on that root alone,
-/// as a sweep runs on tables distributed by root Run (one shard per
-/// transaction).
-///
-/// [`retire_step`]: crate::durable::retire_step
-/// [`sweep_step`]: crate::durable::sweep_step
-pub(super) async fn one_root<P>(
-    conn: &Conn<'_>,
-    root_run_id: &str,
-    before: Option<SystemTime>,
-) -> Result<Answer<P>, Failure>
-where
-    P: PartialEq + Clone + Serialize + DeserializeOwned + Send + Sync,
-{
-    let client: &Client = conn.client;
-    let read = RootRead::prepare(conn).await?;
-    let (begun, rows) = flight2(
-        client.batch_execute(&conn.sql.begin_write),
-        read.read(client, root_run_id),
-    )
-    .await;
-    let decided = begun
-        .map_err(Failure::from)
-        .and(rows)
-        .and_then(|rows| retirement::<P>(root_run_id, rows, before));
-    let step = match decided {
-        Ok(step) => step,
-        Err(failure) => return Err(abort(client, failure).await),
-    };
-    if step.removes() {
-        let retire = match conn.statement(Which::RetireRoot).await {
-            Ok(retire) => retire,
-            Err(failure) => return Err(abort(client, failure).await),
-        };
-        let params: [Param<'_>; 1] = [&root_run_id];
-        if commit(conn, Some(retire.execute(client, &params))).await? != 1 {
-            return Err(corrupt(root_run_id, "the root Run's row changed under its lock").into());
-        }
-    } else {
-        commit(conn, None::<std::future::Ready<_>>).await?;
-    }
-    Ok(step.answer())
 }
 
 /// The one-statement form of a claim or an append, tried first: the pure
