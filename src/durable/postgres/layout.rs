@@ -8,6 +8,8 @@ use tokio_postgres::types::Type;
 
 use crate::durable::contract::LogError;
 
+use super::failure::unavailable;
+
 use super::schema::{POSTGRES_SCHEMA_VERSION, PostgresSchema};
 
 /// Where baton's Run tables are, as the log's statements must reach them.
@@ -220,10 +222,6 @@ impl PostgresSchema {
             }),
         }
     }
-}
-
-fn unavailable(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> LogError {
-    LogError::Unavailable(error.into())
 }
 
 #[cfg(test)]

@@ -8,6 +8,8 @@ use tokio_postgres::types::Type;
 
 use crate::durable::contract::LogError;
 
+use super::failure::unavailable;
+
 /// The schema version this baton writes and reads, kept in the one row of
 /// the table `baton_schema` (a database without that table has no schema:
 /// version 0). [`PostgresSchema::migrate`] brings an older database to it
@@ -349,10 +351,6 @@ impl fmt::Display for PostgresSchema {
             None => f.write_str("(search_path)"),
         }
     }
-}
-
-fn unavailable(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> LogError {
-    LogError::Unavailable(error.into())
 }
 
 #[cfg(test)]
