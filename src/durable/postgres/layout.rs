@@ -9,7 +9,6 @@ use tokio_postgres::types::Type;
 use crate::durable::contract::LogError;
 
 use super::failure::unavailable;
-
 use super::schema::{POSTGRES_SCHEMA_VERSION, PostgresSchema};
 
 /// Where baton's Run tables are, as the log's statements must reach them.
