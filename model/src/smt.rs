@@ -45,6 +45,22 @@ pub fn solver_or_skip(what: &str) -> Option<Context> {
     }
 }
 
+/// The solver for a report's section: on failure, the section's one
+/// skip line is written to `out` and `Err` says whether the section
+/// passes (it does unless `BATON_REQUIRE_SOLVER=1`).
+///
+/// # Errors
+///
+/// z3 could not be started.
+pub fn solver_for_report(out: &mut String) -> Result<Context, bool> {
+    solver().map_err(|error| {
+        out.push_str(&format!(
+            "  skipped: z3 could not be started ({error}); apt-get install z3\n"
+        ));
+        !required()
+    })
+}
+
 /// A transition system the solver proves or refutes.
 pub trait Transitions {
     /// One state's constants.
@@ -132,6 +148,23 @@ fn unsat(ctx: &mut Context, goal: SExpr) -> io::Result<bool> {
     }
 }
 
+/// One step's constants: the state, the choice, the rules' answers and
+/// the next state.
+type Step<T> = (
+    <T as Transitions>::Frame,
+    <T as Transitions>::Choice,
+    <T as Transitions>::Answers,
+    <T as Transitions>::Frame,
+);
+
+fn one_step<T: Transitions>(ctx: &mut Context, system: &T) -> io::Result<Step<T>> {
+    let s = system.frame(ctx, 0)?;
+    let x = system.choice(ctx, 0)?;
+    let n = system.frame(ctx, 1)?;
+    let a = system.answers(ctx, &s, &x);
+    Ok((s, x, a, n))
+}
+
 /// Proves `system`: the invariant holds initially and is kept by every
 /// step, and every promise is kept by every step from a state where the
 /// invariant holds.
@@ -141,11 +174,8 @@ fn unsat(ctx: &mut Context, goal: SExpr) -> io::Result<bool> {
 /// The solver's: it could not be spoken to, or answered unknown.
 pub fn prove<T: Transitions>(ctx: &mut Context, system: &T) -> io::Result<Vec<Obligation>> {
     ctx.push()?;
-    let s = system.frame(ctx, 0)?;
-    let x = system.choice(ctx, 0)?;
-    let n = system.frame(ctx, 1)?;
+    let (s, x, a, n) = one_step(ctx, system)?;
     let c = &*ctx;
-    let a = system.answers(c, &s, &x);
     let (inv_s, step) = (system.invariant(c, &s), system.step(c, &s, &x, &a, &n));
     let mut goals = vec![
         ("initial", c.and(system.init(c, &s), c.not(inv_s))),
@@ -170,6 +200,31 @@ pub fn prove<T: Transitions>(ctx: &mut Context, system: &T) -> io::Result<Vec<Ob
     }
     ctx.pop()?;
     Ok(out)
+}
+
+/// Whether some step of `system` from a state where the invariant holds
+/// satisfies `what` (of the state, the choice, the answers and the next
+/// state): the proofs are not vacuous for the steps it names.
+///
+/// # Errors
+///
+/// As [`prove`].
+pub fn reachable_step<T: Transitions>(
+    ctx: &mut Context,
+    system: &T,
+    what: impl Fn(&Context, &T::Frame, &T::Choice, &T::Answers, &T::Frame) -> SExpr,
+) -> io::Result<bool> {
+    ctx.push()?;
+    let (s, x, a, n) = one_step(ctx, system)?;
+    let c = &*ctx;
+    let goal = c.and_many([
+        system.invariant(c, &s),
+        system.step(c, &s, &x, &a, &n),
+        what(c, &s, &x, &a, &n),
+    ]);
+    let unsatisfiable = unsat(ctx, goal)?;
+    ctx.pop()?;
+    Ok(!unsatisfiable)
 }
 
 /// A history that breaks promises: its steps in words, and the promises

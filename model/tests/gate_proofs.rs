@@ -6,7 +6,8 @@
 //! `BATON_REQUIRE_SOLVER=1` (as in `.ci/run`).
 
 use baton_model::gate::proof::agree::{agree, agree_on, every_table};
-use baton_model::gate::proof::encode::Table;
+use baton_model::gate::proof::encode::{Table, event, outcome};
+use baton_model::gate::proof::system::System;
 use baton_model::gate::proof::{prove, shortest_break};
 use baton_model::smt;
 
@@ -78,5 +79,36 @@ fn every_broken_variant_of_the_table_breaks_a_promise_in_a_history_the_solver_fi
             proofs.iter().any(|o| !o.holds),
             "{name}: every obligation proven"
         );
+    }
+}
+
+/// The proofs are not vacuous: from a state the invariant admits, every
+/// event moves the gate somewhere, and every outcome of the table is given.
+#[test]
+fn every_event_moves_and_every_outcome_is_given_from_a_state_the_invariant_admits() {
+    let Some(mut ctx) = solver_or_skip() else {
+        return;
+    };
+    let system = System { table: Table::Real };
+    for kind in event::RESERVE..=event::CLOSE {
+        let moves = smt::reachable_step(&mut ctx, &system, |c, _, x, a, _| {
+            c.and(
+                c.eq(x.kind, c.numeral(kind)),
+                c.eq(*a, c.numeral(outcome::MOVED)),
+            )
+        })
+        .expect("the solver");
+        assert!(
+            moves,
+            "{} never moves the gate",
+            event::NAMES[usize::try_from(kind).expect("an event")]
+        );
+    }
+    for (code, name) in outcome::NAMES.iter().enumerate() {
+        let code = i64::try_from(code).expect("a code");
+        let given =
+            smt::reachable_step(&mut ctx, &system, |c, _, _, a, _| c.eq(*a, c.numeral(code)))
+                .expect("the solver");
+        assert!(given, "{name} is never given");
     }
 }

@@ -199,9 +199,6 @@ fn define(ctx: &mut Context, i: usize, encoding: Encoding) -> io::Result<Defined
         let retire = [rt.answer, c.ite(removed, one_zero(rt.tombstone), t.int(-1))];
         (claim, write, retire)
     };
-    let mut defined = |name: String, args: Vec<(String, SExpr)>, body: SExpr| {
-        ctx.define_fun(name, args, int, body)
-    };
     let claim_args = vec![arg("epoch", int), arg("fate", int), arg("floor", int)];
     let write_args = vec![
         arg("current", int),
@@ -210,22 +207,16 @@ fn define(ctx: &mut Context, i: usize, encoding: Encoding) -> io::Result<Defined
         arg("same", boolean),
     ];
     let retire_args = vec![arg("epoch", int), arg("fate", int), arg("successor", int)];
-    let mut claims = Vec::new();
-    for (f, body) in claim.into_iter().enumerate() {
-        claims.push(defined(format!("claim_{i}_{f}"), claim_args.clone(), body)?);
-    }
-    let mut writes = Vec::new();
-    for (f, body) in write.into_iter().enumerate() {
-        writes.push(defined(format!("write_{i}_{f}"), write_args.clone(), body)?);
-    }
-    let mut retires = Vec::new();
-    for (f, body) in retire.into_iter().enumerate() {
-        retires.push(defined(
-            format!("retire_{i}_{f}"),
-            retire_args.clone(),
-            body,
-        )?);
-    }
+    let mut define_each = |what: &str, args: &[(String, SExpr)], bodies: &[SExpr]| {
+        bodies
+            .iter()
+            .enumerate()
+            .map(|(f, body)| ctx.define_fun(format!("{what}_{i}_{f}"), args.to_vec(), int, *body))
+            .collect::<io::Result<Vec<SExpr>>>()
+    };
+    let claims = define_each("claim", &claim_args, &claim)?;
+    let writes = define_each("write", &write_args, &write)?;
+    let retires = define_each("retire", &retire_args, &retire)?;
     Ok(Defined {
         claim: claims.try_into().expect("four"),
         write: writes.try_into().expect("two"),

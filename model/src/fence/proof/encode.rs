@@ -254,8 +254,8 @@ impl<'a> Terms<'a> {
         self.ctx.ite(self.ctx.gte(a, b), a, b)
     }
 
-    /// Whether a fate is final (handed off or finished; retired counts
-    /// too where the rule says so).
+    /// Whether a Run's fate is handed off or finished (`Fate::is_final`
+    /// of a Run the log holds; the root's tombstone is apart).
     pub fn handed_off_or_finished(&self, fate: SExpr) -> SExpr {
         self.one_of(fate, &[fate::HANDED_OFF, fate::FINISHED])
     }

@@ -10,7 +10,7 @@ use super::encode::Encoding;
 use super::promises::PROMISES;
 use super::system::Mode;
 use super::{agree::agree, prove, shortest_break};
-use crate::smt::solver;
+use crate::smt::solver_for_report;
 
 /// The report's section, and whether everything it checks passed. Without
 /// z3 it says so in one line and passes, unless `BATON_REQUIRE_SOLVER=1`.
@@ -18,16 +18,9 @@ pub fn section() -> (String, bool) {
     let mut out = String::from(
         "The fence without bounds (z3; any number of claims, workers, epochs and failovers; assumption A1: fewer than 2^40 claims of a Run on one term)\n",
     );
-    let mut ctx = match solver() {
+    let mut ctx = match solver_for_report(&mut out) {
         Ok(ctx) => ctx,
-        Err(error) => {
-            let required = crate::smt::required();
-            let _ = writeln!(
-                out,
-                "  skipped: z3 could not be started ({error}); apt-get install z3"
-            );
-            return (out, !required);
-        }
+        Err(passes) => return (out, passes),
     };
     let started = Instant::now();
     let mut ok = true;
