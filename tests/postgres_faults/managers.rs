@@ -168,8 +168,13 @@ fn patroni_fault(patroni: &mut Patroni, kind: usize, rng: &mut Rng) {
             patroni.start_member(leader);
         }
         2 => {
+            // Past the lease by more than a replica needs to take it: its
+            // next loop (`loop_wait`, 1 s) and its question to the paused
+            // leader's API, which goes unanswered for `retry_timeout` (2 s)
+            // — with 2 s to spare, the pause ended before the failover once
+            // in CI (the leader continued and kept its lease).
             patroni.signal_member(leader, "-STOP");
-            thread::sleep(lease + rng.millis(2000, 5000));
+            thread::sleep(lease + rng.millis(5000, 8000));
             patroni.signal_member(leader, "-CONT");
         }
         3 => {
