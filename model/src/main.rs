@@ -170,6 +170,10 @@ fn main() -> ExitCode {
         let (proofs, proven) = baton_model::gate::proof::section();
         print!("{proofs}");
         ok &= proven;
+        println!();
+        let (proofs, proven) = baton_model::ledger::proof::section();
+        print!("{proofs}");
+        ok &= proven;
     }
     finish(ok, started)
 }

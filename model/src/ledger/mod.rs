@@ -15,6 +15,7 @@
 
 pub mod child;
 pub mod coverage;
+pub mod proof;
 pub mod props;
 pub mod report;
 pub mod seen;

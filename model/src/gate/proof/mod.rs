@@ -25,12 +25,11 @@ pub mod agree;
 pub mod encode;
 pub mod system;
 
-use std::fmt::Write as _;
 use std::io;
 
 use easy_smt::Context;
 
-use crate::smt::{self, History, Obligation, solver_for_report};
+use crate::smt::{self, History, Obligation, Section};
 use encode::Table;
 use system::{PROMISES, System};
 
@@ -63,64 +62,22 @@ pub fn shortest_break(
 /// Without z3 it says so in one line and passes, unless
 /// `BATON_REQUIRE_SOLVER=1`.
 pub fn section() -> (String, bool) {
-    let mut out = String::from(
-        "The gate without bounds (z3; any number of requesters, tickets, intents, pauses and events)\n",
-    );
-    let mut ctx = match solver_for_report(&mut out) {
-        Ok(ctx) => ctx,
-        Err(passes) => return (out, passes),
+    let title = "The gate without bounds (z3; any number of requesters, tickets, intents, pauses and events)";
+    let (mut section, mut ctx) = match Section::open(title) {
+        Ok(opened) => opened,
+        Err(skipped) => return skipped,
     };
-    let started = std::time::Instant::now();
-    let mut ok = true;
-    let mut run = || -> io::Result<()> {
-        let a = agree::agree(&mut ctx)?;
-        ok &= a.disagreements.is_empty();
-        let _ = writeln!(
-            out,
-            "  the encoding against the Rust table (real and 5 variants): {} cases, {} disagreements",
+    match agree::agree(&mut ctx) {
+        Ok(a) => section.agreement(
+            "the Rust table (real and 5 variants)",
             a.cases,
-            a.disagreements.len()
-        );
-        let obligations = prove(&mut ctx, Table::Real)?;
-        let all = obligations.iter().all(|o| o.holds);
-        ok &= all;
-        let time: f64 = obligations.iter().map(|o| o.time.as_secs_f64()).sum();
-        let names: Vec<&str> = obligations.iter().map(|o| o.what).collect();
-        let _ = writeln!(
-            out,
-            "  {}: {} in {time:.3} s",
-            if all { "proven" } else { "NOT PROVEN" },
-            names.join(", ")
-        );
-        for (name, _, table) in agree::every_table().into_iter().skip(1) {
-            match shortest_break(&mut ctx, table, 6)? {
-                Some(h) => {
-                    let _ = writeln!(
-                        out,
-                        "  refused {name:<44} breaks {} in a history of {} step(s)",
-                        h.breaks.join(", "),
-                        h.steps.len()
-                    );
-                }
-                None => {
-                    ok = false;
-                    let _ = writeln!(
-                        out,
-                        "  NOT refused {name}: no promise broken within 6 steps"
-                    );
-                }
-            }
-        }
-        Ok(())
-    };
-    if let Err(error) = run() {
-        ok = false;
-        let _ = writeln!(out, "  the solver failed: {error}");
+            a.disagreements.len(),
+        ),
+        Err(error) => section.failed("the agreement", &error),
     }
-    let _ = writeln!(
-        out,
-        "  solver time {:.2} s",
-        started.elapsed().as_secs_f64()
-    );
-    (out, ok)
+    section.proven("", prove(&mut ctx, Table::Real));
+    for (name, _, table) in agree::every_table().into_iter().skip(1) {
+        section.refused(name, 6, shortest_break(&mut ctx, table, 6));
+    }
+    section.close("")
 }

@@ -5,13 +5,16 @@
 //! step from a state where the invariant holds — and, for a broken one,
 //! the shortest history from the initial state that breaks a promise
 //! (bounded model checking by the solver, unrolling the same step
-//! relation). [`crate::fence::proof`] and [`crate::gate::proof`] are its
-//! systems.
+//! relation). [`crate::fence::proof`], [`crate::gate::proof`] and
+//! [`crate::ledger::proof`] are its systems.
 
 use std::io;
 use std::time::{Duration, Instant};
 
 use easy_smt::{Context, ContextBuilder, Response, SExpr};
+
+mod section;
+pub use section::Section;
 
 /// The solver: z3, as a process.
 ///
