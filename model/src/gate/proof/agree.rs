@@ -7,12 +7,14 @@
 use std::io;
 
 use baton::gate::GateError;
-use baton::gate::core::{Event, Outcome, Refusal, State, Ticket, step};
+use baton::gate::core::{
+    Event, Outcome, Query, Refusal, State, Ticket, Wait, boundary, ready, seal, step,
+};
 use easy_smt::{Context, Response, SExpr};
 
 use super::super::codec::{Facts, StepFn};
 use super::super::variants::VARIANTS;
-use super::encode::{GateEvent, GateState, Table, Terms, event, kind, outcome};
+use super::encode::{GateEvent, GateState, Table, Terms, event, kind, outcome, query, wait};
 use crate::smt::integer;
 
 /// Requesters in the table: intents 0 and 1, their mismatched twins 2 and
@@ -390,11 +392,96 @@ pub fn agree_on(
     Ok(agreement)
 }
 
-/// [`agree_on`] every table.
+/// The waiters' queries, in [`query`]'s order.
+pub const QUERIES: [Query<u8>; 3] = [ready, boundary, seal];
+
+/// Compares the encoding's waiter queries with the Rust ones
+/// (`baton::gate::core::{ready, boundary, seal}`) on every state of the
+/// grid and every ticket: the answer, and a resolved one's pause.
+///
+/// # Errors
+///
+/// The solver's.
+pub fn agree_queries(ctx: &mut Context) -> io::Result<Agreement> {
+    agree_queries_on(ctx, QUERIES)
+}
+
+/// [`agree_queries`] with `queries` in place of the Rust ones, in
+/// [`query`]'s order.
+///
+/// # Errors
+///
+/// The solver's.
+pub fn agree_queries_on(ctx: &mut Context, queries: [Query<u8>; 3]) -> io::Result<Agreement> {
+    let facts = Facts::new(K);
+    let mut agreement = Agreement::default();
+    let mut cases = Vec::new();
+    {
+        let c = &*ctx;
+        let t = Terms::new(c);
+        for s in states(&facts) {
+            let f = fields(&facts, &s);
+            let state = state_terms(c, f);
+            for ticket in tickets() {
+                for (q, rust_query) in queries.iter().enumerate() {
+                    let rust = match rust_query(&s, Ticket::new(ticket)) {
+                        Wait::Pending => [i128::from(wait::PENDING), 0, 0],
+                        Wait::Resolved(p) => [
+                            i128::from(wait::RESOLVED),
+                            i128::from(facts.intent_index(&p.intent)),
+                            i128::from(p.execution),
+                        ],
+                        Wait::Gone => [i128::from(wait::GONE), 0, 0],
+                    };
+                    let code = t.query(q, &state, c.numeral(ticket));
+                    let resolved = t.is(code, wait::RESOLVED);
+                    let zero = c.numeral(0);
+                    let terms = [
+                        code,
+                        c.ite(resolved, state.pause_intent, zero),
+                        c.ite(resolved, state.pause_payload, zero),
+                    ];
+                    cases.push((
+                        format!("{}: {s:?} for #{ticket}", query::NAMES[q]),
+                        rust,
+                        terms,
+                    ));
+                }
+            }
+        }
+    }
+    // A model to evaluate in (nothing is asserted).
+    if ctx.check()? != Response::Sat {
+        return Err(io::Error::other("no model to evaluate the queries in"));
+    }
+    for chunk in cases.chunks(256) {
+        let terms: Vec<SExpr> = chunk.iter().flat_map(|(_, _, t)| *t).collect();
+        let values = ctx.get_value(terms)?;
+        let mut values = values.into_iter().map(|(_, v)| v);
+        for (case, rust, _) in chunk {
+            let encoded: Vec<i128> = (0..3)
+                .map(|_| integer(ctx, values.next().expect("a value per term")))
+                .collect();
+            agreement.cases += 1;
+            if encoded != rust {
+                agreement
+                    .disagreements
+                    .push(format!("{case}: rust {rust:?}, encoding {encoded:?}"));
+            }
+        }
+    }
+    Ok(agreement)
+}
+
+/// [`agree_on`] every table, and [`agree_queries`].
 ///
 /// # Errors
 ///
 /// The solver's.
 pub fn agree(ctx: &mut Context) -> io::Result<Agreement> {
-    agree_on(ctx, &every_table())
+    let mut agreement = agree_on(ctx, &every_table())?;
+    let queries = agree_queries(ctx)?;
+    agreement.cases += queries.cases;
+    agreement.disagreements.extend(queries.disagreements);
+    Ok(agreement)
 }

@@ -77,6 +77,38 @@ pub mod outcome {
     ];
 }
 
+/// What a waiter's query answers (`baton::gate::core::Wait`).
+pub mod wait {
+    /// `Wait::Pending`.
+    pub const PENDING: i64 = 0;
+    /// `Wait::Resolved(pause)`: the state's pause.
+    pub const RESOLVED: i64 = 1;
+    /// `Wait::Gone`.
+    pub const GONE: i64 = 2;
+}
+
+/// The waiters' queries of `baton::gate::core::wait`: for each, the kind
+/// it is pending in and the kind it resolves in (both for its own
+/// ticket).
+pub mod query {
+    use super::kind;
+
+    /// `ready`: a requester's reservation.
+    pub const READY: usize = 0;
+    /// `boundary`: the worker, after its preflight was accepted.
+    pub const BOUNDARY: usize = 1;
+    /// `seal`: a wait for the seal.
+    pub const SEAL: usize = 2;
+    /// Their names.
+    pub const NAMES: [&str; 3] = ["ready", "boundary", "seal"];
+    /// Each query's (pending, resolved) kinds.
+    pub const KINDS: [(i64, i64); 3] = [
+        (kind::REQUESTED, kind::HELD),
+        (kind::HELD, kind::COMMITTED),
+        (kind::COMMITTED, kind::SEALED),
+    ];
+}
+
 /// The last ticket number (`u64::MAX`, which a gate never issues).
 pub const LAST: u64 = u64::MAX;
 
@@ -212,6 +244,23 @@ impl<'a> Terms<'a> {
         let next = c.ite(c.gte(ticket, last), last, c.plus(ticket, self.int(1)));
         let zero = self.int(0);
         self.state(kind::RUNNING, next, zero, (zero, zero))
+    }
+
+    /// What waiter query `q` (a [`query`]) answers in `s` for `ticket`:
+    /// a [`wait`] code; a resolved one carries `s`'s pause.
+    pub fn query(&self, q: usize, s: &GateState, ticket: SExpr) -> SExpr {
+        let c = self.c;
+        let (pending, resolved) = query::KINDS[q];
+        let mine = c.eq(s.ticket, ticket);
+        c.ite(
+            c.and(mine, self.is(s.kind, pending)),
+            self.int(wait::PENDING),
+            c.ite(
+                c.and(mine, self.is(s.kind, resolved)),
+                self.int(wait::RESOLVED),
+                self.int(wait::GONE),
+            ),
+        )
     }
 
     /// `table`'s step from `s` by `e`.

@@ -13,13 +13,15 @@
 //! preflight fails or prepares another intent's pause, a seal of any
 //! pause, a close at any point.
 //!
-//! **Proven:** S1–S6, S8 and S9 as one step states them. **Not here:** S7
-//! (what a waiter is told: `baton::gate::core::wait`'s queries) and the
-//! liveness rules L1–L3 — bounded only.
+//! **Proven:** S1–S9 as one step states them; for S7, one waiter holding
+//! any ticket and the waiters' queries (`baton::gate::core::wait`'s
+//! `ready`, `boundary`, `seal`) as terms. **Not here:** the liveness
+//! rules L1–L3 — bounded only.
 //!
 //! **Tied to the Rust table:** [`agree`] evaluates every term, the real
 //! table's and each broken variant's, on every state and event of a grid
-//! and compares it with the Rust `step`.
+//! and compares it with the Rust `step`, and the queries' terms with the
+//! Rust queries on every state and ticket of the grid.
 
 pub mod agree;
 pub mod encode;
@@ -34,7 +36,7 @@ use encode::Table;
 use system::{PROMISES, System};
 
 /// Proves `table`: the invariant holds initially and is kept by every
-/// step, and S1–S6, S8 and S9 are kept by every step from a state where
+/// step, and S1–S9 are kept by every step from a state where
 /// it holds.
 ///
 /// # Errors
@@ -69,7 +71,7 @@ pub fn section() -> (String, bool) {
     };
     match agree::agree(&mut ctx) {
         Ok(a) => section.agreement(
-            "the Rust table (real and 5 variants)",
+            "the Rust table (real and 5 variants) and its waiter queries",
             a.cases,
             a.disagreements.len(),
         ),

@@ -1,14 +1,15 @@
 //! The gate unbounded: one gate, any number of requesters holding any
 //! tickets (stale ones too), a worker preparing and sealing any pauses, a
 //! third party that closes — every event at any moment — with the ghost
-//! of the highest ticket ever issued; the invariant, and S1–S6, S8 and S9
+//! of the highest ticket ever issued, one waiter's ticket and the pause
+//! prepared for it; the invariant, and S1–S9
 //! as obligations of one step.
 
 use std::io;
 
 use easy_smt::{Context, SExpr};
 
-use super::encode::{GateEvent, GateState, LAST, Table, Terms, event, kind, outcome};
+use super::encode::{GateEvent, GateState, LAST, Table, Terms, event, kind, outcome, query, wait};
 use crate::smt::{Transitions, values};
 
 /// One state: the gate's, and the highest ticket issued (−1: none).
@@ -18,6 +19,15 @@ pub struct Frame {
     pub gate: GateState,
     /// Ghost: the highest ticket a `Reserve` issued.
     pub issued: SExpr,
+    /// The ticket one waiter holds: any ticket, the same in every state.
+    pub waiter: SExpr,
+    /// Ghost: 1 once a preflight for the waiter's ticket prepared a pause
+    /// the gate holds.
+    pub prepared: SExpr,
+    /// Ghost: that pause's intent.
+    pub prepared_intent: SExpr,
+    /// Ghost: that pause's payload.
+    pub prepared_payload: SExpr,
 }
 
 /// The gate's table as a transition system.
@@ -28,7 +38,7 @@ pub struct System {
 }
 
 /// The promises proven: their SPEC ids.
-pub const PROMISES: [&str; 8] = ["S1", "S2", "S3", "S4", "S5", "S6", "S8", "S9"];
+pub const PROMISES: [&str; 9] = ["S1", "S2", "S3", "S4", "S5", "S6", "S7", "S8", "S9"];
 
 impl System {
     fn same(c: &Context, a: &GateState, b: &GateState) -> SExpr {
@@ -62,6 +72,10 @@ impl Transitions for System {
                 pause_payload: ctx.declare_const(format!("pause_payload_{i}"), int)?,
             },
             issued: ctx.declare_const(format!("issued_{i}"), int)?,
+            waiter: ctx.declare_const(format!("waiter_{i}"), int)?,
+            prepared: ctx.declare_const(format!("prepared_{i}"), int)?,
+            prepared_intent: ctx.declare_const(format!("prepared_intent_{i}"), int)?,
+            prepared_payload: ctx.declare_const(format!("prepared_payload_{i}"), int)?,
         })
     }
 
@@ -94,6 +108,11 @@ impl Transitions for System {
             t.is(s.gate.pause_intent, 0),
             t.is(s.gate.pause_payload, 0),
             t.is(s.issued, -1),
+            c.gte(s.waiter, c.numeral(0)),
+            c.lte(s.waiter, c.numeral(LAST)),
+            t.is(s.prepared, 0),
+            t.is(s.prepared_intent, 0),
+            t.is(s.prepared_payload, 0),
         ])
     }
 
@@ -104,12 +123,29 @@ impl Transitions for System {
             t.is(x.kind, event::RESERVE),
             t.is(stepped.outcome, outcome::MOVED),
         );
+        // A preflight for the waiter's ticket that the gate now holds.
+        let prepares = c.and_many([
+            t.is(x.kind, event::PREFLIGHT),
+            c.eq(x.ticket, s.waiter),
+            t.is(stepped.next.kind, kind::HELD),
+            c.not(t.is(s.gate.kind, kind::HELD)),
+        ]);
         c.and_many([
             c.gte(x.ticket, c.numeral(0)),
             c.lte(x.ticket, c.numeral(LAST)),
             t.one_of(x.kind, 0..=5),
             Self::same(c, &stepped.next, &n.gate),
             c.eq(n.issued, c.ite(reserved, stepped.next.ticket, s.issued)),
+            c.eq(n.waiter, s.waiter),
+            c.eq(n.prepared, c.ite(prepares, c.numeral(1), s.prepared)),
+            c.eq(
+                n.prepared_intent,
+                c.ite(prepares, x.pause_intent, s.prepared_intent),
+            ),
+            c.eq(
+                n.prepared_payload,
+                c.ite(prepares, x.pause_payload, s.prepared_payload),
+            ),
         ])
     }
 
@@ -134,6 +170,19 @@ impl Transitions for System {
             ),
             c.imp(at(kind::CLOSED), t.is(g.ticket, 0)),
             c.imp(c.not(at(kind::REQUESTED)), t.is(g.intent, 0)),
+            // The pause the gate holds for the waiter's ticket is the one
+            // its preflight prepared; a waiter's ticket that was
+            // prepared for was issued.
+            t.one_of(s.prepared, [0, 1]),
+            c.imp(
+                c.and(with_pause, c.eq(g.ticket, s.waiter)),
+                c.and_many([
+                    t.is(s.prepared, 1),
+                    c.eq(g.pause_intent, s.prepared_intent),
+                    c.eq(g.pause_payload, s.prepared_payload),
+                ]),
+            ),
+            c.imp(t.is(s.prepared, 1), c.lte(s.waiter, s.issued)),
             c.imp(
                 c.not(with_pause),
                 c.and(t.is(g.pause_intent, 0), t.is(g.pause_payload, 0)),
@@ -228,6 +277,35 @@ impl Transitions for System {
                 ]),
             ),
             "S6" => c.imp(c.or(was(kind::SEALED), was(kind::CLOSED)), unchanged),
+            // Each waiter sees only its own ticket: a query resolves only
+            // with the pause prepared for the waiter's ticket, and it is
+            // pending only from the step that begins its wait (the
+            // reservation of the ticket, its preflight's acceptance, its
+            // commit) until it is decided: once a ticket's wait is
+            // decided it stays decided, for tickets are never reissued.
+            "S7" => {
+                let own = c.and_many([
+                    t.is(n.prepared, 1),
+                    c.eq(b.pause_intent, n.prepared_intent),
+                    c.eq(b.pause_payload, n.prepared_payload),
+                ]);
+                let begins = [kind::RUNNING, kind::REQUESTED, kind::HELD];
+                c.and_many((0..query::NAMES.len()).map(|q| {
+                    let before = t.query(q, a, s.waiter);
+                    let after = t.query(q, b, n.waiter);
+                    let begun = c.and(t.is(a.kind, begins[q]), c.eq(a.ticket, s.waiter));
+                    c.and(
+                        c.imp(t.is(after, wait::RESOLVED), own),
+                        c.imp(
+                            c.and(
+                                t.is(after, wait::PENDING),
+                                c.not(t.is(before, wait::PENDING)),
+                            ),
+                            begun,
+                        ),
+                    )
+                }))
+            }
             // A failed preflight, one for another intent or after a
             // cancellation, and a live Cancel, lead back to Running.
             "S8" => {
