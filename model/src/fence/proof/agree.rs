@@ -4,15 +4,18 @@
 //! one the bounded model runs — answers on the same input.
 
 use std::io;
+use std::sync::Arc;
 
 use baton::durable::{
-    AppendStep, Claim, ClaimStep, Epoch, Fate, LogError, Retirement, RunFacts, timeline_floor,
+    AppendStep, Appended, Claim, ClaimStep, Epoch, Fate, Finished, LogError, Retirement, RunFacts,
+    timeline_floor,
 };
+use baton::{HandoffPause, Invocation};
 use easy_smt::{Context, Response, SExpr};
 
 use super::super::state::{ROOT, SUCCESSOR};
 use super::super::{FenceModel, Rules, SELF_TEST_FATES, VARIANTS};
-use super::encode::{Encoding, Terms, claimed, fate, retired, wrote};
+use super::encode::{Encoding, Terms, claimed, fate, others, retired, wrote};
 
 /// The epochs every rule is asked about: around 0 and 1, each early
 /// term's floor, a late term's, `Epoch::LAST` and `u64::MAX`.
@@ -168,7 +171,16 @@ struct Defined {
 fn define(ctx: &mut Context, i: usize, encoding: Encoding) -> io::Result<Defined> {
     let (int, boolean) = (ctx.int_sort(), ctx.bool_sort());
     let arg = |name: &str, sort: SExpr| (name.to_owned(), sort);
-    let [epoch, fate_, floor, current, written_epoch, same, successor] = [
+    let [
+        epoch,
+        fate_,
+        floor,
+        current,
+        written_epoch,
+        same,
+        successor,
+        others_,
+    ] = [
         "epoch",
         "fate",
         "floor",
@@ -176,6 +188,7 @@ fn define(ctx: &mut Context, i: usize, encoding: Encoding) -> io::Result<Defined
         "written_epoch",
         "same",
         "successor",
+        "others",
     ]
     .map(|name| ctx.atom(name));
     let (claim, write, retire) = {
@@ -194,7 +207,7 @@ fn define(ctx: &mut Context, i: usize, encoding: Encoding) -> io::Result<Defined
             t.write(encoding.append, false, current, fate_, written_epoch, same),
             t.write(encoding.finish, true, current, fate_, written_epoch, same),
         ];
-        let rt = t.retire(encoding.retire, epoch, fate_, successor);
+        let rt = t.retire(encoding.retire, epoch, fate_, successor, others_);
         let removed = t.is(rt.answer, retired::REMOVED);
         let retire = [rt.answer, c.ite(removed, one_zero(rt.tombstone), t.int(-1))];
         (claim, write, retire)
@@ -206,7 +219,12 @@ fn define(ctx: &mut Context, i: usize, encoding: Encoding) -> io::Result<Defined
         arg("written_epoch", int),
         arg("same", boolean),
     ];
-    let retire_args = vec![arg("epoch", int), arg("fate", int), arg("successor", int)];
+    let retire_args = vec![
+        arg("epoch", int),
+        arg("fate", int),
+        arg("successor", int),
+        arg("others", int),
+    ];
     let mut define_each = |what: &str, args: &[(String, SExpr)], bodies: &[SExpr]| {
         bodies
             .iter()
@@ -334,8 +352,25 @@ fn write_cases(
     }
 }
 
+/// The Runs a retirement finds, by id.
+type Runs<'a> = Vec<(&'a str, Fate<'a, u8>)>;
+
+/// A pause of Run `run` naming `successor`: what another Run of the
+/// root appended.
+fn other_pause(model: &FenceModel, run: &str, successor: &str) -> Appended<u8> {
+    let mut row = model.row(0);
+    let mut intent = (*row.pause.intent).clone();
+    intent.successor_run_id = successor.into();
+    intent.handoff_id = format!("{run}-handoff");
+    row.source.run_id = run.into();
+    row.pause = HandoffPause::new(Arc::new(intent), 0);
+    row
+}
+
 /// The retirement's cases of one rule set: the Run held or not, its fate,
-/// its successor's.
+/// its successor's, and the root's other Runs (none; two ended, one
+/// handed off to the other; one open; one handed off to a successor the
+/// log holds no Run of).
 fn retire_cases(
     c: &Context,
     model: &FenceModel,
@@ -346,34 +381,68 @@ fn retire_cases(
 ) {
     let (pause, outcome) = (model.row(0), model.outcome(0));
     let successor_row = model.successor_outcome();
-    for epoch in [0u64, 1, 7] {
-        for shape in [fate::OPEN, fate::HANDED_OFF, fate::FINISHED, fate::RETIRED] {
-            for successor in [fate::ABSENT, fate::OPEN, fate::FINISHED] {
-                let fate_of = match shape {
-                    fate::HANDED_OFF => Fate::HandedOff(&pause),
-                    fate::FINISHED => Fate::Finished(&outcome),
-                    fate::RETIRED => Fate::Retired,
-                    _ => Fate::Open,
-                };
-                let successor_fate = if successor == fate::FINISHED {
-                    Fate::Finished(&successor_row)
-                } else {
-                    Fate::Open
-                };
-                let runs: Vec<(&str, Fate<'_, u8>)> = [
-                    (epoch > 0).then_some((ROOT, fate_of)),
-                    (successor != fate::ABSENT).then_some((SUCCESSOR, successor_fate)),
-                ]
-                .into_iter()
-                .flatten()
-                .collect();
-                let args = [c.numeral(epoch), c.numeral(shape), c.numeral(successor)];
-                out.push(Case {
-                    rule: format!("{name}: retire"),
-                    input: format!("epoch {epoch}, fate {shape}, successor {successor}"),
-                    rust: retire_code(&(rules.retire)(ROOT, shape == fate::RETIRED, &runs)),
-                    terms: d.retire.iter().map(|f| apply(c, *f, &args)).collect(),
-                });
+    let to_other = other_pause(model, "other-1", "other-2");
+    let to_nobody = other_pause(model, "other-1", "other-3");
+    let other_outcome = Finished {
+        source: Invocation {
+            run_id: "other-2".into(),
+            ..model.successor_outcome().source
+        },
+        outcome: 1,
+    };
+    let others: [(i64, Runs<'_>); 4] = [
+        (others::NONE, vec![]),
+        (
+            others::ENDED,
+            vec![
+                ("other-1", Fate::HandedOff(&to_other)),
+                ("other-2", Fate::Finished(&other_outcome)),
+            ],
+        ),
+        (others::OPEN, vec![("other-1", Fate::Open)]),
+        (
+            others::WAITING,
+            vec![("other-1", Fate::HandedOff(&to_nobody))],
+        ),
+    ];
+    for (code, rest) in &others {
+        for epoch in [0u64, 1, 7] {
+            for shape in [fate::OPEN, fate::HANDED_OFF, fate::FINISHED, fate::RETIRED] {
+                for successor in [fate::ABSENT, fate::OPEN, fate::FINISHED] {
+                    let fate_of = match shape {
+                        fate::HANDED_OFF => Fate::HandedOff(&pause),
+                        fate::FINISHED => Fate::Finished(&outcome),
+                        fate::RETIRED => Fate::Retired,
+                        _ => Fate::Open,
+                    };
+                    let successor_fate = if successor == fate::FINISHED {
+                        Fate::Finished(&successor_row)
+                    } else {
+                        Fate::Open
+                    };
+                    let runs: Vec<(&str, Fate<'_, u8>)> = [
+                        (epoch > 0).then_some((ROOT, fate_of)),
+                        (successor != fate::ABSENT).then_some((SUCCESSOR, successor_fate)),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .chain(rest.iter().copied())
+                    .collect();
+                    let args = [
+                        c.numeral(epoch),
+                        c.numeral(shape),
+                        c.numeral(successor),
+                        c.numeral(*code),
+                    ];
+                    out.push(Case {
+                        rule: format!("{name}: retire"),
+                        input: format!(
+                            "epoch {epoch}, fate {shape}, successor {successor}, others {code}"
+                        ),
+                        rust: retire_code(&(rules.retire)(ROOT, shape == fate::RETIRED, &runs)),
+                        terms: d.retire.iter().map(|f| apply(c, *f, &args)).collect(),
+                    });
+                }
             }
         }
     }

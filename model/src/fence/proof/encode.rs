@@ -103,6 +103,19 @@ pub enum WriteRule {
     IgnoringTheEpoch,
 }
 
+/// The root's other Runs, as a retirement finds them (beside the Run and
+/// the successor its pause names).
+pub mod others {
+    /// None.
+    pub const NONE: i64 = 0;
+    /// Each final, and each successor their pauses name a final Run.
+    pub const ENDED: i64 = 1;
+    /// One of them is not final.
+    pub const OPEN: i64 = 2;
+    /// Each final, but one names a successor that is not a final Run.
+    pub const WAITING: i64 = 3;
+}
+
 /// The retire rule an encoding follows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RetireRule {
@@ -428,34 +441,41 @@ impl<'a> Terms<'a> {
 
     /// The retire rule `rule` on a root whose Run is at `epoch` with
     /// `fate` (held by the log once an epoch was issued; the root's
-    /// tombstone for [`fate::RETIRED`]) and whose successor is `successor`
-    /// ([`fate::ABSENT`], [`fate::OPEN`] or [`fate::FINISHED`]).
+    /// tombstone for [`fate::RETIRED`]), whose successor is `successor`
+    /// ([`fate::ABSENT`], [`fate::OPEN`] or [`fate::FINISHED`]), and whose
+    /// other Runs are `others_` (an [`others`] code).
     pub fn retire(
         &self,
         rule: RetireRule,
         epoch: SExpr,
         fate: SExpr,
         successor: SExpr,
+        others_: SExpr,
     ) -> RetireTerms {
         let c = self.ctx;
         let run_held = c.gt(epoch, self.int(0));
         let successor_held = c.not(self.is(successor, fate::ABSENT));
+        let others_held = c.not(self.is(others_, others::NONE));
         let run_final = self.handed_off_or_finished(fate);
         let successor_final = self.is(successor, fate::FINISHED);
-        let open = c.or(
+        let open = c.or_many([
             c.and(run_held, c.not(run_final)),
             c.and(successor_held, c.not(successor_final)),
-        );
-        let waiting = c.and_many([
-            run_held,
-            self.is(fate, fate::HANDED_OFF),
-            c.not(successor_final),
+            self.is(others_, others::OPEN),
         ]);
+        let waiting = c.or(
+            c.and_many([
+                run_held,
+                self.is(fate, fate::HANDED_OFF),
+                c.not(successor_final),
+            ]),
+            self.is(others_, others::WAITING),
+        );
         let real = c.ite(
             self.is(fate, fate::RETIRED),
             self.int(retired::ALREADY),
             c.ite(
-                c.not(c.or(run_held, successor_held)),
+                c.not(c.or_many([run_held, successor_held, others_held])),
                 self.int(retired::NOTHING),
                 c.ite(
                     c.or(open, waiting),

@@ -63,6 +63,7 @@ pub(super) fn describe(
             a.finish,
             a.retire.answer,
             n.term,
+            x.others,
         ],
     )?;
     let kind = i64::try_from(v[0]).unwrap_or(-1);
@@ -95,6 +96,21 @@ pub(super) fn describe(
         String::new()
     };
     let lost = if v[1] == 1 { " (reply lost)" } else { "" };
+    let epoch = if kind == step::RETIRE {
+        let others = [
+            "no other Run",
+            "other Runs ended",
+            "another Run open",
+            "another Run's successor not final",
+        ];
+        let which = usize::try_from(v[9])
+            .ok()
+            .and_then(|o| others.get(o))
+            .unwrap_or(&"?");
+        format!(" ({which})")
+    } else {
+        epoch
+    };
     let mut line = format!(
         "{name}{epoch}{lost} -> {answer}; log: {}",
         copy(ctx, &n.log)?

@@ -1,7 +1,8 @@
 //! The fence proven without bounds (issue 61): the rules of `claim`,
 //! `append`, `finish` and `retire` and the term's floor encoded for an SMT
 //! solver over unbounded integers ([`encode`]), one Run with its successor,
-//! its log and its standby as a transition system ([`system`]), an
+//! its log and its standby, in a root of any number of other Runs, as a
+//! transition system ([`system`]), an
 //! inductive invariant, and each promise as an obligation of every step —
 //! so what holds here holds for any epoch, any number of workers and
 //! zombies, any number of claims and any number of failovers.
@@ -25,10 +26,11 @@
 //! encoding fails that test.
 //!
 //! **What is not here:** R1, R2 and R4 are the worker's gate and seal
-//! (proven by [`crate::gate`] and the bounded model), R5 is liveness, G2
-//! (what was acknowledged survives a failover) and the rule over a root of
-//! many Runs are bounded only: the retirement is proven for one Run and
-//! the successor its pause names, with the rule's answer for that pair.
+//! (proven by [`crate::gate`] and the bounded model), R5 is liveness.
+//! The root's other Runs are what a retirement finds of them (none, all
+//! ended, one open, one waiting for its successor), chosen at each step:
+//! the proof of G5 for the Run and its successor holds of each pair of a
+//! root of any number of Runs.
 
 pub mod agree;
 pub mod encode;

@@ -3,7 +3,7 @@
 
 use easy_smt::{Context, SExpr};
 
-use super::encode::{Terms, claimed, fate, retired, wrote};
+use super::encode::{Terms, claimed, fate, others, retired, wrote};
 use super::system::{Answers, Choice, Frame, Mode, System, step};
 
 /// A promise, as the user lives it, stated of one step.
@@ -22,7 +22,7 @@ const KEPT: &[Mode] = &[Mode::Single, Mode::Synchronous];
 const FAILING_OVER: &[Mode] = &[Mode::Synchronous];
 
 /// The promises proven, in report order.
-pub const PROMISES: [Promise; 10] = [
+pub const PROMISES: [Promise; 11] = [
     Promise {
         id: "R3",
         says: "a claim answers HandedOff exactly when a pause is durable, and resumes only an open Run",
@@ -71,6 +71,11 @@ pub const PROMISES: [Promise; 10] = [
     Promise {
         id: "G4",
         says: "an epoch a claim answers was never issued before, on any term",
+        modes: EVERY,
+    },
+    Promise {
+        id: "G5",
+        says: "retention removes a root of any number of Runs only once the log holds a Run of it, each is final and each successor named is a final Run of it",
         modes: EVERY,
     },
 ];
@@ -183,6 +188,26 @@ impl System {
                     log_kept,
                 )
             }
+            // The root holds the Run, its successor, and any number of
+            // other Runs (`x.others`); what is kept of the Run holds of
+            // each Run of the root.
+            "G5" => c.imp(
+                c.and(kind(step::RETIRE), removed),
+                c.and_many([
+                    c.or_many([
+                        c.gt(s.log.epoch, t.int(0)),
+                        c.not(t.is(s.log.successor, fate::ABSENT)),
+                        c.not(t.is(x.others, others::NONE)),
+                    ]),
+                    c.imp(c.gt(s.log.epoch, t.int(0)), final_fate),
+                    c.imp(
+                        t.is(s.log.fate, fate::HANDED_OFF),
+                        t.is(s.log.successor, fate::FINISHED),
+                    ),
+                    c.not(t.is(s.log.successor, fate::OPEN)),
+                    t.one_of(x.others, &[others::NONE, others::ENDED]),
+                ]),
+            ),
             "G4" => c.imp(
                 c.and(kind(step::CLAIM), owner),
                 c.gt(a.claim.epoch, s.issued),

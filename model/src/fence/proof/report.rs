@@ -12,7 +12,7 @@ use crate::smt::Section;
 /// The report's section, and whether everything it checks passed. Without
 /// z3 it says so in one line and passes, unless `BATON_REQUIRE_SOLVER=1`.
 pub fn section() -> (String, bool) {
-    let title = "The fence without bounds (z3; any number of claims, workers, epochs and failovers; assumption A1: fewer than 2^40 claims of a Run on one term)";
+    let title = "The fence without bounds (z3; any number of claims, workers, epochs, failovers and Runs of a root; assumption A1: fewer than 2^40 claims of a Run on one term)";
     let (mut section, mut ctx) = match Section::open(title) {
         Ok(opened) => opened,
         Err(skipped) => return skipped,

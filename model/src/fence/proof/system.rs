@@ -113,6 +113,9 @@ pub struct Choice {
     pub epoch: SExpr,
     /// The write's row is the one durable (idempotent retry).
     pub same: SExpr,
+    /// The root's other Runs as a retirement finds them: any number, in
+    /// any state (an [`others`](super::encode::others) code).
+    pub others: SExpr,
 }
 
 /// Declares the constants of frame `i`.
@@ -149,6 +152,7 @@ pub fn declare_choice(ctx: &mut Context, i: usize) -> io::Result<Choice> {
         lost: ctx.declare_const(format!("lost_{i}"), boolean)?,
         epoch: ctx.declare_const(format!("epoch_{i}"), int)?,
         same: ctx.declare_const(format!("same_{i}"), boolean)?,
+        others: ctx.declare_const(format!("others_{i}"), int)?,
     })
 }
 
@@ -233,7 +237,13 @@ impl System {
                 x.epoch,
                 x.same,
             ),
-            retire: t.retire(self.encoding.retire, log.epoch, log.fate, log.successor),
+            retire: t.retire(
+                self.encoding.retire,
+                log.epoch,
+                log.fate,
+                log.successor,
+                x.others,
+            ),
         }
     }
 
@@ -429,6 +439,7 @@ impl System {
         c.and_many([
             c.gte(x.epoch, t.int(0)),
             c.lte(x.epoch, t.nat(u64::MAX)),
+            t.one_of(x.others, &[0, 1, 2, 3]),
             c.or_many(steps),
         ])
     }
