@@ -95,6 +95,25 @@ fn the_old_coalescing_rule_waking_one_of_two_pending_waits_is_caught_by_d6_in_7_
 }
 
 #[test]
+fn d2_a_registration_that_ignores_its_task_is_caught_in_2_steps() {
+    for setup in [SELF_TEST, CI.setup] {
+        let t = caught("v_", setup);
+        assert_eq!(acts(&t), [Act::ScopeTask, Act::Register(0, 1)]);
+    }
+}
+
+#[test]
+fn d5_an_older_scopes_end_that_empties_the_ledger_is_caught_in_3_steps() {
+    for setup in [SELF_TEST, CI.setup] {
+        let t = caught("w_", setup);
+        assert_eq!(
+            acts(&t),
+            [Act::ScopeTask, Act::ScopeTask, Act::DropScope(0)]
+        );
+    }
+}
+
+#[test]
 fn every_ledger_variant_is_caught_by_its_expected_property() {
     for c in self_test(SELF_TEST) {
         assert!(

@@ -92,8 +92,42 @@ fn coalescing_wakes_one_of_two(l: &mut L, e: Event) -> Outcome {
     }
 }
 
-/// The ledger variants of issues 6 and 22.
-pub const VARIANTS: [Variant; 4] = [
+/// (v) A registration ignores its task: the real rule asked as if the
+/// task were the one in scope, so a delegation of another task is kept.
+fn register_ignoring_the_task(l: &mut L, e: Event) -> Outcome {
+    match e {
+        Event::Register {
+            id,
+            task,
+            data,
+            started,
+        } => {
+            let task = l.scope().map_or(task, |(scoped, _)| scoped.to_owned());
+            step(
+                l,
+                Event::Register {
+                    id,
+                    task,
+                    data,
+                    started,
+                },
+            )
+        }
+        e => step(l, e),
+    }
+}
+
+/// (w) An older scope's end empties the ledger: a stale token, which the
+/// real rule ignores, takes every entry of the scope in force.
+fn older_scope_end_empties_the_ledger(l: &mut L, e: Event) -> Outcome {
+    match step(l, e) {
+        Outcome::ScopeEnded(None) => Outcome::ScopeEnded(Some(l.take_all())),
+        other => other,
+    }
+}
+
+/// The ledger variants of issues 6, 22 and 61.
+pub const VARIANTS: [Variant; 6] = [
     Variant {
         name: "f_double_delivery",
         bug: "an arrival for an entry already arrived is Delivered again",
@@ -117,6 +151,18 @@ pub const VARIANTS: [Variant; 4] = [
         bug: "an arrival while a pending wait holds a wake-up wakes no other: two arrivals wake one of two pending waits",
         step: coalescing_wakes_one_of_two,
         caught_by: D6_ARRIVAL,
+    },
+    Variant {
+        name: "v_register_ignores_the_task",
+        bug: "a registration for another task than the one in scope is kept",
+        step: register_ignoring_the_task,
+        caught_by: "D2 register: only for the task in scope, never over a live or delivered id; a refusal changes nothing",
+    },
+    Variant {
+        name: "w_older_scope_end_empties_the_ledger",
+        bug: "ending an older scope (a stale token) takes every entry of the scope in force",
+        step: older_scope_end_empties_the_ledger,
+        caught_by: "D5 a scope has identity: dropping an older scope changes nothing",
     },
 ];
 

@@ -1,5 +1,5 @@
 //! The ledger's encoding held to its Rust table: every term, for the real
-//! `step` (keeping its indexes or not) and each of the four broken
+//! `step` (keeping its indexes or not) and each of the six broken
 //! variants, evaluated by the solver on every state and event of a grid
 //! and compared with what the Rust function answers.
 //!

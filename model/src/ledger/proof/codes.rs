@@ -160,6 +160,10 @@ pub enum Table {
     ArrivalWithoutWakeUp,
     /// (o) an arrival while a pending wait holds a wake-up gives none.
     CoalescingWakesOneOfTwo,
+    /// (v) a registration ignores its task.
+    RegisterIgnoresTheTask,
+    /// (w) an older scope's end takes every entry of the scope in force.
+    OlderScopeEndEmptiesTheLedger,
 }
 
 impl Table {
@@ -171,6 +175,8 @@ impl Table {
             "g_scope_drop_forgets_children" => Table::ScopeDropForgetsChildren,
             "h_arrival_without_wake_up" => Table::ArrivalWithoutWakeUp,
             "o_coalescing_wakes_one_of_two" => Table::CoalescingWakesOneOfTwo,
+            "v_register_ignores_the_task" => Table::RegisterIgnoresTheTask,
+            "w_older_scope_end_empties_the_ledger" => Table::OlderScopeEndEmptiesTheLedger,
             _ => return None,
         })
     }

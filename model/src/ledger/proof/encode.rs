@@ -7,7 +7,7 @@
 //! scope, and the waits (pending, given, the permit) as unbounded
 //! counters. An event names `x` or another id (fresh, outstanding,
 //! arrived, or delivered and taken); a take of overdue entries takes `x`
-//! or not and any number of the others. The four broken variants of the
+//! or not and any number of the others. The six broken variants of the
 //! ledger's self-test are encoded too; [`super::agree`] holds every term
 //! to the Rust function it stands for.
 
@@ -152,7 +152,7 @@ impl<'a> Terms<'a> {
         match kind {
             event::SCOPE_TASK => self.scope_task(s, e),
             event::END_SCOPE => self.end_scope(table, s, e),
-            event::REGISTER => self.register(s, e),
+            event::REGISTER => self.register(table, s, e),
             event::ADOPT => self.adopt(s),
             event::DISCARD => self.discard(s, e),
             event::ARRIVE => self.arrive(table, s, e),
@@ -190,11 +190,23 @@ impl<'a> Terms<'a> {
         ended.next.task = self.int(0);
         ended.next.token = self.int(0);
         let current = c.and(e_bool(c, s.scoped), c.eq(e.token, s.token));
-        self.choose(current, ended, self.stay(s, answer::STALE))
+        let stale = match table {
+            Table::OlderScopeEndEmptiesTheLedger => {
+                let mut emptied = self.take_all(s);
+                emptied.answers.code = self.int(answer::ENDED);
+                emptied
+            }
+            _ => self.stay(s, answer::STALE),
+        };
+        self.choose(current, ended, stale)
     }
 
-    fn register(&self, s: &LedgerState, e: &LedgerEvent) -> Stepped {
+    fn register(&self, table: Table, s: &LedgerState, e: &LedgerEvent) -> Stepped {
         let c = self.c;
+        let other_task = match table {
+            Table::RegisterIgnoresTheTask => c.false_(),
+            _ => c.not(c.eq(e.task, s.task)),
+        };
         let stay = |code| self.stay(s, code);
         let x_new = self.moved(
             answer::REGISTERED,
@@ -224,7 +236,7 @@ impl<'a> Terms<'a> {
                 c.not(e_bool(c, s.scoped)),
                 stay(answer::NO_TASK),
                 self.choose(
-                    c.not(c.eq(e.task, s.task)),
+                    other_task,
                     stay(answer::OTHER_TASK),
                     self.choose(e_bool(c, e.on_x), on_x, on_other),
                 ),

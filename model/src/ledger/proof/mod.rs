@@ -81,7 +81,7 @@ pub fn section() -> (String, bool) {
     };
     match agree::agree(&mut ctx) {
         Ok(a) => section.agreement(
-            "the Rust table (real, indexed, and 4 variants)",
+            "the Rust table (real, indexed, and 6 variants)",
             a.cases,
             a.disagreements.len(),
         ),
