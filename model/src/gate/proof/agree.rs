@@ -26,7 +26,7 @@ const K: u8 = 2;
 pub struct Agreement {
     /// Cases compared.
     pub cases: usize,
-    /// The first disagreements: the table, the case, and both answers.
+    /// Every disagreement: the table, the case, and both answers.
     pub disagreements: Vec<String>,
 }
 

@@ -33,7 +33,7 @@ use crate::smt::integer;
 pub struct Agreement {
     /// Cases compared.
     pub cases: usize,
-    /// The first disagreements: the table, the case, and both answers.
+    /// Every disagreement: the table, the case, and both answers.
     pub disagreements: Vec<String>,
 }
 
