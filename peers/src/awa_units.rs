@@ -7,19 +7,24 @@
 //!   Timed from the enqueue's commit to the last completion visible in the
 //!   database. awa claims and completes in batches, so its transactions per
 //!   job fall as k grows.
-//! - **k workers**: one queue with `max_workers = k`, everything else awa's
-//!   defaults (poll 200 ms, deadline 300 s, claim batch up to 512,
-//!   completion batcher). Its sqlx pool has k + 10 connections: the runtime
-//!   holds three for good (two `LISTEN`s and the maintenance leader's
-//!   advisory lock), and with k + 3 it starved at k = 1.
-//! - **end**: a counter in the handler, then a 1 ms poll of a cheap exact
-//!   SQL probe over the tables awa's completions land in; after the cell
-//!   awa's own `QueueStorage::queue_counts(..).terminal` must agree (it is
-//!   too slow, ~0.4 s a call, to time with).
+//! - **k workers**: one queue with `max_workers = k`, run two ways
+//!   ([`Tuning`]): with awa's defaults (poll 200 ms, deadline 300 s, claim
+//!   batch up to 512, completion batcher), and as awa's own throughput
+//!   benchmarks run it (deadline 0, poll 50 ms). Its sqlx pool has k + 10
+//!   connections: the runtime holds three for good (two `LISTEN`s and the
+//!   maintenance leader's advisory lock), and with k + 3 it starved at
+//!   k = 1.
+//! - **end**: the handler wakes the cell when it has run the last job (no
+//!   polling while awa works), then a 1 ms poll of a cheap exact SQL probe
+//!   over the tables awa's completions land in; after the cell awa's own
+//!   `QueueStorage::queue_counts(..).terminal` must agree (it is too slow,
+//!   ~0.4 s a call, to time with).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
 
 use awa::model::{ClaimedRuntimeJob, migrations};
 use awa::{
@@ -36,8 +41,72 @@ const LIMIT: Duration = Duration::from_secs(900);
 const QUEUE: &str = "peers";
 const KIND: &str = "peers_noop";
 
+/// How awa's queue is configured, besides `max_workers = k`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tuning {
+    /// `QueueConfig::default()`: poll 200 ms, deadline 300 s.
+    Defaults,
+    /// As awa's own throughput benchmarks configure it
+    /// (`awa/tests/benchmark_test.rs`): `deadline_duration` zero, which
+    /// skips the deadline rescue path and claims a batch with one compact
+    /// row instead of one `lease_claims` row per job, and poll 50 ms.
+    /// Heartbeat rescue still runs.
+    AsItsBenches,
+}
+
+impl Tuning {
+    fn config(self, k: usize) -> QueueConfig {
+        let defaults = QueueConfig {
+            max_workers: k as u32,
+            ..QueueConfig::default()
+        };
+        match self {
+            Tuning::Defaults => defaults,
+            Tuning::AsItsBenches => QueueConfig {
+                deadline_duration: Duration::ZERO,
+                poll_interval: Duration::from_millis(50),
+                ..defaults
+            },
+        }
+    }
+}
+
+/// When awa's timed window opens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// At the commit of the COPY that enqueues the timed jobs, awa idle
+    /// until then (its dispatcher woken by the COPY's `NOTIFY`): the
+    /// window includes awa's ramp from idle to its pace.
+    Idle,
+    /// In a stream: the COPY enqueues 4·max(k, 8) more jobs ahead of the
+    /// timed ones, and the clock starts once the handler has run them, awa
+    /// claiming and completing at its pace (awa's benchmarking guide: steady
+    /// numbers are the better indicator of sustained behaviour).
+    Stream,
+}
+
+/// The jobs the handler ran, and a wake-up when they reach `target`.
+#[derive(Default)]
+struct Ran {
+    count: AtomicU64,
+    target: AtomicU64,
+    reached: Notify,
+}
+
+impl Ran {
+    /// Waits until the handler has run `target` jobs in all.
+    async fn until(&self, target: u64) {
+        self.target.store(target, Ordering::SeqCst);
+        // A permit `notify_one` stored before this wait is taken at once,
+        // and the count is checked again after it.
+        while self.count.load(Ordering::SeqCst) < target {
+            self.reached.notified().await;
+        }
+    }
+}
+
 /// The no-op handler; counts the jobs it ran.
-struct NoOp(Arc<AtomicU64>);
+struct NoOp(Arc<Ran>);
 
 #[async_trait::async_trait]
 impl Worker for NoOp {
@@ -45,7 +114,10 @@ impl Worker for NoOp {
         KIND
     }
     async fn perform(&self, _: &JobContext) -> Result<JobResult, JobError> {
-        self.0.fetch_add(1, Ordering::Relaxed);
+        let ran = self.0.count.fetch_add(1, Ordering::SeqCst) + 1;
+        if ran == self.0.target.load(Ordering::SeqCst) {
+            self.0.reached.notify_one();
+        }
         Ok(JobResult::Completed)
     }
 }
@@ -90,12 +162,10 @@ const TERMINAL_PROBE: &str = "SELECT \
   + (SELECT count(*) FROM awa.done_entries WHERE state = 'completed')::bigint \
   + COALESCE((SELECT sum(pruned_completed_count) FROM awa.queue_terminal_rollups), 0)::bigint";
 
-/// Waits until the handler ran `total` jobs and the database shows them
-/// all completed; polls every 1 ms.
-async fn wait_for(ran: &AtomicU64, probe: &tokio_postgres::Client, total: u64) {
-    while ran.load(Ordering::Relaxed) < total {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+/// Waits until the handler ran `total` jobs (woken by it), then until the
+/// database shows them all completed (polled every 1 ms).
+async fn wait_for(ran: &Ran, probe: &tokio_postgres::Client, total: u64) {
+    ran.until(total).await;
     loop {
         let row = probe.query_one(TERMINAL_PROBE, &[]).await;
         let completed: i64 = row.expect("the terminal probe").get(0);
@@ -108,14 +178,20 @@ async fn wait_for(ran: &AtomicU64, probe: &tokio_postgres::Client, total: u64) {
 }
 
 /// One awa cell: a fresh database and runtime with `max_workers = k`,
-/// `warm_up` untimed jobs run to completion, then `units` timed ones.
-pub async fn cell(server: &Server, db: &str, k: usize, warm_up: usize, units: usize) -> Cell {
+/// configured by `tuning`, `warm_up` untimed jobs run to completion, then
+/// `units` timed ones.
+pub async fn cell(
+    server: &Server,
+    db: &str,
+    tuning: Tuning,
+    start: Start,
+    k: usize,
+    warm_up: usize,
+    units: usize,
+) -> Cell {
     let (url, pool, store) = install(server, db, k + 10).await;
-    let ran = Arc::new(AtomicU64::new(0));
-    let config = QueueConfig {
-        max_workers: k as u32,
-        ..QueueConfig::default()
-    };
+    let ran = Arc::new(Ran::default());
+    let config = tuning.config(k);
     let client = Client::builder(pool.clone())
         .queue(QUEUE, config)
         .register_worker(NoOp(Arc::clone(&ran)))
@@ -123,7 +199,6 @@ pub async fn cell(server: &Server, db: &str, k: usize, warm_up: usize, units: us
         .expect("awa client");
     client.start().await.expect("awa client start");
     let probe = connect(&url).await;
-    let total = (warm_up + units) as u64;
 
     let warm = jobs(QUEUE, "warm", warm_up);
     store
@@ -132,15 +207,33 @@ pub async fn cell(server: &Server, db: &str, k: usize, warm_up: usize, units: us
         .expect("enqueue");
     bounded("awa warm-up", LIMIT, wait_for(&ran, &probe, warm_up as u64)).await;
 
-    let timed = jobs(QUEUE, "timed", units);
+    // In a stream, 4·max(k, 8) more jobs run before the clock starts (the
+    // same COPY as the timed ones): the window opens with awa already
+    // claiming and completing at its pace.
+    let lead = match start {
+        Start::Idle => 0,
+        Start::Stream => 4 * k.max(8),
+    };
+    let total = (warm_up + lead + units) as u64;
+    let timed = jobs(QUEUE, "timed", lead + units);
     store
         .enqueue_params_copy(&pool, &timed)
         .await
         .expect("enqueue");
-    // The clock starts at the enqueue's commit: awa may claim at once.
-    let window = server.open_from(Instant::now()).await;
+    let (window, timed) = match start {
+        // The clock starts at the enqueue's commit: awa may claim at once.
+        Start::Idle => (server.open_from(Instant::now()).await, units as u64),
+        // The clock starts when the handler wakes the cell after the lead;
+        // the jobs run by then are left out of the units.
+        Start::Stream => {
+            ran.until((warm_up + lead) as u64).await;
+            let started = Instant::now();
+            let done = ran.count.load(Ordering::SeqCst);
+            (server.open_from(started).await, total - done)
+        }
+    };
     bounded(db, LIMIT, wait_for(&ran, &probe, total)).await;
-    let cell = window.close(server, units as u64).await;
+    let cell = window.close(server, timed).await;
 
     let counts = store
         .queue_counts(&pool, QUEUE)

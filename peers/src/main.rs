@@ -10,17 +10,24 @@
 //! - **bare**: one prepared autocommit `INSERT`: one commit, the physical
 //!   limit of the server and disk.
 //!
-//! For each k (workers), each round runs baton and awa back to back (their
-//! order alternating round by round), then bare, then the handoff unit;
-//! each cell on a fresh database, after a warm-up of 4·max(k, 8) units.
+//! For each k (workers), each round runs baton and awa (with its defaults,
+//! and as its own benchmarks tune it) back to back (their order reversed
+//! every other round), then bare, then the handoff unit;
+//! each cell on a fresh database, after a warm-up of twice its units (awa
+//! needs thousands of jobs to reach its pace: its claim's server time per
+//! job falls about 3× between a warm-up of 128 jobs and one of 4,000).
 //! Then a zombie cell: a stale owner's writes after a takeover, on both.
 //! Prints markdown tables on stdout, progress on stderr.
 //!
 //! Run by `scripts/peers`, which starts the server. Settings (environment):
 //! `PEERS_PG_URL` (`postgres://user@host:port`, required), `PEERS_ROUNDS`
-//! (3), `PEERS_UNITS` per cell (2000), `PEERS_KS` (`1,8,32`),
-//! `PEERS_ZOMBIES` (100 tries), `PEERS_COMMIT` and `PEERS_DATE` (for the
-//! header).
+//! (3), `PEERS_UNITS` per cell (2000), `PEERS_WARM` (warm-up units per
+//! cell, twice `PEERS_UNITS`), `PEERS_KS` (`1,8,32`),
+//! `PEERS_ZOMBIES` (100 tries), `PEERS_THREADS` (the tokio runtime's
+//! worker threads, 2), `PEERS_AWA_START` (`stream` or `idle`, see
+//! `awa_units::Start`), `PEERS_STATEMENTS` (`1`: the per-statement and
+//! per-WAL-record tables, see `statements`), `PEERS_COMMIT` and
+//! `PEERS_DATE` (for the header).
 
 mod awa_units;
 mod bare;
@@ -31,9 +38,11 @@ mod baton_units;
 mod durable_common;
 mod measure;
 mod report;
+mod statements;
 
 use std::time::Instant;
 
+use awa_units::{Start, Tuning};
 use baton_units::Unit;
 use measure::{Server, load_average, setting};
 use report::{Results, Round};
@@ -44,6 +53,8 @@ struct Settings {
     units: usize,
     ks: Vec<usize>,
     zombies: usize,
+    awa_start: Start,
+    warm: usize,
 }
 
 impl Settings {
@@ -60,37 +71,50 @@ impl Settings {
             })
             .filter(|&k| k > 0)
             .collect();
+        let units = setting("PEERS_UNITS", 2000).max(1);
         Settings {
             url,
             rounds: setting("PEERS_ROUNDS", 3).max(1),
-            units: setting("PEERS_UNITS", 2000).max(1),
+            units,
             ks,
             zombies: setting("PEERS_ZOMBIES", 100),
+            warm: setting("PEERS_WARM", 2 * units).max(1),
+            awa_start: match std::env::var("PEERS_AWA_START").as_deref() {
+                Ok("idle") => Start::Idle,
+                Ok("stream") | Err(_) => Start::Stream,
+                Ok(other) => panic!("PEERS_AWA_START: `idle` or `stream`, not {other:?}"),
+            },
         }
     }
 }
 
 /// One round at `k`: baton and awa (in the round's order), bare, handoff.
 async fn round(server: &Server, s: &Settings, k: usize, r: usize) -> Round {
-    let warm = 4 * k.max(8);
+    let warm = s.warm;
     let db = |system: &str| format!("peers_{system}_k{k}_r{r}");
     let baton =
         async || baton_units::cell(server, Unit::ClaimFinish, &db("baton"), k, warm, s.units).await;
-    let awa = async || awa_units::cell(server, &db("awa"), k, warm, s.units).await;
-    let (baton, awa) = if r % 2 == 0 {
+    let awa = async |tuning, name: &str| {
+        awa_units::cell(server, &db(name), tuning, s.awa_start, k, warm, s.units).await
+    };
+    let (baton, awa, awa_tuned) = if r % 2 == 0 {
         let b = baton().await;
-        (b, awa().await)
+        let a = awa(Tuning::Defaults, "awa").await;
+        (b, a, awa(Tuning::AsItsBenches, "awatuned").await)
     } else {
-        let a = awa().await;
-        (baton().await, a)
+        let t = awa(Tuning::AsItsBenches, "awatuned").await;
+        let a = awa(Tuning::Defaults, "awa").await;
+        (baton().await, a, t)
     };
     let bare = bare::cell(server, &db("bare"), k, warm, s.units).await;
     let handoff = baton_units::cell(server, Unit::Handoff, &db("handoff"), k, warm, s.units).await;
     eprintln!(
-        "k={k} round {}: baton {:.0}/s, awa {:.0}/s, bare {:.0}/s, handoff {:.0}/s (load {})",
+        "k={k} round {}: baton {:.0}/s, awa {:.0}/s, awa as its benches {:.0}/s, bare {:.0}/s, \
+         handoff {:.0}/s (load {})",
         r + 1,
         baton.per_second(),
         awa.per_second(),
+        awa_tuned.per_second(),
         bare.per_second(),
         handoff.per_second(),
         load_average(),
@@ -98,6 +122,7 @@ async fn round(server: &Server, s: &Settings, k: usize, r: usize) -> Round {
     Round {
         baton,
         awa,
+        awa_tuned,
         bare,
         handoff,
     }
@@ -125,25 +150,43 @@ async fn run() {
     println!(
         "## baton vs awa 0.6.9 vs bare INSERT, one PostgreSQL server\n\n\
          {} · commit `{}` · PostgreSQL {} · {cores} cores · load average {load_before} \
-         at start, {} at end · {} rounds × {} units per cell, k = {:?} · {:.0} s\n",
+         at start, {} at end · {} rounds × {} units per cell after {} of warm-up, k = {:?} · \
+         awa timed {:?} · {} tokio threads{} · {:.0} s\n",
         env("PEERS_DATE"),
         env("PEERS_COMMIT"),
         server.version().await,
         load_average(),
         s.rounds,
         s.units,
+        s.warm,
         s.ks,
+        s.awa_start,
+        setting("PEERS_THREADS", 2).max(1),
+        if breakdowns_on() {
+            " · pg_stat_statements loaded"
+        } else {
+            ""
+        },
         started.elapsed().as_secs_f64(),
     );
     println!("{}", results.throughput());
     println!("{}", results.cost());
     println!("{}", results.cpu());
     println!("{}", report::zombie(&baton_zombie, &awa_zombie));
+    let breakdowns = server.breakdowns();
+    if breakdowns_on() {
+        println!("{}", report::breakdowns(&breakdowns));
+    }
+}
+
+/// Whether this run is in the statements mode (`PEERS_STATEMENTS=1`).
+fn breakdowns_on() -> bool {
+    std::env::var("PEERS_STATEMENTS").as_deref() == Ok("1")
 }
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(setting("PEERS_THREADS", 2).max(1))
         .enable_all()
         .build()
         .expect("a tokio runtime");

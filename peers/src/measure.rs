@@ -9,9 +9,12 @@
 //! every `postgres` process (the server), in clock ticks.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tokio_postgres::{Client, NoTls};
+
+use crate::statements::{self, Breakdown, WalDump};
 
 /// The clock tick of `/proc/<pid>/stat` (`USER_HZ`): 100 on Linux, whatever
 /// the kernel's own tick.
@@ -22,6 +25,10 @@ const TICKS_PER_SECOND: f64 = 100.0;
 pub struct Server {
     base: String,
     admin: Client,
+    /// In the statements mode (`PEERS_STATEMENTS=1`): where `pg_waldump`
+    /// and the WAL are, and each window's breakdown by database.
+    statements: Option<WalDump>,
+    breakdowns: Mutex<Vec<(String, Breakdown)>>,
 }
 
 impl Server {
@@ -29,7 +36,33 @@ impl Server {
     pub async fn connect(base: &str) -> Server {
         let base = base.trim_end_matches('/').to_owned();
         let admin = connect(&format!("{base}/postgres")).await;
-        Server { base, admin }
+        let statements = (std::env::var("PEERS_STATEMENTS").as_deref() == Ok("1")).then(|| {
+            let var = |name: &str| {
+                std::env::var(name).unwrap_or_else(|_| panic!("{name}: scripts/peers sets it"))
+            };
+            WalDump {
+                bin: var("PEERS_PG_BIN"),
+                data: var("PEERS_PG_DATA"),
+            }
+        });
+        if statements.is_some() {
+            admin
+                .batch_execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+                .await
+                .expect("CREATE EXTENSION pg_stat_statements");
+        }
+        Server {
+            base,
+            admin,
+            statements,
+            breakdowns: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Each window's breakdown in the statements mode, by the database its
+    /// statements ran in (empty otherwise).
+    pub fn breakdowns(&self) -> Vec<(String, Breakdown)> {
+        self.breakdowns.lock().expect("breakdowns").clone()
     }
 
     /// The server's version, as `SHOW server_version` says it.
@@ -68,17 +101,25 @@ impl Server {
             .expect("the server's counters");
         let xid: String = row.get(0);
         let lsn: String = row.get(1);
+        // The `/proc` scan blocks for a few ms: off the runtime's workers,
+        // which may be running a system's work (awa's, timed from before
+        // this read).
+        let (client_ticks, server_ticks) =
+            tokio::task::spawn_blocking(|| (client_ticks(), server_ticks()))
+                .await
+                .expect("reading /proc");
         Counters {
             xid: xid.parse().expect("an xid"),
             wal: parse_lsn(&lsn),
-            client_ticks: client_ticks(),
-            server_ticks: server_ticks(),
+            client_ticks,
+            server_ticks,
         }
     }
 
     /// Opens a timed window: the counters, then the clock (the work
     /// starts after both).
     pub async fn open(&self) -> Window {
+        self.reset().await;
         let start = self.counters().await;
         Window {
             start,
@@ -90,10 +131,40 @@ impl Server {
     /// claimable from their enqueue's commit): the clock runs from then,
     /// the counters are read now.
     pub async fn open_from(&self, started: Instant) -> Window {
+        self.reset().await;
         Window {
             start: self.counters().await,
             started,
         }
+    }
+}
+
+impl Server {
+    /// In the statements mode, forgets the statements' figures so far.
+    async fn reset(&self) {
+        if self.statements.is_some() {
+            statements::reset(&self.admin).await;
+        }
+    }
+
+    /// In the statements mode, keeps the breakdown of the window that
+    /// ran from `start` to `end` over `units` units.
+    async fn keep(&self, start: &Counters, end: &Counters, units: u64) {
+        let Some(dump) = &self.statements else {
+            return;
+        };
+        let read = statements::read(&self.admin, units).await;
+        let Some(db) = read.first().map(|(db, _)| db.clone()) else {
+            return;
+        };
+        let breakdown = Breakdown {
+            statements: read.into_iter().map(|(_, s)| s).collect(),
+            wal: statements::wal(dump, start.wal, end.wal, units),
+        };
+        self.breakdowns
+            .lock()
+            .expect("breakdowns")
+            .push((db, breakdown));
     }
 }
 
@@ -131,6 +202,7 @@ impl Window {
     pub async fn close(self, server: &Server, units: u64) -> Cell {
         let elapsed = self.started.elapsed();
         let end = server.counters().await;
+        server.keep(&self.start, &end, units).await;
         Cell {
             units,
             elapsed,
@@ -138,6 +210,7 @@ impl Window {
             wal: end.wal - self.start.wal,
             client_ticks: end.client_ticks.saturating_sub(self.start.client_ticks),
             server_ticks: server_delta(&self.start.server_ticks, &end.server_ticks),
+            load: load_average_1(),
         }
     }
 }
@@ -153,6 +226,8 @@ pub struct Cell {
     pub wal: u64,
     pub client_ticks: u64,
     pub server_ticks: u64,
+    /// The machine's 1-minute load average when the window closed.
+    pub load: f64,
 }
 
 impl Cell {
@@ -219,6 +294,16 @@ fn server_delta(start: &HashMap<u32, u64>, end: &HashMap<u32, u64>) -> u64 {
     end.iter()
         .map(|(pid, &ticks)| ticks.saturating_sub(start.get(pid).copied().unwrap_or(0)))
         .sum()
+}
+
+/// The machine's 1-minute load average, as `/proc/loadavg` says (NaN if
+/// unreadable).
+pub fn load_average_1() -> f64 {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    text.split(' ')
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(f64::NAN)
 }
 
 /// The machine's load averages (1, 5, 15 min), as `/proc/loadavg` says.

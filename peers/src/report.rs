@@ -6,13 +6,34 @@
 use crate::awa_units;
 use crate::baton_units;
 use crate::measure::Cell;
+use crate::statements::Breakdown;
 
 /// The four cells of one round at one k.
 pub struct Round {
     pub baton: Cell,
+    /// awa with its defaults.
     pub awa: Cell,
+    /// awa as its own benchmarks tune it (`Tuning::AsItsBenches`).
+    pub awa_tuned: Cell,
     pub bare: Cell,
     pub handoff: Cell,
+}
+
+impl Round {
+    /// The machine's highest 1-minute load average at the end of any of
+    /// the round's cells.
+    fn load(&self) -> f64 {
+        [
+            self.baton,
+            self.awa,
+            self.awa_tuned,
+            self.bare,
+            self.handoff,
+        ]
+        .iter()
+        .map(|c| c.load)
+        .fold(0.0, f64::max)
+    }
 }
 
 /// Every round of every k, in order.
@@ -81,9 +102,12 @@ fn percent(v: f64) -> String {
 /// A system's column: its name, and its cell of a round.
 type System = (&'static str, fn(&Round) -> Cell);
 
-const SYSTEMS: [System; 4] = [
+const SYSTEMS: [System; 5] = [
     ("baton claim+finish", |r| r.baton),
-    ("awa dispatch+complete", |r| r.awa),
+    ("awa dispatch+complete (defaults)", |r| r.awa),
+    ("awa (as its benches: deadline 0, poll 50 ms)", |r| {
+        r.awa_tuned
+    }),
     ("baton 4-op handoff", |r| r.handoff),
     ("bare INSERT", |r| r.bare),
 ];
@@ -93,31 +117,38 @@ impl Results {
         rounds.iter().map(f).collect()
     }
 
-    /// Units per second, the ratios to awa, and each baton unit's share of
-    /// the physical limit (bare txn/s ÷ the unit's transactions).
+    /// Units per second, the ratios to awa (the faster of its two
+    /// tunings in each round), and each baton unit's share of the physical
+    /// limit (bare txn/s ÷ the unit's transactions), with the machine's
+    /// load.
     pub fn throughput(&self) -> String {
         let mut out = String::from(
-            "Throughput, units/s: median [each round].\n\n\
-             | k | baton claim+finish /s | awa /s | baton ÷ awa | handoff unit /s | handoff ÷ awa | bare txn/s | claim+finish ÷ (bare/2) | handoff ÷ (bare/4) |\n\
-             |---|---|---|---|---|---|---|---|---|\n",
+            "Throughput, units/s: median [each round]. awa: the faster of its two tunings in each round.\n\n\
+             | k | baton claim+finish /s | awa defaults /s | awa as its benches /s | baton ÷ awa | handoff unit /s | handoff ÷ awa | bare txn/s | claim+finish ÷ (bare/2) | handoff ÷ (bare/4) | load (1 min) |\n\
+             |---|---|---|---|---|---|---|---|---|---|---|\n",
         );
         for (k, rounds) in &self.rows {
             let baton = Self::column(rounds, |r| r.baton.per_second());
-            let awa = Self::column(rounds, |r| r.awa.per_second());
+            let defaults = Self::column(rounds, |r| r.awa.per_second());
+            let tuned = Self::column(rounds, |r| r.awa_tuned.per_second());
+            let awa = Self::column(rounds, |r| r.awa.per_second().max(r.awa_tuned.per_second()));
+            let load = Self::column(rounds, Round::load);
             let handoff = Self::column(rounds, |r| r.handoff.per_second());
             let bare = Self::column(rounds, |r| r.bare.per_second());
             let half: Vec<f64> = bare.iter().map(|b| b / 2.0).collect();
             let quarter: Vec<f64> = bare.iter().map(|b| b / 4.0).collect();
             out += &format!(
-                "| {k} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {k} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 spread(&baton, whole),
-                spread(&awa, whole),
+                spread(&defaults, whole),
+                spread(&tuned, whole),
                 ratio(&baton, &awa, times),
                 spread(&handoff, whole),
                 ratio(&handoff, &awa, times),
                 spread(&bare, whole),
                 ratio(&baton, &half, percent),
                 ratio(&handoff, &quarter, percent),
+                spread(&load, |v| format!("{v:.1}")),
             );
         }
         out
@@ -133,8 +164,9 @@ impl Results {
     ) -> String {
         let names: Vec<&str> = SYSTEMS.iter().map(|(n, _)| *n).collect();
         let mut out = format!(
-            "{title}\n\n| k | {} |\n|---|---|---|---|---|\n",
-            names.join(" | ")
+            "{title}\n\n| k | {} |\n|---|{}\n",
+            names.join(" | "),
+            "---|".repeat(names.len())
         );
         for (k, rounds) in &self.rows {
             let cells: Vec<String> = SYSTEMS
@@ -186,4 +218,47 @@ pub fn zombie(baton: &baton_units::Zombie, awa: &awa_units::Zombie) -> String {
         awa.owner_completed,
         awa.tries,
     )
+}
+
+/// The statements mode's tables: for each cell of the first round, its
+/// statements and its WAL records, per unit.
+pub fn breakdowns(list: &[(String, Breakdown)]) -> String {
+    let mut out = String::from(
+        "Where a unit's WAL and server time go (first round of each k; \
+         `pg_stat_statements`, top-level statements, and `pg_waldump --stats=record` over the \
+         window; per unit).\n",
+    );
+    for (db, b) in list.iter().filter(|(db, _)| db.ends_with("_r0")) {
+        out += &format!(
+            "\n`{db}`\n\n\
+             | statement | calls | exec ms | plan ms | rows | WAL bytes | FPI | blocks dirtied |\n\
+             |---|---|---|---|---|---|---|---|\n"
+        );
+        for s in b.statements.iter().take(8) {
+            let mut query: String = s.query.chars().take(160).collect();
+            if query.len() < s.query.len() {
+                query += "…";
+            }
+            out += &format!(
+                "| `{}` | {:.2} | {:.4} | {:.4} | {:.2} | {:.0} | {:.3} | {:.2} |\n",
+                query.replace('|', "\\|"),
+                s.calls,
+                s.exec_ms,
+                s.plan_ms,
+                s.rows,
+                s.wal_bytes,
+                s.wal_fpi,
+                s.dirtied
+            );
+        }
+        out +=
+            "\n| WAL record | records | bytes | of which full-page images |\n|---|---|---|---|\n";
+        for w in b.wal.iter().filter(|w| w.bytes >= 1.0).take(12) {
+            out += &format!(
+                "| {} | {:.2} | {:.0} | {:.0} |\n",
+                w.kind, w.records, w.bytes, w.fpi_bytes
+            );
+        }
+    }
+    out
 }
