@@ -5,8 +5,9 @@
 //! write transaction takes one, and commits with one WAL flush) and the WAL
 //! insert position. They are exact and server-wide, and only one system runs
 //! at a time, so their difference over the window, divided by the units, is
-//! what one unit costs. CPU comes from `/proc`: this process (the client) and
-//! every `postgres` process (the server), in clock ticks.
+//! what one unit costs. CPU comes from `/proc`: this process (the client, in
+//! 10 ms clock ticks of all its threads) and every `postgres` process (the
+//! server, in ns, from the scheduler's own count).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -104,15 +105,15 @@ impl Server {
         // The `/proc` scan blocks for a few ms: off the runtime's workers,
         // which may be running a system's work (awa's, timed from before
         // this read).
-        let (client_ticks, server_ticks) =
-            tokio::task::spawn_blocking(|| (client_ticks(), server_ticks()))
+        let (client_ticks, server_ns) =
+            tokio::task::spawn_blocking(|| (client_ticks(), server_ns()))
                 .await
                 .expect("reading /proc");
         Counters {
             xid: xid.parse().expect("an xid"),
             wal: parse_lsn(&lsn),
             client_ticks,
-            server_ticks,
+            server_ns,
         }
     }
 
@@ -188,7 +189,7 @@ struct Counters {
     xid: u64,
     wal: u64,
     client_ticks: u64,
-    server_ticks: HashMap<u32, u64>,
+    server_ns: HashMap<u32, u64>,
 }
 
 /// A timed window, opened by [`Server::open`].
@@ -209,7 +210,7 @@ impl Window {
             xacts: end.xid - self.start.xid,
             wal: end.wal - self.start.wal,
             client_ticks: end.client_ticks.saturating_sub(self.start.client_ticks),
-            server_ticks: server_delta(&self.start.server_ticks, &end.server_ticks),
+            server_ns: server_delta(&self.start.server_ns, &end.server_ns),
             load: load_average_1(),
         }
     }
@@ -225,7 +226,7 @@ pub struct Cell {
     /// WAL bytes written on the whole server in the window.
     pub wal: u64,
     pub client_ticks: u64,
-    pub server_ticks: u64,
+    pub server_ns: u64,
     /// The machine's 1-minute load average when the window closed.
     pub load: f64,
 }
@@ -246,11 +247,12 @@ impl Cell {
     }
     /// Server CPU per unit, ms.
     pub fn server_ms(&self) -> f64 {
-        self.server_ticks as f64 * 1e3 / TICKS_PER_SECOND / self.units as f64
+        self.server_ns as f64 / 1e6 / self.units as f64
     }
 }
 
-/// utime + stime of a `/proc/<pid>/stat` line, and its command name.
+/// utime + stime of a `/proc/<pid>/stat` line (every thread's, ended
+/// threads' included), and its command name.
 fn ticks_of(stat: &str) -> Option<(&str, u64)> {
     // The name is in parentheses and may hold spaces: split at the last ')'.
     let open = stat.find('(')?;
@@ -269,19 +271,25 @@ fn client_ticks() -> u64 {
     ticks_of(&stat).expect("a stat line").1
 }
 
-/// The CPU of every `postgres` process alive now (the postmaster, the
-/// backends, the checkpointer, WAL writer, autovacuum…), in ticks, by pid.
-fn server_ticks() -> HashMap<u32, u64> {
+/// The CPU time of every `postgres` process alive now (the postmaster,
+/// the backends, the checkpointer, WAL writer, autovacuum…), in ns, by
+/// pid: the first field of `/proc/<pid>/schedstat`, the scheduler's own
+/// count. Not the 10 ms ticks of `stat`: a window's CPU is spread over up
+/// to k backends, each of which may use less than a tick, and ticks would
+/// round each of them down.
+fn server_ns() -> HashMap<u32, u64> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return HashMap::new();
     };
     entries
         .flatten()
         .filter_map(|e| Some((e.file_name().to_str()?.parse::<u32>().ok()?, e.path())))
-        .filter_map(|(pid, path)| Some((pid, std::fs::read_to_string(path.join("stat")).ok()?)))
-        .filter_map(|(pid, stat)| match ticks_of(&stat) {
-            Some(("postgres", ticks)) => Some((pid, ticks)),
-            _ => None,
+        .filter(|(_, path)| {
+            std::fs::read_to_string(path.join("comm")).is_ok_and(|c| c.trim_end() == "postgres")
+        })
+        .filter_map(|(pid, path)| {
+            let schedstat = std::fs::read_to_string(path.join("schedstat")).ok()?;
+            Some((pid, schedstat.split(' ').next()?.parse().ok()?))
         })
         .collect()
 }

@@ -191,7 +191,7 @@ impl Results {
     /// Client and server CPU per unit.
     pub fn cpu(&self) -> String {
         self.per_system(
-            "CPU per unit, ms: client / server, median [each round] (10 ms ticks: coarse).",
+            "CPU per unit, ms: client / server, median [each round] (client: 10 ms ticks, coarse; server: the scheduler's ns).",
             Cell::client_ms,
             Cell::server_ms,
             |c, s| format!("{c:.3} / {s:.3}"),
