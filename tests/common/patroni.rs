@@ -70,6 +70,10 @@ pub const TTL: u64 = 5;
 /// (`namespace` and `scope` as [`config`] sets them).
 const SYNC_KEY: &str = "/patroni/baton/sync";
 
+/// Patroni's leader key: the member holding it is the leader (the lock
+/// every member races for).
+const LEADER_KEY: &str = "/patroni/baton/leader";
+
 /// How long a whole cluster may go without a synchronous standby before
 /// [`Patroni::healthy`] takes a `/sync` key naming a former leader for
 /// stale: a few of Patroni's loops (`loop_wait` 1 s).
@@ -192,10 +196,7 @@ impl Patroni {
                 .iter()
                 .filter(|m| matches!(m["state"].as_str(), Some("running" | "streaming")))
                 .count();
-            let leader = members
-                .iter()
-                .find(|m| m["role"] == "leader")
-                .and_then(|m| m["name"].as_str());
+            let leader = p.leader().map(|i| p.members[i].name.as_str());
             let sync = members.iter().any(|m| m["role"] == "sync_standby");
             let asynchronous = p.synchronous == Synchronous::Off || p.members.len() == 1;
             let whole = leader.is_some() && running == p.members.len();
@@ -225,10 +226,16 @@ impl Patroni {
         self.stale_sync_keys.get()
     }
 
-    /// The leader Patroni's `/sync` key names, read from etcd (its v3
-    /// JSON gateway), if there is one.
+    /// The leader Patroni's `/sync` key names, if there is one.
     fn sync_key_leader(&self) -> Option<String> {
-        let body = format!(r#"{{"key": "{}"}}"#, BASE64.encode(SYNC_KEY));
+        let sync: Value = serde_json::from_str(&self.etcd_value(SYNC_KEY)?).ok()?;
+        sync["leader"].as_str().map(str::to_owned)
+    }
+
+    /// The value of `key` in etcd (read through its v3 JSON gateway), if
+    /// it is there.
+    fn etcd_value(&self, key: &str) -> Option<String> {
+        let body = format!(r#"{{"key": "{}"}}"#, BASE64.encode(key));
         let (status, answer) = managed::http(
             "POST",
             self.etcd_port,
@@ -240,8 +247,7 @@ impl Patroni {
             .ok()
             .filter(|_| status == 200)?;
         let value = BASE64.decode(answer["kvs"][0]["value"].as_str()?).ok()?;
-        let sync: Value = serde_json::from_slice(&value).ok()?;
-        sync["leader"].as_str().map(str::to_owned)
+        String::from_utf8(value).ok()
     }
 
     /// Writes Patroni's `/sync` key naming member `leader` as the leader
@@ -301,9 +307,12 @@ impl Patroni {
     }
 
     /// The members as Patroni's REST API lists them (`GET /cluster`), from
-    /// the first member that answers.
+    /// the member etcd's leader key names if it answers, else from the
+    /// first member that does (each answers from its own view of etcd).
     fn cluster(&self) -> Vec<Value> {
-        for member in &self.members {
+        let named = self.leader_key();
+        let others = (0..self.members.len()).filter(|i| Some(*i) != named);
+        for member in named.into_iter().chain(others).map(|i| &self.members[i]) {
             let answer = managed::http("GET", member.rest, "/cluster", "", Duration::from_secs(1));
             if let Some((200, body)) = answer {
                 if let Ok(cluster) = serde_json::from_str::<Value>(&body) {
@@ -324,9 +333,25 @@ impl Patroni {
         self.members.iter().position(|m| m.name == name)
     }
 
-    /// The leader, if one runs.
+    /// The member etcd's leader key names, if any.
+    fn leader_key(&self) -> Option<usize> {
+        let name = self.etcd_value(LEADER_KEY)?;
+        self.members.iter().position(|m| m.name == name)
+    }
+
+    /// The leader, if one runs: the member etcd's leader key names, if its
+    /// REST API answers `GET /primary` with 200 (Patroni's answer while its
+    /// last renewal of the key succeeded, whatever its PostgreSQL does) and
+    /// a `role` of `master` (its PostgreSQL out of recovery). No member's
+    /// `/cluster` is taken for it: that is the member's own view of etcd
+    /// (with etcd3, its cache of it), not etcd.
     pub fn leader(&self) -> Option<usize> {
-        self.with_role("leader")
+        let named = self.leader_key()?;
+        let rest = self.members[named].rest;
+        let (status, body) = managed::http("GET", rest, "/primary", "", Duration::from_secs(1))?;
+        let state: Value = serde_json::from_str(&body).ok()?;
+        let primary = matches!(state["role"].as_str(), Some("master" | "primary"));
+        (status == 200 && primary).then_some(named)
     }
 
     /// The synchronous standby, if one runs.
