@@ -301,6 +301,14 @@ fn under_a_manager(name: &str, manager: Manager) {
         "{name} never failed over: {:?}",
         figures.manager
     );
+    // A timeline the manager abandoned loses everything acknowledged on
+    // it: said in one line, before the checkers' anomalies (one per write).
+    assert!(
+        figures.abandoned.is_empty(),
+        "{} (the checkers found {} anomalies, printed above)",
+        figures.abandoned.join("; "),
+        figures.anomalies.len()
+    );
     assert_eq!(
         figures.anomalies,
         Vec::<String>::new(),

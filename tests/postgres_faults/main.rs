@@ -262,6 +262,10 @@ struct Figures {
     /// The longest wait for a Run's decision once the faults stopped.
     longest_wait: Duration,
     anomalies: Vec<String>,
+    /// Under a manager, each timeline on which something was acknowledged
+    /// and which the final primary does not descend from, in a line
+    /// (`managers::abandoned_timelines`).
+    abandoned: Vec<String>,
     /// What is wrong with the histories as read (issue 50: must be
     /// nothing, in every campaign).
     history_wrong: Vec<String>,
@@ -742,8 +746,13 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
 
     // The final read-back of the facts: every pause and outcome decoded
     // as the store decodes it, and digested as its writer digested it (G2).
-    let truth = runtime.block_on(async {
+    let (truth, timelines) = runtime.block_on(async {
         let client = connect(&primary(cluster, &managed)).await;
+        // Under a manager, the timelines the final primary descends from.
+        let timelines = match &managed {
+            Some(_) => Some(managers::final_timelines(&client).await),
+            None => None,
+        };
         let mut truth = Truth::default();
         for row in client
             .query("SELECT run_id, epoch, outcome::text FROM baton_run", &[])
@@ -791,13 +800,28 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
                 },
             );
         }
-        truth
+        (truth, timelines)
     });
     std::fs::write(histories.join(TRUTH), truth.to_text()).expect("the truth is kept");
     let started = started.into_inner();
     let (lines, history_wrong) = read_histories(&started);
     let (ops, seals) = replay(&lines);
     let judged = judge(&lines, &truth);
+    // Under a manager, every timeline something was acknowledged on must
+    // be one the final primary descends from.
+    let abandoned = match &timelines {
+        Some((timeline, Some(history))) => {
+            managers::abandoned_timelines(name, &ops, *timeline, history)
+        }
+        Some((timeline, None)) => {
+            report(&format!(
+                "{name}: the final primary (timeline {timeline}) holds no history file: \
+                 the timelines it abandoned are not checked"
+            ));
+            Vec::new()
+        }
+        None => Vec::new(),
+    };
     let mut anomalies: Vec<String> = judged.anomalies.iter().map(|a| a.what.clone()).collect();
     // A root is decided once its chain ended (its last Run holds a finish)
     // or it is retired.
@@ -971,6 +995,7 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
         decide_time,
         longest_wait,
         anomalies,
+        abandoned,
         history_wrong,
         flagged: judged.flagged.clone(),
         disagreement: judged.disagreement.clone(),
@@ -1047,6 +1072,14 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
                 "the same leader"
             },
         ));
+    }
+    if let Some((timeline, history)) = &timelines {
+        report(&format!(
+            "{name}: the final primary is on timeline {timeline}, its history holds {history:?}"
+        ));
+    }
+    for abandoned in &figures.abandoned {
+        report(&format!("{name}: {abandoned}"));
     }
     for wrong in figures
         .history_wrong

@@ -21,11 +21,15 @@
 //! Every worker's log requires a synchronous standby, as docs/guide/ha.md
 //! configures it for every promise.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use baton::durable::tokio_postgres;
+
 use super::Rng;
 use super::child;
+use super::history::{Kind, Op, Outcome};
 use crate::common::auto_failover::AutoFailover;
 use crate::common::patroni::{Patroni, Synchronous, TTL};
 
@@ -236,4 +240,133 @@ fn auto_failover_fault(formation: &mut AutoFailover, kind: usize, rng: &mut Rng)
             formation.signal_monitor("-CONT");
         }
     }
+}
+
+/// The timeline an epoch was issued on: a claim on timeline `t` answers
+/// above `(t − 1) · 2^40` (`baton::durable::timeline_floor`), fewer than
+/// 2^40 claims of one Run each.
+fn timeline_of(epoch: u64) -> u64 {
+    (epoch >> 40) + 1
+}
+
+/// The final primary's timeline and the timelines its history holds (the
+/// parents its `.history` file lists, and its own); `None` for the
+/// history if the file is not in its `pg_wal`.
+pub async fn final_timelines(client: &tokio_postgres::Client) -> (u64, Option<BTreeSet<u64>>) {
+    let row = client
+        .query_one(
+            "SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint",
+            &[],
+        )
+        .await
+        .expect("the primary's timeline");
+    let timeline = row.get::<_, i64>(0) as u64;
+    if timeline == 1 {
+        return (timeline, Some(BTreeSet::from([1])));
+    }
+    let row = client
+        .query_one(
+            "SELECT pg_read_file(format('pg_wal/%s.history', lpad(upper(to_hex($1::bigint)), 8, '0')), \
+             0, 1048576, true)",
+            &[&(timeline as i64)],
+        )
+        .await
+        .expect("the primary's timeline history");
+    let history = row.get::<_, Option<String>>(0).map(|text| {
+        text.lines()
+            .filter_map(|line| line.split_whitespace().next()?.parse().ok())
+            .chain(std::iter::once(timeline))
+            .collect()
+    });
+    (timeline, history)
+}
+
+/// Every timeline on which the log acknowledged an operation (a claim's
+/// epoch, an append or a finish written under one) and which the final
+/// primary's history does not hold, each said in one line: `manager`
+/// abandoned it, and what was acknowledged on it is lost. Holding the
+/// timeline is not enough for nothing to be lost (a write past the
+/// switchpoint of a timeline that holds on is lost too; the checkers say
+/// so write by write); not holding it is enough for everything on it to be.
+pub fn abandoned_timelines(
+    manager: &str,
+    ops: &[Op],
+    timeline: u64,
+    history: &BTreeSet<u64>,
+) -> Vec<String> {
+    let mut acknowledged: BTreeMap<u64, usize> = BTreeMap::new();
+    for op in ops {
+        let epoch = match (&op.kind, &op.outcome) {
+            (Kind::Claim { .. }, Outcome::Owner(epoch)) => *epoch,
+            (Kind::Append { epoch, .. } | Kind::Finish { epoch, .. }, Outcome::Written) => *epoch,
+            _ => continue,
+        };
+        *acknowledged.entry(timeline_of(epoch)).or_default() += 1;
+    }
+    acknowledged
+        .into_iter()
+        .filter(|(on, _)| !history.contains(on))
+        .map(|(on, count)| {
+            format!(
+                "{manager} abandoned timeline {on}, on which {count} operations were \
+                 acknowledged (claims answering epochs from {floor}, appends and finishes under \
+                 them): the final primary is on timeline {timeline}, whose history holds \
+                 timelines {history:?}",
+                floor = (on - 1) << 40
+            )
+        })
+        .collect()
+}
+
+/// A timeline the final primary does not descend from is named once, with
+/// how many operations were acknowledged on it; one it descends from, and
+/// operations not acknowledged, are not.
+#[test]
+fn a_timeline_the_final_primary_does_not_descend_from_is_named_once() {
+    let op = |kind: Kind, outcome: Outcome| Op {
+        process: "owner3.0".to_owned(),
+        kind,
+        invoked: 0,
+        completed: Some(1),
+        outcome,
+    };
+    let claim = |outcome| {
+        op(
+            Kind::Claim {
+                run: "r1".to_owned(),
+            },
+            outcome,
+        )
+    };
+    let append = |epoch, outcome| {
+        op(
+            Kind::Append {
+                run: "r1".to_owned(),
+                epoch,
+                pause: "p".to_owned(),
+                digest: "d".to_owned(),
+                successor: "r1.1".to_owned(),
+            },
+            outcome,
+        )
+    };
+    let (second, third) = ((1 << 40) + 1, (2 << 40) + 1);
+    let ops = [
+        claim(Outcome::Owner(1)),
+        claim(Outcome::Owner(second)),
+        claim(Outcome::Owner(third)),
+        append(third, Outcome::Written),
+        append(third, Outcome::Unknown),
+    ];
+    let history = BTreeSet::from([1, 2]);
+    assert_eq!(
+        abandoned_timelines("patroni", &ops, 2, &history),
+        vec![format!(
+            "patroni abandoned timeline 3, on which 2 operations were acknowledged (claims \
+             answering epochs from {}, appends and finishes under them): the final primary is \
+             on timeline 2, whose history holds timelines {{1, 2}}",
+            2u64 << 40
+        )]
+    );
+    assert!(abandoned_timelines("patroni", &ops, 3, &BTreeSet::from([1, 2, 3])).is_empty());
 }
