@@ -1,4 +1,5 @@
-//! A throwaway Patroni cluster on loopback (issue 58): one etcd, and a
+//! A throwaway Patroni cluster on loopback (issue 58): one etcd (which
+//! Patroni speaks to with its v2 API: see [`config`] for why), and a
 //! Patroni per member, each running its own PostgreSQL (the primary and
 //! one or two replicas), in `synchronous_mode` — strict or not — with the
 //! shortest timings Patroni takes (`ttl` 5 s, `loop_wait` 1 s). Everything
@@ -17,8 +18,6 @@ use std::path::PathBuf;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD as BASE64;
 use baton::durable::tokio_postgres;
 use serde_json::Value;
 
@@ -113,6 +112,8 @@ impl Patroni {
                 "--heartbeat-interval=10",
                 "--election-timeout=100",
                 "--log-level=warn",
+                // Patroni speaks to etcd's v2 API (see `config`).
+                "--enable-v2=true",
             ],
             &etcd_data,
             &etcd_data.join("etcd.log"),
@@ -182,7 +183,9 @@ impl Patroni {
     /// again), leaves `/sync` naming it: the leader then refuses to name a
     /// synchronous standby for ever ("Synchronous replication key updated
     /// by someone else", `ha.py`'s `process_sync_replication`). Seen under
-    /// load with the 5 s `ttl`. When every member has run for
+    /// load with the 5 s `ttl`, while Patroni spoke etcd's v3 API, over
+    /// which the old primary could overwrite the key (see [`config`]); the
+    /// remedy is kept. When every member has run for
     /// [`STALE_SYNC`] with no synchronous standby and `/sync` names a
     /// member that does not lead, the key is removed, as an operator would
     /// (the leader writes it afresh on its next loop), and counted in
@@ -232,22 +235,16 @@ impl Patroni {
         sync["leader"].as_str().map(str::to_owned)
     }
 
-    /// The value of `key` in etcd (read through its v3 JSON gateway), if
-    /// it is there.
+    /// The value of `key` in etcd (its v2 API, which Patroni uses: see
+    /// [`config`]), if it is there.
     fn etcd_value(&self, key: &str) -> Option<String> {
-        let body = format!(r#"{{"key": "{}"}}"#, BASE64.encode(key));
-        let (status, answer) = managed::http(
-            "POST",
-            self.etcd_port,
-            "/v3/kv/range",
-            &body,
-            Duration::from_secs(1),
-        )?;
+        let path = format!("/v2/keys{key}");
+        let (status, answer) =
+            managed::http("GET", self.etcd_port, &path, "", Duration::from_secs(1))?;
         let answer: Value = serde_json::from_str(&answer)
             .ok()
             .filter(|_| status == 200)?;
-        let value = BASE64.decode(answer["kvs"][0]["value"].as_str()?).ok()?;
-        String::from_utf8(value).ok()
+        answer["node"]["value"].as_str().map(str::to_owned)
     }
 
     /// Writes Patroni's `/sync` key naming member `leader` as the leader
@@ -259,34 +256,20 @@ impl Patroni {
             r#"{{"leader":"{}","sync_standby":null}}"#,
             self.members[leader].name
         );
-        let body = format!(
-            r#"{{"key": "{}", "value": "{}"}}"#,
-            BASE64.encode(SYNC_KEY),
-            BASE64.encode(value)
-        );
-        let put = managed::http(
-            "POST",
-            self.etcd_port,
-            "/v3/kv/put",
-            &body,
-            Duration::from_secs(1),
-        );
+        // The value in the query (etcd's v2 API takes it there too), so
+        // that the body needs no form encoding.
+        let path = format!("/v2/keys{SYNC_KEY}?value={}", percent_encode(&value));
+        let put = managed::http("PUT", self.etcd_port, &path, "", Duration::from_secs(1));
         assert!(
-            matches!(put, Some((200, _))),
+            matches!(put, Some((200 | 201, _))),
             "etcd takes the /sync key: {put:?}"
         );
     }
 
     /// Removes Patroni's `/sync` key from etcd.
     fn remove_sync_key(&self) {
-        let body = format!(r#"{{"key": "{}"}}"#, BASE64.encode(SYNC_KEY));
-        let removed = managed::http(
-            "POST",
-            self.etcd_port,
-            "/v3/kv/deleterange",
-            &body,
-            Duration::from_secs(1),
-        );
+        let path = format!("/v2/keys{SYNC_KEY}");
+        let removed = managed::http("DELETE", self.etcd_port, &path, "", Duration::from_secs(1));
         assert!(
             matches!(removed, Some((200, _))),
             "etcd removes the /sync key: {removed:?}"
@@ -343,8 +326,8 @@ impl Patroni {
     /// REST API answers `GET /primary` with 200 (Patroni's answer while its
     /// last renewal of the key succeeded, whatever its PostgreSQL does) and
     /// a `role` of `master` (its PostgreSQL out of recovery). No member's
-    /// `/cluster` is taken for it: that is the member's own view of etcd
-    /// (with etcd3, its cache of it), not etcd.
+    /// `/cluster` is taken for it: that is the member's own view of etcd,
+    /// not etcd.
     pub fn leader(&self) -> Option<usize> {
         let named = self.leader_key()?;
         let rest = self.members[named].rest;
@@ -416,6 +399,50 @@ impl Patroni {
         }
     }
 
+    /// Stalls member `i`'s Patroni in the middle of its loop: SIGSTOP of
+    /// the backends serving Patroni's own session on its PostgreSQL
+    /// (`application_name` Patroni, which its loop and its REST API
+    /// share). Each loop reads the cluster from etcd and then queries that
+    /// session, before it renews the leader key; the loop waits there,
+    /// holding the view it read, until the backends are continued
+    /// ([`resume`](Self::resume) with what this returns, their ids).
+    pub async fn stall_loop(&self, i: usize) -> Vec<u32> {
+        let url = format!(
+            "host=127.0.0.1 port={} user={USER} dbname=postgres connect_timeout=2",
+            self.members[i].port
+        );
+        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .expect("the member's PostgreSQL");
+        tokio::spawn(connection);
+        let pids: Vec<u32> = client
+            .query(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = 'Patroni'",
+                &[],
+            )
+            .await
+            .expect("Patroni's sessions")
+            .iter()
+            .map(|row| row.get::<_, i32>(0) as u32)
+            .collect();
+        assert!(
+            !pids.is_empty(),
+            "no session of Patroni's on {}",
+            self.members[i].name
+        );
+        for pid in &pids {
+            managed::signal_tree(*pid, "-STOP");
+        }
+        pids
+    }
+
+    /// Continues the backends [`stall_loop`](Self::stall_loop) stopped.
+    pub fn resume(&self, pids: &[u32]) {
+        for pid in pids {
+            managed::signal_tree(*pid, "-CONT");
+        }
+    }
+
     /// `signal` (`-STOP`, `-CONT`) to etcd: Patroni's store unreachable.
     pub fn signal_etcd(&self, signal: &str) {
         managed::signal_tree(self.etcd.id(), signal);
@@ -474,6 +501,25 @@ impl Drop for Patroni {
 }
 
 /// Member `name`'s Patroni configuration.
+///
+/// **etcd's v2 API, not v3** (the `etcd:` section, not `etcd3:`). Over
+/// v3, Patroni 3.0.2 renews its leader key (`etcd3.py`'s `_update_leader`)
+/// with a put that compares nothing: a leader whose loop stalled past the
+/// key's lease goes on with the cluster it read before, takes a new lease
+/// and overwrites the key a replica has taken since and promoted under;
+/// the replica demotes and is rewound onto the old timeline, and every
+/// write acknowledged on its timeline is lost. That was the CI failure of
+/// cd2f0e7 (seed 1796633373383933: 681 anomalies, every one a write under
+/// an epoch of timeline 3, the log back on timeline 2's at the end), and
+/// `managed_failover.rs`'s stalled-loop test makes it happen (etcd's
+/// history of the key shows the old leader's put over the replica's).
+/// Patroni 3.0.3 made that put conditional (patroni#2689). Over v2
+/// (`etcd.py`), the renewal compares the key with the leader's own name
+/// (`prevValue`): it fails ("Compare failed : [pg1 != pg3]") and the
+/// stalled leader demotes, and the test passes. Patroni's SETTINGS: the
+/// `etcd3` section is for "protocol version 3", `etcd` for version 2; etcd
+/// 3.4 serves v2 only with `--enable-v2=true` (its 3.4 upgrade notes), as
+/// [`Patroni::start`] starts it.
 fn config(
     name: &str,
     home: &std::path::Path,
@@ -495,8 +541,8 @@ log:
 restapi:
   listen: 127.0.0.1:{rest}
   connect_address: 127.0.0.1:{rest}
-etcd3:
-  hosts: 127.0.0.1:{etcd}
+etcd:
+  host: 127.0.0.1:{etcd}
 bootstrap:
   dcs:
     ttl: {TTL}
@@ -548,4 +594,17 @@ watchdog:
   mode: "off"
 "#
     )
+}
+
+/// `text` percent-encoded for a URL's query (every byte but the unreserved
+/// ones).
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }

@@ -20,6 +20,7 @@ use baton::durable::{
 use crate::Payload;
 use crate::common::auto_failover::AutoFailover;
 use crate::common::patroni::{Patroni, Synchronous};
+use crate::common::postgres::multi_host;
 use crate::common::within;
 use crate::postgres_failover::ten_runs;
 use crate::postgres_fates::source_of;
@@ -165,6 +166,71 @@ fn g1_g2_g4_patroni_fails_over_by_itself_and_the_log_keeps_every_acknowledged_wr
             }
             patroni.healthy(Duration::from_secs(60));
         }
+    });
+}
+
+/// The leader's Patroni stalled in the middle of its loop (between
+/// reading the cluster from etcd, where it holds the leader key, and
+/// renewing the key) past the key's lease: a replica takes the key and
+/// promotes, the log acknowledges writes on it, then the stalled loop goes
+/// on. It must not take the key back: every write acknowledged before and
+/// after the failover reads back once the cluster is whole again (G2).
+/// Patroni 3.0.2 speaking etcd's v3 API took it back, and the writes made
+/// on the replica's timeline were lost (see `common/patroni.rs`'s
+/// `config`).
+#[test]
+fn g2_a_leader_stalled_mid_loop_past_its_lease_takes_nothing_back_when_it_goes_on() {
+    let Some(patroni) = Patroni::start(3, Synchronous::Mode) else {
+        return;
+    };
+    runtime().block_on(async {
+        let dbname = patroni.database().await;
+        let log = open(&patroni.url(&dbname), requiring())
+            .await
+            .expect("the log on Patroni's leader");
+        let mut answered = ten_runs(&log, "before").await;
+        let old = patroni.leader().expect("a leader");
+        let since = Instant::now();
+        let stalled = patroni.stall_loop(old).await;
+        let deadline = since + Duration::from_secs(60);
+        while !matches!(patroni.leader(), Some(new) if new != old) {
+            assert!(Instant::now() < deadline, "no new leader within 60 s");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let new = patroni.leader().expect("the new leader");
+        // The stalled member's PostgreSQL still takes writes: a log given
+        // every member may go on with it. This one is given the new
+        // leader alone.
+        let ports = patroni.ports();
+        let on_new = loop {
+            // Opened once the new leader names a synchronous standby.
+            match open(&multi_host(&ports[new..=new], &dbname), requiring()).await {
+                Ok(log) => break log,
+                Err(error) => assert!(
+                    Instant::now() < deadline,
+                    "the log on the new leader: {error:?}"
+                ),
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        let again = answers_again(&on_new, since, &answered[0].0, || ()).await;
+        let after = ten_runs(&on_new, "after").await;
+        patroni.resume(&stalled);
+        // A few of Patroni's loops (`loop_wait`, 1 s) before the cluster is
+        // asked whether it is whole: whatever the stalled member does with
+        // the key, it does by then.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        patroni.healthy(Duration::from_secs(90));
+        say(format!(
+            "Patroni, leader's loop stalled past its lease: the log wrote again after {:.2} s; \
+             the loop went on, the leader is {:?} (pg{} before, pg{} after the failover)",
+            again.wrote,
+            patroni.leader().map(|i| format!("pg{}", i + 1)),
+            old + 1,
+            new + 1
+        ));
+        answered.extend(after);
+        every_acknowledged_write_is_there(&log, &mut answered).await;
     });
 }
 
