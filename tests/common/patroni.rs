@@ -316,8 +316,9 @@ impl Patroni {
         self.members.iter().position(|m| m.name == name)
     }
 
-    /// The member etcd's leader key names, if any.
-    fn leader_key(&self) -> Option<usize> {
+    /// The member etcd's leader key names, if any (whether or not it runs
+    /// the primary).
+    pub fn leader_key(&self) -> Option<usize> {
         let name = self.etcd_value(LEADER_KEY)?;
         self.members.iter().position(|m| m.name == name)
     }
@@ -340,6 +341,11 @@ impl Patroni {
     /// The synchronous standby, if one runs.
     pub fn sync_standby(&self) -> Option<usize> {
         self.with_role("sync_standby")
+    }
+
+    /// Member `i`'s name (Patroni's `name`: pg1, pg2, ...).
+    pub fn name(&self, i: usize) -> &str {
+        &self.members[i].name
     }
 
     /// Every member's PostgreSQL port, in order.

@@ -638,8 +638,14 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
                 let kind = manager_faults.pop().unwrap_or(0);
                 let managed = managed.as_mut().expect("a manager");
                 let done = managed.inject(kind, &mut rng);
+                let taken_back = done.taken_back.as_ref().map_or(String::new(), |(paused, other)| {
+                    format!(
+                        " (the paused leader, {paused}, leads again: it took the leader key back \
+                         from {other}, which held it while it was paused)"
+                    )
+                });
                 report(&format!(
-                    "{name}: {}{}{}",
+                    "{name}: {}{}{}{taken_back}",
                     done.kind,
                     if done.failed_over {
                         " (the leader changed)"

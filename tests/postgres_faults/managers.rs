@@ -72,6 +72,11 @@ pub struct Injected {
     /// Whether healing it took an operator's hand: Patroni's stale `/sync`
     /// key removed (see `Patroni::healthy`).
     pub operator: bool,
+    /// A paused leader that leads again once healed although another
+    /// member held the leader key while it was paused: their names (it,
+    /// that member). Patroni 3.0.2 did so over etcd's v3 API (see
+    /// `common/patroni.rs`'s `config`).
+    pub taken_back: Option<(String, String)>,
 }
 
 impl Managed {
@@ -130,22 +135,35 @@ impl Managed {
         let before = self.leader();
         let removed = self.stale_sync_keys();
         super::report(&format!("{}: injected, healing", FAULTS[kind]));
-        match self {
+        let paused = match self {
             Managed::Patroni(patroni) => patroni_fault(patroni, kind, rng),
-            Managed::AutoFailover(formation) => auto_failover_fault(formation, kind, rng),
-        }
+            Managed::AutoFailover(formation) => {
+                auto_failover_fault(formation, kind, rng);
+                None
+            }
+        };
         // A manager notices a fault within its loop (Patroni's
         // `loop_wait`, 1 s; the monitor's health checks, 0.5 s): whether
         // it is healed is asked only after that, or a dead postmaster
         // would be taken for a running one.
         thread::sleep(Duration::from_secs(2));
         self.heal();
+        let leader = self.leader();
         Injected {
             at,
             healed: child::now_us(),
             kind: FAULTS[kind],
-            failed_over: self.leader() != before,
+            failed_over: leader != before,
             operator: self.stale_sync_keys() > removed,
+            taken_back: match (&*self, paused) {
+                (Managed::Patroni(patroni), Some((paused, other))) if leader == Some(paused) => {
+                    Some((
+                        patroni.name(paused).to_owned(),
+                        patroni.name(other).to_owned(),
+                    ))
+                }
+                _ => None,
+            },
         }
     }
 
@@ -158,12 +176,12 @@ impl Managed {
     }
 }
 
-/// Patroni's side of [`Managed::inject`].
-fn patroni_fault(patroni: &mut Patroni, kind: usize, rng: &mut Rng) {
+/// Patroni's side of [`Managed::inject`]; for a paused leader, it and
+/// the member that held the leader key while it was paused, if another
+/// did.
+fn patroni_fault(patroni: &mut Patroni, kind: usize, rng: &mut Rng) -> Option<(usize, usize)> {
     let lease = Duration::from_secs(TTL);
-    let Some(leader) = patroni.leader() else {
-        return;
-    };
+    let leader = patroni.leader()?;
     match kind {
         0 => patroni.kill_postgres(leader),
         1 => {
@@ -178,8 +196,14 @@ fn patroni_fault(patroni: &mut Patroni, kind: usize, rng: &mut Rng) {
             // — with 2 s to spare, the pause ended before the failover once
             // in CI (the leader continued and kept its lease).
             patroni.signal_member(leader, "-STOP");
-            thread::sleep(lease + rng.millis(5000, 8000));
+            let until = Instant::now() + lease + rng.millis(5000, 8000);
+            let mut successor = None;
+            while Instant::now() < until {
+                successor = patroni.leader_key().filter(|m| *m != leader).or(successor);
+                thread::sleep(Duration::from_millis(200));
+            }
             patroni.signal_member(leader, "-CONT");
+            return successor.map(|successor| (leader, successor));
         }
         3 => {
             let deadline = Instant::now() + Duration::from_secs(30);
@@ -200,6 +224,7 @@ fn patroni_fault(patroni: &mut Patroni, kind: usize, rng: &mut Rng) {
             patroni.signal_etcd("-CONT");
         }
     }
+    None
 }
 
 /// pg_auto_failover's side of [`Managed::inject`]: the monitor finds a
