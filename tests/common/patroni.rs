@@ -406,9 +406,8 @@ impl Patroni {
     }
 
     /// Stalls member `i`'s Patroni in the middle of its loop: SIGSTOP of
-    /// the backends serving Patroni's own session on its PostgreSQL
-    /// (`application_name` Patroni, which its loop and its REST API
-    /// share). Each loop reads the cluster from etcd and then queries that
+    /// the backends serving Patroni's own sessions on its PostgreSQL
+    /// (`application_name` Patroni). Each loop reads the cluster from etcd and then queries that
     /// session, before it renews the leader key; the loop waits there,
     /// holding the view it read, until the backends are continued
     /// ([`resume`](Self::resume) with what this returns, their ids).
@@ -514,11 +513,13 @@ impl Drop for Patroni {
 /// key's lease goes on with the cluster it read before, takes a new lease
 /// and overwrites the key a replica has taken since and promoted under;
 /// the replica demotes and is rewound onto the old timeline, and every
-/// write acknowledged on its timeline is lost. That was the CI failure of
-/// cd2f0e7 (seed 1796633373383933: 681 anomalies, every one a write under
-/// an epoch of timeline 3, the log back on timeline 2's at the end), and
-/// `managed_failover.rs`'s stalled-loop test makes it happen (etcd's
-/// history of the key shows the old leader's put over the replica's).
+/// write acknowledged on its timeline is lost. `managed_failover.rs`'s
+/// stalled-loop test makes it happen (etcd's history of the key shows the
+/// old leader's put over the replica's), and the CI failure of cd2f0e7
+/// has its footprint (seed 1796633373383933: 681 anomalies, every one a
+/// write under an epoch of timeline 3, the log back on timeline 2's at the
+/// end, the paused leader leading again), though Patroni's logs of it
+/// were not kept.
 /// Patroni 3.0.3 made that put conditional (patroni#2689). Over v2
 /// (`etcd.py`), the renewal compares the key with the leader's own name
 /// (`prevValue`): it fails ("Compare failed : [pg1 != pg3]") and the
