@@ -34,7 +34,7 @@ use awa::{
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 
-use crate::measure::{Cell, Server, bounded, connect};
+use crate::measure::{Cell, Server, bounded, connect, setting};
 
 /// The longest one cell may take.
 const LIMIT: Duration = Duration::from_secs(900);
@@ -47,7 +47,7 @@ pub enum Tuning {
     /// `QueueConfig::default()`: poll 200 ms, deadline 300 s.
     Defaults,
     /// As awa's own throughput benchmarks configure it
-    /// (`awa/tests/benchmark_test.rs`): `deadline_duration` zero, which
+    /// (`benchmark_test.rs` in the awa crate): `deadline_duration` zero, which
     /// skips the deadline rescue path and claims a batch with one compact
     /// row instead of one `lease_claims` row per job, and poll 50 ms.
     /// Heartbeat rescue still runs.
@@ -212,7 +212,7 @@ pub async fn cell(
     // claiming and completing at its pace.
     let lead = match start {
         Start::Idle => 0,
-        Start::Stream => 4 * k.max(8),
+        Start::Stream => setting("PEERS_AWA_LEAD", 4 * k.max(8)),
     };
     let total = (warm_up + lead + units) as u64;
     let timed = jobs(QUEUE, "timed", lead + units);

@@ -25,7 +25,8 @@
 //! cell, twice `PEERS_UNITS`), `PEERS_KS` (`1,8,32`),
 //! `PEERS_ZOMBIES` (100 tries), `PEERS_THREADS` (the tokio runtime's
 //! worker threads, 2), `PEERS_AWA_START` (`stream` or `idle`, see
-//! `awa_units::Start`), `PEERS_STATEMENTS` (`1`: the per-statement and
+//! `awa_units::Start`), `PEERS_AWA_LEAD` (the jobs streamed ahead of awa's
+//! timed ones, 4·max(k, 8)), `PEERS_STATEMENTS` (`1`: the per-statement and
 //! per-WAL-record tables, see `statements`), `PEERS_COMMIT` and
 //! `PEERS_DATE` (for the header).
 

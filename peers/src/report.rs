@@ -228,7 +228,9 @@ pub fn breakdowns(list: &[(String, Breakdown)]) -> String {
          `pg_stat_statements`, top-level statements, and `pg_waldump --stats=record` over the \
          window; per unit).\n",
     );
-    for (db, b) in list.iter().filter(|(db, _)| db.ends_with("_r0")) {
+    // The cells' databases end in `_r` and the round's index.
+    let first_round = |db: &str| db.rsplit_once("_r").is_some_and(|(_, round)| round == "0");
+    for (db, b) in list.iter().filter(|(db, _)| first_round(db)) {
         out += &format!(
             "\n`{db}`\n\n\
              | statement | calls | exec ms | plan ms | rows | WAL bytes | FPI | blocks dirtied |\n\
