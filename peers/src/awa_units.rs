@@ -78,10 +78,11 @@ pub enum Start {
     /// until then (its dispatcher woken by the COPY's `NOTIFY`): the
     /// window includes awa's ramp from idle to its pace.
     Idle,
-    /// In a stream: the COPY enqueues 4·max(k, 8) more jobs ahead of the
-    /// timed ones, and the clock starts once the handler has run them, awa
-    /// claiming and completing at its pace (awa's benchmarking guide: steady
-    /// numbers are the better indicator of sustained behaviour).
+    /// In a stream: the COPY enqueues `PEERS_AWA_LEAD` more jobs (4·max(k, 8)
+    /// by default) ahead of the timed ones, and the clock starts once the
+    /// handler has run them, awa claiming and completing at its pace (awa's
+    /// benchmarking guide: steady numbers are the better indicator of
+    /// sustained behaviour).
     Stream,
 }
 
@@ -207,9 +208,9 @@ pub async fn cell(
         .expect("enqueue");
     bounded("awa warm-up", LIMIT, wait_for(&ran, &probe, warm_up as u64)).await;
 
-    // In a stream, 4·max(k, 8) more jobs run before the clock starts (the
-    // same COPY as the timed ones): the window opens with awa already
-    // claiming and completing at its pace.
+    // In a stream, `PEERS_AWA_LEAD` more jobs (4·max(k, 8) by default) run
+    // before the clock starts (the same COPY as the timed ones): the window
+    // opens with awa already claiming and completing at its pace.
     let lead = match start {
         Start::Idle => 0,
         Start::Stream => setting("PEERS_AWA_LEAD", 4 * k.max(8)),
