@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use baton::durable::tokio_postgres;
+use baton::durable::{timeline_floor, tokio_postgres};
 
 use super::Rng;
 use super::child;
@@ -268,10 +268,25 @@ fn auto_failover_fault(formation: &mut AutoFailover, kind: usize, rng: &mut Rng)
 }
 
 /// The timeline an epoch was issued on: a claim on timeline `t` answers
-/// above `(t − 1) · 2^40` (`baton::durable::timeline_floor`), fewer than
-/// 2^40 claims of one Run each.
+/// above `timeline_floor(t)`, `(t − 1) · 2^40`, fewer than 2^40 claims of
+/// one Run each (`timeline_of_inverts_timeline_floor` holds the two
+/// together).
 fn timeline_of(epoch: u64) -> u64 {
     (epoch >> 40) + 1
+}
+
+/// `timeline_of` answers `t` for every epoch a claim on timeline `t` can
+/// answer: from just above `timeline_floor(t)` to just below the next
+/// timeline's floor.
+#[test]
+fn timeline_of_inverts_timeline_floor() {
+    for t in [1u32, 2, 3, 17, 1000] {
+        let floor = timeline_floor(t).get();
+        let next = timeline_floor(t + 1).get();
+        assert_eq!(timeline_of(floor + 1), u64::from(t));
+        assert_eq!(timeline_of(next - 1), u64::from(t));
+        assert_eq!(timeline_of(next + 1), u64::from(t) + 1);
+    }
 }
 
 /// The final primary's timeline and the timelines its history holds (the
@@ -337,7 +352,7 @@ pub fn abandoned_timelines(
                  acknowledged (claims answering epochs from {floor}, appends and finishes under \
                  them): the final primary is on timeline {timeline}, whose history holds \
                  timelines {history:?}",
-                floor = (on - 1) << 40
+                floor = timeline_floor(on as u32).get()
             )
         })
         .collect()
