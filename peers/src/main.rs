@@ -162,8 +162,8 @@ async fn run() {
         s.warm,
         s.ks,
         s.awa_start,
-        setting("PEERS_THREADS", 2).max(1),
-        if breakdowns_on() {
+        tokio::runtime::Handle::current().metrics().num_workers(),
+        if server.in_statements_mode() {
             " · pg_stat_statements loaded"
         } else {
             ""
@@ -175,14 +175,9 @@ async fn run() {
     println!("{}", results.cpu());
     println!("{}", report::zombie(&baton_zombie, &awa_zombie));
     let breakdowns = server.breakdowns();
-    if breakdowns_on() {
+    if server.in_statements_mode() {
         println!("{}", report::breakdowns(&breakdowns));
     }
-}
-
-/// Whether this run is in the statements mode (`PEERS_STATEMENTS=1`).
-fn breakdowns_on() -> bool {
-    std::env::var("PEERS_STATEMENTS").as_deref() == Ok("1")
 }
 
 fn main() {

@@ -60,6 +60,11 @@ impl Server {
         }
     }
 
+    /// Whether this run is in the statements mode (`PEERS_STATEMENTS=1`).
+    pub fn in_statements_mode(&self) -> bool {
+        self.statements.is_some()
+    }
+
     /// Each window's breakdown in the statements mode, by the database its
     /// statements ran in (empty otherwise).
     pub fn breakdowns(&self) -> Vec<(String, Breakdown)> {

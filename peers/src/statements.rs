@@ -112,6 +112,13 @@ pub fn wal(dump: &WalDump, start: u64, end: u64, units: u64) -> Vec<WalKind> {
         .args(["-s", &lsn(start), "-e", &lsn(end)])
         .output()
         .expect("running pg_waldump");
+    assert!(
+        out.status.success(),
+        "pg_waldump over {}..{}: {}",
+        lsn(start),
+        lsn(end),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     let n = units as f64;
     let mut kinds: Vec<WalKind> = text
