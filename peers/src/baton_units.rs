@@ -99,10 +99,17 @@ async fn run_units(log: &Arc<Log>, kind: Unit, tag: &str, workers: usize, units:
 /// all of them opened now.
 async fn open(server: &Server, db: &str, pool: usize) -> Arc<Log> {
     let url = server.fresh_database(db).await;
-    let options = PostgresOptions::new()
+    let mut options = PostgresOptions::new()
         .pool_size(pool)
         .timeout(Duration::from_secs(120))
         .migrate(true);
+    // `PEERS_GROUP`: the log's group commit slots (unset: the default).
+    if let Some(slots) = std::env::var("PEERS_GROUP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        options = options.group_commit(slots);
+    }
     let config = url.parse().expect("a connection string");
     let log = PostgresLog::connect_with(config, NoTls, options);
     let log = Arc::new(log.await.expect("PostgresLog::connect_with"));

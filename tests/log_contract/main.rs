@@ -47,6 +47,8 @@ mod postgres_fates;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_finish;
 #[cfg(all(unix, feature = "postgres"))]
+mod postgres_group;
+#[cfg(all(unix, feature = "postgres"))]
 mod postgres_in_tx;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_migration;

@@ -1,18 +1,23 @@
 //! Running an operation on a pooled connection: its tries, its timeout,
 //! and how each failure is answered.
 
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use deadpool_postgres::ClientWrapper;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use tokio::time::Instant;
 use tokio_postgres::error::SqlState;
 
 use crate::durable::contract::LogError;
 
 use super::PostgresLog;
+use super::assumed::Assumed;
 use super::connect::in_runtime;
 use super::failure::{Failure, unavailable};
+use super::group::{Group, Grouped};
 use super::lease::Lease;
 use super::op::{Answer, Op};
 use super::sql::{Conn, Sql};
@@ -45,11 +50,22 @@ where
     /// the log's timeout.
     pub(super) async fn execute(&self, op: Op<'_, P>) -> Result<Answer<P>, LogError> {
         in_runtime()?;
+        let deadline = Instant::now() + self.timeout;
+        let mut assume = true;
+        // Held until the operation is done, if it took one.
+        let mut _slot = None;
+        if let Some(group) = &self.group {
+            match self.grouped(group, &op, deadline).await {
+                Grouped::Answered(answer) => return answer,
+                Grouped::Alone(slot) => _slot = slot,
+                Grouped::Transaction => assume = false,
+            }
+        }
         let mut held: Option<Lease> = None;
         let mut tried = 0;
-        let answer = tokio::time::timeout(self.timeout, async {
+        let answer = tokio::time::timeout_at(deadline, async {
             self.settling.done().await;
-            self.attempts(&mut held, &mut tried, &op).await
+            self.attempts(&mut held, &mut tried, &op, assume).await
         })
         .await;
         let answer = answer.unwrap_or_else(|_| {
@@ -100,12 +116,32 @@ where
         }
     }
 
-    /// The tries of `op`, counted in `tried` as each gets its connection.
+    /// `op` in the log's group commit, if it has a write on the facts it
+    /// usually finds ([`Assumed`]); else to run alone, with no slot.
+    async fn grouped(&self, group: &Arc<Group>, op: &Op<'_, P>, deadline: Instant) -> Grouped<P> {
+        let timeline = self.sql.timeline.load(Ordering::Relaxed);
+        let Some(assumed) = Assumed::of(op, self.sql.layout, timeline) else {
+            return Grouped::Alone(None);
+        };
+        // As alone: after every settling (the time up: answered alone).
+        if tokio::time::timeout_at(deadline, self.settling.done())
+            .await
+            .is_err()
+        {
+            return Grouped::Alone(None);
+        }
+        group.run(assumed, deadline).await
+    }
+
+    /// The tries of `op`, counted in `tried` as each gets its connection;
+    /// with `assume`, each first tries its write on the facts it usually
+    /// finds (see [`transaction`]).
     pub(super) async fn attempts(
         &self,
         held: &mut Option<Lease>,
         tried: &mut u32,
         op: &Op<'_, P>,
+        assume: bool,
     ) -> Result<Answer<P>, LogError> {
         let mut attempt = 0;
         loop {
@@ -120,7 +156,7 @@ where
             let outcome = match conn(lease, &self.sql, self.prepared) {
                 // Boxed: the transaction's future is large (its flights of
                 // statements), and the caller's stack need not hold it.
-                Some(conn) => Box::pin(transaction(&conn, op)).await,
+                Some(conn) => Box::pin(transaction(&conn, op, assume)).await,
                 None => Err(Failure::Raced), // not reached: the lease was just made
             };
             let Some(lease) = held.take() else {

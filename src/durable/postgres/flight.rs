@@ -2,7 +2,7 @@
 //! round trip.
 
 use std::future::Future;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::task::Poll;
 
 /// Polls `a` then `b` until both are done. tokio-postgres sends a request
@@ -42,4 +42,28 @@ pub(super) async fn flight3<A: Future, B: Future, C: Future>(
 ) -> (A::Output, B::Output, C::Output) {
     let ((a, b), c) = flight2(flight2(a, b), c).await;
     (a, b, c)
+}
+
+/// A request of a flight of any length, boxed.
+pub(super) type Request<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// [`flight2`] of any number: polls each of `requests` in their order
+/// until all are done, so they go to the server in one flight, in this
+/// order; their answers in the same order.
+pub(super) async fn flight_all<T>(mut requests: Vec<Request<'_, T>>) -> Vec<T> {
+    let mut answers: Vec<Option<T>> = requests.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut all = true;
+        for (request, answer) in requests.iter_mut().zip(answers.iter_mut()) {
+            if answer.is_none() {
+                match request.as_mut().poll(cx) {
+                    Poll::Ready(done) => *answer = Some(done),
+                    Poll::Pending => all = false,
+                }
+            }
+        }
+        if all { Poll::Ready(()) } else { Poll::Pending }
+    })
+    .await;
+    answers.into_iter().flatten().collect()
 }

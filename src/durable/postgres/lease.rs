@@ -177,10 +177,10 @@ async fn settle(
 
 /// One settling in progress, counted from its start to its end (also when
 /// its task is dropped unfinished, as at a runtime's shutdown).
-struct Pending(Arc<Settling>);
+pub(super) struct Pending(Arc<Settling>);
 
 impl Pending {
-    fn new(settling: Arc<Settling>) -> Self {
+    pub(super) fn new(settling: Arc<Settling>) -> Self {
         settling.pending.send_modify(|pending| *pending += 1);
         Self(settling)
     }

@@ -12,12 +12,14 @@ macro_rules! store_event {
     }};
 }
 
+mod assumed;
 mod attempts;
 mod connect;
 mod decide;
 mod end;
 mod failure;
 mod flight;
+mod group;
 mod in_tx;
 mod layout;
 mod lease;
@@ -237,6 +239,8 @@ pub struct PostgresLog<P> {
     prepared: bool,
     /// The connections of operations that ended mid-way, being settled.
     settling: Arc<Settling>,
+    /// The log's group commit, if it has one ([`PostgresOptions::group_commit`]).
+    group: Option<Arc<group::Group>>,
     /// The payload type of the pauses the log holds (`fn() -> P`: the log
     /// owns no `P`, so it is `Send` and `Sync` whatever `P` is).
     payload: PhantomData<fn() -> P>,
@@ -368,6 +372,7 @@ impl<P> PostgresLog<P> {
             schema: options.schema,
             prepared: options.prepared_statements,
             settling: Settling::new(cancel),
+            group: None,
             payload: PhantomData,
         };
         let checked = tokio::time::timeout(log.timeout, async {
@@ -399,6 +404,20 @@ impl<P> PostgresLog<P> {
             layout,
             options.require_synchronous_standby,
         ));
+        // Off where a batch would span shards (distributed by root Run),
+        // and where a write needs a guard of its own before it.
+        let groups = layout == layout::Layout::OneServer
+            && (log.sql.guard.is_none() || log.sql.guard_inline);
+        if options.group_commit > 0 && groups {
+            log.group = Some(group::Group::new(
+                options.group_commit,
+                log.pool.0.clone(),
+                Arc::clone(&log.sql),
+                Arc::clone(&log.settling),
+                log.prepared,
+                log.timeout,
+            ));
+        }
         Ok(log)
     }
 

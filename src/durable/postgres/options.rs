@@ -29,6 +29,7 @@ pub struct PostgresOptions {
     pub(super) migrate: bool,
     pub(super) prepared_statements: bool,
     pub(super) require_synchronous_standby: bool,
+    pub(super) group_commit: usize,
 }
 
 impl Default for PostgresOptions {
@@ -50,6 +51,7 @@ impl PostgresOptions {
             migrate: false,
             prepared_statements: true,
             require_synchronous_standby: false,
+            group_commit: 0,
         }
     }
 
@@ -114,6 +116,32 @@ impl PostgresOptions {
     /// the same single round trip.
     pub fn prepared_statements(mut self, prepared: bool) -> Self {
         self.prepared_statements = prepared;
+        self
+    }
+
+    /// Group commit (default: off, `0`): at most `slots` of the log's
+    /// claims, appends and finishes run at once as without it, each its
+    /// own transaction; when all are busy, the writes of the others wait,
+    /// and each slot given back sends up to 64 of them, at most one of
+    /// each root Run, in one transaction, so that under load many units of
+    /// work share one commit. A lone operation never waits (a batch of
+    /// one). Only a write on the facts an operation usually finds — a
+    /// Run's first claim, an append or a finish at the Run's current epoch
+    /// with no pause — is batched; the rest run alone, as they would.
+    ///
+    /// What each operation of a batch is answered: its own answer if the
+    /// batch committed (a write that found its facts other runs its own
+    /// transaction then); if the batch rolled back (one of its statements
+    /// failed: an append that found a pause, a deadlock, a lock timeout),
+    /// nothing of it was written and each operation runs alone, as it
+    /// would without group commit; if the commit's reply was lost, or the
+    /// time ran out once it was sent,
+    /// [`LogError::OutcomeUnknown`](crate::durable::LogError::OutcomeUnknown)
+    /// for each, as for one operation. Not used on tables distributed by
+    /// root Run (a batch would span shards), nor by a log that requires a
+    /// synchronous standby on them.
+    pub fn group_commit(mut self, slots: usize) -> Self {
+        self.group_commit = slots;
         self
     }
 

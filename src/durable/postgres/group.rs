@@ -1,0 +1,462 @@
+//! Group commit: the assumed writes ([`Assumed`]) of operations of
+//! different root Runs, sent together in one transaction when the log's
+//! slots are all busy, each answered from its own statement's count.
+//!
+//! A log with group commit lets at most `slots` claims, appends and
+//! finishes run at once on their own (a batch of one: exactly the path
+//! without group commit). Any more wait in a queue; when a slot is given
+//! back, a task takes up to [`MAX_BATCH`] of the waiting writes, at most
+//! one of each root Run, and sends them in one flight: `BEGIN`, each
+//! write's statements in the order of their root Runs, `COMMIT`. What
+//! each operation is answered:
+//!
+//! - **committed, its row written:** the rule's answer on the assumed
+//!   facts, as when its write is sent alone;
+//! - **committed, nothing written** (its facts are other): it runs its
+//!   own transaction, which reads the facts under the lock;
+//! - **rolled back** (a statement failed — an append that found a pause,
+//!   a deadlock, a lock timeout, a guard's refusal — or the connection
+//!   was lost before the commit was sent, or at the commit a
+//!   serialization failure or a deadlock): nothing of the batch was
+//!   written, and every operation of it runs as it would without group
+//!   commit, alone, so no operation is answered from another one's
+//!   failure;
+//! - **the commit's reply lost, or the time up once sent:**
+//!   [`LogError::OutcomeUnknown`] for every operation of it, as for one
+//!   operation;
+//! - **the time up while still waiting:** nothing was sent
+//!   ([`LogError::Unavailable`]).
+//!
+//! Each statement is the one its operation sends alone, run in the
+//! batch's transaction after the ones before it, with a snapshot of its
+//! own (`READ COMMITTED`): it reads and writes only its own root Run's
+//! rows, and no other write of the batch is of that root, so it finds
+//! and writes what it would alone; the batch commits all of them or none.
+//! A batch's row locks are taken in the order of their root Runs, so two
+//! batches never take them crosswise.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use deadpool_postgres::Pool;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use crate::durable::contract::LogError;
+use crate::durable::row::corrupt;
+
+use super::assumed::{Assumed, Write};
+use super::attempts::conn;
+use super::failure::{Failure, unavailable};
+use super::flight::{Request, flight_all};
+use super::lease::{Lease, Pending, Settling};
+use super::op::Answer;
+use super::sql::{Conn, Sql};
+
+/// The most writes one batch sends.
+pub(super) const MAX_BATCH: usize = 64;
+
+/// A log's group commit.
+pub(super) struct Group {
+    /// Unwind safe as the log's own pool is (see `PostgresLog`).
+    pool: AssertUnwindSafe<Pool>,
+    sql: Arc<Sql>,
+    settling: Arc<Settling>,
+    prepared: bool,
+    timeout: Duration,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Slots not held by an operation or a batch's task.
+    free: usize,
+    waiting: VecDeque<Waiting>,
+    /// The operations of batches being sent, by ticket, each with the
+    /// settling it holds once its operation is dropped (see [`Ticket`]).
+    sent: HashMap<u64, Option<Pending>>,
+    next: u64,
+}
+
+struct Waiting {
+    ticket: u64,
+    write: Write,
+    deadline: Instant,
+    reply: oneshot::Sender<Reply>,
+}
+
+/// What a batch answers one of its operations.
+enum Reply {
+    /// Committed; its statement's count of affected rows.
+    Committed(u64),
+    /// Nothing of the batch was written: the operation runs alone.
+    RolledBack,
+    /// The commit may have been made.
+    Unknown(String),
+    /// The batch's time ran out before anything was sent.
+    NotSent,
+}
+
+/// Where an operation's group commit leaves it.
+pub(super) enum Grouped<P> {
+    /// Answered by its batch.
+    Answered(Result<Answer<P>, LogError>),
+    /// To run alone, as without group commit (holding a slot, if it took
+    /// one, until it is done).
+    Alone(Option<Slot>),
+    /// To run its transaction: its batch found its facts other.
+    Transaction,
+}
+
+impl Group {
+    /// A group commit of `slots` slots (at least one).
+    pub(super) fn new(
+        slots: usize,
+        pool: Pool,
+        sql: Arc<Sql>,
+        settling: Arc<Settling>,
+        prepared: bool,
+        timeout: Duration,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            pool: AssertUnwindSafe(pool),
+            sql,
+            settling,
+            prepared,
+            timeout,
+            state: Mutex::new(State {
+                free: slots.max(1),
+                ..State::default()
+            }),
+        })
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic never leaves the state half changed: recover it.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Runs `assumed`'s write in a batch if every slot is busy; else takes
+    /// a slot for the operation to run alone.
+    pub(super) async fn run<P>(
+        self: &Arc<Self>,
+        assumed: Assumed<P>,
+        deadline: Instant,
+    ) -> Grouped<P> {
+        let run_id = assumed.write.run_id().to_owned();
+        let (ticket, reply) = {
+            let mut state = self.state();
+            if state.free > 0 {
+                state.free -= 1;
+                return Grouped::Alone(Some(Slot(Some(Arc::clone(self)))));
+            }
+            let (sender, reply) = oneshot::channel();
+            let ticket = state.next;
+            state.next += 1;
+            state.waiting.push_back(Waiting {
+                ticket,
+                write: assumed.write,
+                deadline,
+                reply: sender,
+            });
+            (ticket, reply)
+        };
+        let mut ticket = Ticket {
+            group: Arc::clone(self),
+            number: ticket,
+            answered: false,
+        };
+        match ticket.wait(reply, deadline).await {
+            Reply::Committed(1) => Grouped::Answered(Ok(assumed.answer)),
+            Reply::Committed(0) => Grouped::Transaction,
+            Reply::Committed(_) => Grouped::Answered(Err(corrupt(
+                &run_id,
+                "one Run's write affected several rows",
+            ))),
+            Reply::RolledBack => Grouped::Alone(None),
+            Reply::Unknown(why) => Grouped::Answered(Err(LogError::OutcomeUnknown(why.into()))),
+            Reply::NotSent => Grouped::Answered(Err(unavailable(format!(
+                "the operation did not start within {:?} (its group commit waited); nothing was sent",
+                self.timeout
+            )))),
+        }
+    }
+
+    /// A slot given back: to a batch's task if writes are waiting.
+    fn give_back(self: Arc<Self>) {
+        let mut state = self.state();
+        if state.waiting.is_empty() {
+            state.free += 1;
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            state.free += 1; // the runtime is gone: nobody waits any more
+            return;
+        };
+        drop(state);
+        let slot = Slot(Some(self));
+        drop(runtime.spawn(slot.send_batches()));
+    }
+
+    /// Takes the next batch: up to [`MAX_BATCH`] waiting writes, the
+    /// first of each root Run, in the order of their root Runs.
+    fn take(&self) -> Vec<Waiting> {
+        let mut state = self.state();
+        let mut roots = HashSet::new();
+        let mut batch = Vec::new();
+        let mut left = VecDeque::new();
+        while let Some(waiting) = state.waiting.pop_front() {
+            if batch.len() < MAX_BATCH && roots.insert(waiting.write.root_run_id.clone()) {
+                batch.push(waiting);
+            } else {
+                left.push_back(waiting);
+            }
+        }
+        state.waiting = left;
+        for waiting in &batch {
+            state.sent.insert(waiting.ticket, None);
+        }
+        batch.sort_by(|a, b| a.write.root_run_id.cmp(&b.write.root_run_id));
+        batch
+    }
+
+    /// Sends `batch` and answers each of its operations.
+    async fn send(&self, batch: Vec<Waiting>) {
+        let deadline = batch.iter().map(|waiting| waiting.deadline).min();
+        let deadline = deadline.unwrap_or_else(Instant::now);
+        let writes: Vec<&Write> = batch.iter().map(|waiting| &waiting.write).collect();
+        let mut held: Option<Lease> = None;
+        let sent = tokio::time::timeout_at(deadline, async {
+            let object = self.pool.get().await.map_err(|error| {
+                store_event!(warn, error = %error, "no connection for a group commit");
+                Failure::Answer(unavailable(error))
+            })?;
+            let lease = held.insert(Lease::new(object, &self.settling, self.timeout));
+            match conn(lease, &self.sql, self.prepared) {
+                Some(conn) => Box::pin(transaction(&conn, &writes)).await,
+                None => Err(Failure::Raced), // not reached: the lease was just made
+            }
+        })
+        .await;
+        let replies: Vec<Reply> = match sent {
+            Ok(Ok(written)) => {
+                if let Some(lease) = held.take() {
+                    lease.release();
+                }
+                written.into_iter().map(Reply::Committed).collect()
+            }
+            Ok(Err(failure)) => {
+                let (reply, clean) = match failure {
+                    Failure::Unknown(error) => {
+                        store_event!(warn, error = %error, "group commit: outcome unknown");
+                        let why = format!("the group commit's outcome is unknown: {error}");
+                        (Reply::Unknown(why), false)
+                    }
+                    Failure::Lost(_) => (Reply::RolledBack, false),
+                    Failure::Server { .. } | Failure::Raced | Failure::Answer(_) => {
+                        (Reply::RolledBack, true)
+                    }
+                };
+                match held.take() {
+                    Some(lease) if clean => lease.release(),
+                    Some(lease) => lease.discard(),
+                    None => {}
+                }
+                batch.iter().map(|_| reply.again()).collect()
+            }
+            Err(_) => {
+                let reply = match held.take() {
+                    Some(lease) => {
+                        // Settled (cancelled, rolled back) before the
+                        // log's next operation runs.
+                        lease.time_out();
+                        Reply::Unknown(format!(
+                            "the operation did not finish within {:?} (in a group commit); \
+                             its outcome is unknown",
+                            self.timeout
+                        ))
+                    }
+                    None => Reply::NotSent,
+                };
+                batch.iter().map(|_| reply.again()).collect()
+            }
+        };
+        let tickets: Vec<u64> = batch.iter().map(|waiting| waiting.ticket).collect();
+        for (waiting, reply) in batch.into_iter().zip(replies) {
+            let _ = waiting.reply.send(reply);
+        }
+        let mut state = self.state();
+        for ticket in tickets {
+            state.sent.remove(&ticket);
+        }
+    }
+}
+
+impl Reply {
+    fn again(&self) -> Self {
+        match self {
+            Reply::Committed(count) => Reply::Committed(*count),
+            Reply::RolledBack => Reply::RolledBack,
+            Reply::Unknown(why) => Reply::Unknown(why.clone()),
+            Reply::NotSent => Reply::NotSent,
+        }
+    }
+}
+
+/// One batch's transaction, in one flight: `BEGIN` (with its `SET LOCAL`
+/// timeouts), each write's statements, `COMMIT`. The count of rows each
+/// write's deciding statement affected, if it committed.
+async fn transaction(conn: &Conn<'_>, writes: &[&Write]) -> Result<Vec<u64>, Failure> {
+    let client = conn.client;
+    let mut statements = Vec::with_capacity(writes.len());
+    for write in writes {
+        let (lock, decides) = write.statements();
+        let lock = match lock {
+            Some(lock) => Some(conn.statement(lock).await?),
+            None => None,
+        };
+        statements.push((lock, conn.statement(decides).await?));
+    }
+    let params: Vec<_> = writes.iter().map(|write| write.params()).collect();
+    let mut requests: Vec<Request<'_, Result<Option<u64>, tokio_postgres::Error>>> =
+        Vec::with_capacity(writes.len() * 2 + 2);
+    requests.push(Box::pin(async {
+        client
+            .batch_execute(&conn.sql.begin_write)
+            .await
+            .map(|()| None)
+    }));
+    for ((lock, decides), params) in statements.iter().zip(&params) {
+        if let Some(lock) = lock {
+            requests.push(Box::pin(async move {
+                lock.query_opt(client, &params[..2]).await.map(|_| None)
+            }));
+        }
+        requests.push(Box::pin(async move {
+            decides.execute(client, params).await.map(Some)
+        }));
+    }
+    requests.push(Box::pin(async {
+        client.batch_execute("COMMIT").await.map(|()| None)
+    }));
+    let mut answers = flight_all(requests).await;
+    let committed = answers.pop().unwrap_or(Ok(None));
+    let mut counts = Vec::with_capacity(writes.len());
+    let mut failed = None;
+    for answer in answers {
+        match answer {
+            Ok(Some(count)) => counts.push(count),
+            Ok(None) => {}
+            Err(error) => {
+                failed.get_or_insert(error);
+            }
+        }
+    }
+    match (failed, committed) {
+        (None, Ok(_)) => Ok(counts),
+        // A statement failed on the server: the transaction was aborted,
+        // and the COMMIT sent after it rolled back.
+        (Some(error), Ok(_)) if error.code().is_some() => Err(error.into()),
+        (Some(error), Ok(_)) | (_, Err(error)) => Err(match Failure::from(error) {
+            // A serialization failure or a deadlock at the commit: nothing
+            // committed.
+            retry @ Failure::Server { retry: true, .. } => retry,
+            // Anything else once the commit was sent: it may have
+            // committed.
+            Failure::Server { error, .. } | Failure::Lost(error) | Failure::Unknown(error) => {
+                Failure::Unknown(error)
+            }
+            other @ (Failure::Answer(_) | Failure::Raced) => other,
+        }),
+    }
+}
+
+/// A slot held by an operation running alone, or by a batch's task: given
+/// back when dropped.
+pub(super) struct Slot(Option<Arc<Group>>);
+
+impl Slot {
+    /// Sends batches while writes are waiting, then gives the slot back.
+    async fn send_batches(self) {
+        let Some(group) = self.0.as_ref() else {
+            return;
+        };
+        loop {
+            let batch = group.take();
+            if batch.is_empty() {
+                return; // the slot goes back when `self` drops
+            }
+            group.send(batch).await;
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Some(group) = self.0.take() {
+            group.give_back();
+        }
+    }
+}
+
+/// An operation's place in the queue, then in a batch being sent. Dropped
+/// unanswered (its operation's future dropped), it leaves the queue; or,
+/// its batch being sent, it holds the log's settling until the batch is
+/// answered, so the log's next operation reads whatever the batch wrote.
+struct Ticket {
+    group: Arc<Group>,
+    number: u64,
+    answered: bool,
+}
+
+impl Ticket {
+    /// The batch's reply; nothing sent if the deadline passes while the
+    /// write still waits. Once its batch is being sent, the batch's own
+    /// deadline (the earliest of its operations') bounds the wait.
+    async fn wait(&mut self, mut reply: oneshot::Receiver<Reply>, deadline: Instant) -> Reply {
+        let answer = match tokio::time::timeout_at(deadline, &mut reply).await {
+            Ok(answer) => answer,
+            Err(_) => {
+                if self.leave() {
+                    self.answered = true;
+                    return Reply::NotSent;
+                }
+                reply.await
+            }
+        };
+        self.answered = true;
+        answer.unwrap_or_else(|_| {
+            Reply::Unknown("the group commit's task ended without an answer".to_owned())
+        })
+    }
+}
+
+impl Ticket {
+    /// Takes the write out of the queue, if it is still waiting there.
+    fn leave(&self) -> bool {
+        let mut state = self.group.state();
+        let place = state.waiting.iter().position(|w| w.ticket == self.number);
+        place
+            .and_then(|place| state.waiting.remove(place))
+            .is_some()
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if self.answered {
+            return;
+        }
+        if self.leave() {
+            return;
+        }
+        let mut state = self.group.state();
+        if let Some(held) = state.sent.get_mut(&self.number) {
+            *held = Some(Pending::new(Arc::clone(&self.group.settling)));
+        }
+    }
+}

@@ -1,0 +1,400 @@
+//! Group commit (`PostgresOptions::group_commit`): the writes of
+//! operations of different root Runs that wait for the log's one slot are
+//! sent together, in one transaction, and each operation is answered as it
+//! would be alone. Each batch is made by construction: the slot is held by
+//! a finish waiting for a Run's row lock another session holds, the other
+//! operations are spawned on a current-thread runtime and reach the queue
+//! before the test's task runs again (`yield_now`), and only then is the
+//! lock let go. That they shared one transaction is read from their rows'
+//! `xmin`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton::durable::tokio_postgres::Client;
+use baton::durable::{AsyncHandoffLog, Claim, Epoch, PostgresOptions, Receipt, RunFacts};
+use baton::{HandoffIntent, Invocation};
+
+use crate::common::postgres::Cluster;
+use crate::common::{self, within};
+use crate::postgres_only::{Log, fresh, open};
+use crate::postgres_store::until_a_backend_waits_for_a_lock;
+
+/// A log of one slot (a second operation waits for a batch), its four
+/// connections open.
+async fn one_slot_log(url: &str) -> Arc<Log> {
+    let options = PostgresOptions::new()
+        .migrate(true)
+        .pool_size(4)
+        .group_commit(1)
+        .timeout(Duration::from_secs(30));
+    let log = open(url, options).await.expect("connect");
+    // Every connection made now, so none is made while a test waits.
+    let mut made = Vec::new();
+    for _ in 0..4 {
+        made.push(log.pool().get().await.expect("a connection"));
+    }
+    drop(made);
+    Arc::new(log)
+}
+
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The invocation of Run `run` (its own root Run).
+fn source_of(run: &str) -> Invocation {
+    Invocation {
+        run_id: run.into(),
+        ..common::source()
+    }
+}
+
+fn pause_of(run: &str) -> common::Pause {
+    common::pause_for(HandoffIntent {
+        root_run_id: run.into(),
+        successor_run_id: format!("{run}-next"),
+        ..common::intent()
+    })
+}
+
+/// The roots of a batch.
+fn roots(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("g{i}")).collect()
+}
+
+/// Holds the slot of `log`: the Run `hold` (its own root) claimed, its row locked by
+/// `admin` (in a transaction), and its finish spawned, waiting for the
+/// lock. `ROLLBACK` on `admin` lets it go.
+async fn hold_the_slot(
+    log: &Arc<Log>,
+    admin: &Client,
+    hold: &'static str,
+) -> tokio::task::JoinHandle<Result<Receipt, baton::durable::LogError>> {
+    let Ok(Claim::Owner(epoch)) = log.claim_async(hold, hold).await else {
+        panic!("the holder's claim")
+    };
+    admin
+        .batch_execute(&format!(
+            "BEGIN; SELECT epoch FROM baton_run \
+             WHERE root_run_id = '{hold}' AND run_id = '{hold}' FOR UPDATE"
+        ))
+        .await
+        .expect("another session holds the Run's row lock");
+    let holder = tokio::spawn({
+        let log = Arc::clone(log);
+        async move {
+            log.finish_async(hold, &source_of(hold), epoch, &common::execution())
+                .await
+        }
+    });
+    until_a_backend_waits_for_a_lock(admin).await;
+    holder
+}
+
+/// Spawns the append of `run`'s pause (`append`) or its finish, at `epoch`.
+fn spawn_write(
+    log: &Arc<Log>,
+    run: &str,
+    epoch: Epoch,
+    append: bool,
+) -> tokio::task::JoinHandle<Result<Receipt, baton::durable::LogError>> {
+    let (log, run) = (Arc::clone(log), run.to_owned());
+    tokio::spawn(async move {
+        let source = source_of(&run);
+        if append {
+            log.append_async(&run, &source, epoch, &pause_of(&run))
+                .await
+        } else {
+            let outcome = common::execution();
+            log.finish_async(&run, &source, epoch, &outcome).await
+        }
+    })
+}
+
+/// How many transactions wrote the Runs `runs`' rows (their `xmin`s).
+async fn writers(admin: &Client, runs: &[String]) -> i64 {
+    admin
+        .query_one(
+            "SELECT count(DISTINCT xmin::text) FROM baton_run WHERE run_id = ANY($1)",
+            &[&runs],
+        )
+        .await
+        .expect("xmin")
+        .get(0)
+}
+
+async fn facts(log: &Log, run: &str) -> RunFacts<crate::Payload> {
+    log.facts_async(run, run).await.expect("facts")
+}
+
+/// GC1 (R1, G2 across a batch): first claims, then appends and finishes of
+/// eight root Runs, each batch one transaction, and each operation
+/// answered as alone: every claim its first epoch, every append and
+/// finish `Written`, and what each was answered reads back.
+#[test]
+fn gc1_a_batch_is_one_transaction_and_each_operation_reads_back_as_answered() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    current_thread().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        let log = one_slot_log(&url).await;
+        let admin = cluster.connect(&dbname).await;
+        let runs = roots(8);
+
+        let holder = hold_the_slot(&log, &admin, "hold").await;
+        let claims: Vec<_> = runs
+            .iter()
+            .map(|run| {
+                let (log, run) = (Arc::clone(&log), run.clone());
+                tokio::spawn(async move { log.claim_async(&run, &run).await })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        admin.batch_execute("ROLLBACK").await.expect("let go");
+        assert_eq!(
+            within("the holder", holder).await.unwrap().unwrap(),
+            Receipt::Written
+        );
+        let mut epochs = Vec::new();
+        for claim in claims {
+            match within("a batched claim", claim).await.unwrap() {
+                Ok(Claim::Owner(epoch)) => epochs.push(epoch),
+                other => panic!("R1: a first claim answers its epoch, got {other:?}"),
+            }
+        }
+        assert_eq!(
+            writers(&admin, &runs).await,
+            1,
+            "the eight first claims were one transaction"
+        );
+
+        // Appends of half, finishes of the other half, in one batch.
+        let holder = hold_the_slot(&log, &admin, "hold2").await;
+        let writes: Vec<_> = runs
+            .iter()
+            .zip(&epochs)
+            .enumerate()
+            .map(|(i, (run, &epoch))| spawn_write(&log, run, epoch, i % 2 == 0))
+            .collect();
+        tokio::task::yield_now().await;
+        admin.batch_execute("ROLLBACK").await.expect("let go");
+        assert_eq!(
+            within("the holder", holder).await.unwrap().unwrap(),
+            Receipt::Written
+        );
+        for write in writes {
+            assert_eq!(
+                within("a batched write", write).await.unwrap().unwrap(),
+                Receipt::Written
+            );
+        }
+        let finished: Vec<String> = runs.iter().skip(1).step_by(2).cloned().collect();
+        assert_eq!(
+            writers(&admin, &finished).await,
+            1,
+            "the four finishes were one transaction (with the appends)"
+        );
+        for (i, (run, &epoch)) in runs.iter().zip(&epochs).enumerate() {
+            let read = facts(&log, run).await;
+            assert_eq!(read.epoch, epoch, "the claim's epoch reads back");
+            if i % 2 == 0 {
+                assert_eq!(read.pauses.len(), 1, "the append reads back");
+                assert_eq!(read.pauses[0].pause, pause_of(run));
+                assert_eq!(read.finished, None);
+            } else {
+                assert!(read.pauses.is_empty());
+                let outcome = read.finished.map(|finished| finished.outcome);
+                assert_eq!(outcome, Some(common::execution()), "the finish reads back");
+            }
+        }
+    });
+}
+
+/// GC2: one write of a batch fails on the server (an append whose Run
+/// already holds a pause: the pause's key refuses it), so the batch rolls
+/// back and every operation of it runs alone: the others are written, each
+/// in a transaction of its own, and the failing one is answered as alone
+/// (the identical pause: `AlreadyDurable`).
+#[test]
+fn gc2_a_failed_write_rolls_its_batch_back_and_each_operation_runs_alone() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    current_thread().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        let log = one_slot_log(&url).await;
+        let admin = cluster.connect(&dbname).await;
+        let runs = roots(4);
+        let mut epochs = Vec::new();
+        for run in &runs {
+            let Ok(Claim::Owner(epoch)) = log.claim_async(run, run).await else {
+                panic!("a claim")
+            };
+            epochs.push(epoch);
+        }
+        let appended = log
+            .append_async(
+                &runs[0],
+                &source_of(&runs[0]),
+                epochs[0],
+                &pause_of(&runs[0]),
+            )
+            .await;
+        assert_eq!(appended.unwrap(), Receipt::Written);
+
+        let holder = hold_the_slot(&log, &admin, "hold").await;
+        let finishes: Vec<_> = runs
+            .iter()
+            .zip(&epochs)
+            .map(|(run, &epoch)| spawn_write(&log, run, epoch, run == "g0"))
+            .collect();
+        tokio::task::yield_now().await;
+        admin.batch_execute("ROLLBACK").await.expect("let go");
+        assert_eq!(
+            within("the holder", holder).await.unwrap().unwrap(),
+            Receipt::Written
+        );
+        let answers: Vec<Receipt> = {
+            let mut answers = Vec::new();
+            for finish in finishes {
+                answers.push(within("a write", finish).await.unwrap().unwrap());
+            }
+            answers
+        };
+        assert_eq!(
+            answers,
+            [
+                Receipt::AlreadyDurable,
+                Receipt::Written,
+                Receipt::Written,
+                Receipt::Written
+            ]
+        );
+        assert_eq!(
+            writers(&admin, &runs[1..]).await,
+            3,
+            "after the rollback each finish ran alone"
+        );
+        for run in &runs[1..] {
+            let outcome = facts(&log, run).await.finished.map(|f| f.outcome);
+            assert_eq!(outcome, Some(common::execution()));
+        }
+        assert_eq!(facts(&log, "g0").await.pauses.len(), 1);
+    });
+}
+
+/// GC3: an operation dropped while its write waits for a batch leaves the
+/// queue: nothing of it is ever written, and the rest of the batch is.
+#[test]
+fn gc3_an_operation_dropped_while_it_waits_is_never_sent() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    current_thread().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        let log = one_slot_log(&url).await;
+        let admin = cluster.connect(&dbname).await;
+        let holder = hold_the_slot(&log, &admin, "hold").await;
+        let spawn = |run: &'static str| {
+            let log = Arc::clone(&log);
+            tokio::spawn(async move { log.claim_async(run, run).await })
+        };
+        let (dropped, kept) = (spawn("dropped"), spawn("kept"));
+        tokio::task::yield_now().await;
+        dropped.abort();
+        assert!(dropped.await.unwrap_err().is_cancelled());
+        admin.batch_execute("ROLLBACK").await.expect("let go");
+        assert_eq!(
+            within("the holder", holder).await.unwrap().unwrap(),
+            Receipt::Written
+        );
+        assert!(matches!(
+            within("the kept claim", kept).await.unwrap(),
+            Ok(Claim::Owner(_))
+        ));
+        assert_eq!(
+            facts(&log, "dropped").await.epoch,
+            Epoch::NONE,
+            "the dropped claim was never sent"
+        );
+    });
+}
+
+/// GC4: an operation dropped once its batch was sent ends as sent: the
+/// log's next operation waits until the batch has ended and reads its
+/// outcome (the finish, committed once the other session let go).
+#[test]
+fn gc4_an_operation_dropped_in_a_sent_batch_ends_and_the_next_operation_reads_it() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    current_thread().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        let log = one_slot_log(&url).await;
+        let admin = cluster.connect(&dbname).await;
+        let blocker = cluster.connect(&dbname).await;
+        let Ok(Claim::Owner(epoch)) = log.claim_async("late", "late").await else {
+            panic!("a claim")
+        };
+        let holder = hold_the_slot(&log, &admin, "hold").await;
+        blocker
+            .batch_execute(
+                "BEGIN; SELECT epoch FROM baton_run \
+                 WHERE root_run_id = 'late' AND run_id = 'late' FOR UPDATE",
+            )
+            .await
+            .expect("a second session holds the late Run's row lock");
+        let finishing = tokio::spawn({
+            let log = Arc::clone(&log);
+            async move {
+                log.finish_async("late", &source_of("late"), epoch, &common::execution())
+                    .await
+            }
+        });
+        let claiming = tokio::spawn({
+            let log = Arc::clone(&log);
+            async move { log.claim_async("other", "other").await }
+        });
+        tokio::task::yield_now().await;
+        admin
+            .batch_execute("ROLLBACK")
+            .await
+            .expect("let the holder go");
+        assert_eq!(
+            within("the holder", holder).await.unwrap().unwrap(),
+            Receipt::Written
+        );
+        // The batch (the late finish, the other claim) now waits for the
+        // second session's lock.
+        until_a_backend_waits_for_a_lock(&blocker).await;
+        finishing.abort();
+        assert!(finishing.await.unwrap_err().is_cancelled());
+        let mut next = tokio::spawn({
+            let log = Arc::clone(&log);
+            async move { log.facts_async("late", "late").await }
+        });
+        // It cannot end while the batch waits (a connection is free: see
+        // `one_slot_log`); if it did, it would read the Run unfinished.
+        let early = tokio::time::timeout(Duration::from_millis(300), &mut next).await;
+        assert!(
+            early.is_err(),
+            "the next operation ran before the dropped one's batch ended: {early:?}"
+        );
+        blocker.batch_execute("ROLLBACK").await.expect("let go");
+        let read = within("the next operation", next).await.unwrap().unwrap();
+        assert_eq!(
+            read.finished.map(|finished| finished.outcome),
+            Some(common::execution()),
+            "the next operation reads the dropped finish, ended"
+        );
+        assert!(matches!(
+            within("the other claim", claiming).await.unwrap(),
+            Ok(Claim::Owner(_))
+        ));
+    });
+}
