@@ -95,6 +95,21 @@ async fn run_units(log: &Arc<Log>, kind: Unit, tag: &str, workers: usize, units:
     }
 }
 
+/// `PEERS_GROUP`: the log's group commit slots (unset: the library's
+/// default).
+fn group_slots() -> Option<usize> {
+    std::env::var("PEERS_GROUP").ok().and_then(|v| v.parse().ok())
+}
+
+/// The group commit the logs are opened with, for the header.
+pub fn group_commit_setting() -> String {
+    match group_slots() {
+        Some(0) => "off".into(),
+        Some(slots) => format!("{slots} slots"),
+        None => "the default".into(),
+    }
+}
+
 /// Opens a fresh log on a fresh database `db`, its pool `pool` connections,
 /// all of them opened now.
 async fn open(server: &Server, db: &str, pool: usize) -> Arc<Log> {

@@ -27,7 +27,8 @@
 //! worker threads, 2), `PEERS_AWA_START` (`stream` or `idle`, see
 //! `awa_units::Start`), `PEERS_AWA_LEAD` (the jobs streamed ahead of awa's
 //! timed ones, 4·max(k, 8)), `PEERS_STATEMENTS` (`1`: the per-statement and
-//! per-WAL-record tables, see `statements`), `PEERS_COMMIT` and
+//! per-WAL-record tables, see `statements`), `PEERS_GROUP` (baton's
+//! group commit slots; unset: the library's default), `PEERS_COMMIT` and
 //! `PEERS_DATE` (for the header).
 
 mod awa_units;
@@ -152,7 +153,7 @@ async fn run() {
         "## baton vs awa 0.6.9 vs bare INSERT, one PostgreSQL server\n\n\
          {} · commit `{}` · PostgreSQL {} · {cores} cores · load average {load_before} \
          at start, {} at end · {} rounds × {} units per cell after {} of warm-up, k = {:?} · \
-         awa timed {:?} · {} tokio threads{} · {:.0} s\n",
+         awa timed {:?} · {} tokio threads · baton's group commit: {}{} · {:.0} s\n",
         env("PEERS_DATE"),
         env("PEERS_COMMIT"),
         server.version().await,
@@ -163,6 +164,7 @@ async fn run() {
         s.ks,
         s.awa_start,
         tokio::runtime::Handle::current().metrics().num_workers(),
+        baton_units::group_commit_setting(),
         if server.in_statements_mode() {
             " · pg_stat_statements loaded"
         } else {

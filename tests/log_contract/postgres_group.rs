@@ -17,12 +17,18 @@ use baton::{HandoffIntent, Invocation};
 
 use crate::common::postgres::Cluster;
 use crate::common::{self, within};
-use crate::postgres_only::{Log, fresh, open};
+use crate::postgres_only::{Log, fresh, open, through_a_proxy};
 use crate::postgres_store::until_a_backend_waits_for_a_lock;
 
 /// A log of one slot (a second operation waits for a batch), its four
 /// connections open.
 async fn one_slot_log(url: &str) -> Arc<Log> {
+    drop(open(url, PostgresOptions::new().migrate(true)).await); // the schema
+    one_slot_log_via(url).await
+}
+
+/// [`one_slot_log`] on a schema already there (through a proxy).
+async fn one_slot_log_via(url: &str) -> Arc<Log> {
     let options = PostgresOptions::new()
         .migrate(true)
         .pool_size(4)
@@ -95,6 +101,19 @@ async fn hold_the_slot(
     holder
 }
 
+/// Spawns the first claim of each of `runs` (each its own root).
+fn spawn_claims(
+    log: &Arc<Log>,
+    runs: &[String],
+) -> Vec<tokio::task::JoinHandle<Result<Claim<crate::Payload>, baton::durable::LogError>>> {
+    runs.iter()
+        .map(|run| {
+            let (log, run) = (Arc::clone(log), run.clone());
+            tokio::spawn(async move { log.claim_async(&run, &run).await })
+        })
+        .collect()
+}
+
 /// Spawns the append of `run`'s pause (`append`) or its finish, at `epoch`.
 fn spawn_write(
     log: &Arc<Log>,
@@ -147,13 +166,7 @@ fn gc1_a_batch_is_one_transaction_and_each_operation_reads_back_as_answered() {
         let runs = roots(8);
 
         let holder = hold_the_slot(&log, &admin, "hold").await;
-        let claims: Vec<_> = runs
-            .iter()
-            .map(|run| {
-                let (log, run) = (Arc::clone(&log), run.clone());
-                tokio::spawn(async move { log.claim_async(&run, &run).await })
-            })
-            .collect();
+        let claims = spawn_claims(&log, &runs);
         tokio::task::yield_now().await;
         admin.batch_execute("ROLLBACK").await.expect("let go");
         assert_eq!(
@@ -327,7 +340,10 @@ fn gc3_an_operation_dropped_while_it_waits_is_never_sent() {
 
 /// GC4: an operation dropped once its batch was sent ends as sent: the
 /// log's next operation waits until the batch has ended and reads its
-/// outcome (the finish, committed once the other session let go).
+/// outcome. The batch is kept on the server by a trigger that sleeps 1.5 s
+/// in the dropped finish's update (a lock would not keep it: a batch waits
+/// 20 ms at most for one), seen sleeping in `pg_stat_activity` before the
+/// drop.
 #[test]
 fn gc4_an_operation_dropped_in_a_sent_batch_ends_and_the_next_operation_reads_it() {
     let Some(cluster) = Cluster::shared() else {
@@ -337,25 +353,20 @@ fn gc4_an_operation_dropped_in_a_sent_batch_ends_and_the_next_operation_reads_it
         let (dbname, url) = fresh(cluster).await;
         let log = one_slot_log(&url).await;
         let admin = cluster.connect(&dbname).await;
-        let blocker = cluster.connect(&dbname).await;
         let Ok(Claim::Owner(epoch)) = log.claim_async("late", "late").await else {
             panic!("a claim")
         };
-        let holder = hold_the_slot(&log, &admin, "hold").await;
-        blocker
+        admin
             .batch_execute(
-                "BEGIN; SELECT epoch FROM baton_run \
-                 WHERE root_run_id = 'late' AND run_id = 'late' FOR UPDATE",
+                "CREATE FUNCTION slow_late() RETURNS trigger LANGUAGE plpgsql AS \
+                 $$ BEGIN PERFORM pg_sleep(1.5); RETURN NEW; END $$; \
+                 CREATE TRIGGER slow_late BEFORE UPDATE ON baton_run FOR EACH ROW \
+                 WHEN (NEW.run_id = 'late') EXECUTE FUNCTION slow_late()",
             )
             .await
-            .expect("a second session holds the late Run's row lock");
-        let finishing = tokio::spawn({
-            let log = Arc::clone(&log);
-            async move {
-                log.finish_async("late", &source_of("late"), epoch, &common::execution())
-                    .await
-            }
-        });
+            .expect("the slow trigger");
+        let holder = hold_the_slot(&log, &admin, "hold").await;
+        let finishing = spawn_write(&log, "late", epoch, false);
         let claiming = tokio::spawn({
             let log = Arc::clone(&log);
             async move { log.claim_async("other", "other").await }
@@ -369,23 +380,38 @@ fn gc4_an_operation_dropped_in_a_sent_batch_ends_and_the_next_operation_reads_it
             within("the holder", holder).await.unwrap().unwrap(),
             Receipt::Written
         );
-        // The batch (the late finish, the other claim) now waits for the
-        // second session's lock.
-        until_a_backend_waits_for_a_lock(&blocker).await;
+        // The batch (the late finish, the other claim) is sent, and sleeps.
+        within("the batch reaches the trigger's sleep", async {
+            loop {
+                let sleeping: i64 = admin
+                    .query_one(
+                        "SELECT count(*) FROM pg_stat_activity \
+                         WHERE datname = current_database() AND wait_event = 'PgSleep'",
+                        &[],
+                    )
+                    .await
+                    .expect("pg_stat_activity")
+                    .get(0);
+                if sleeping > 0 {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
         finishing.abort();
         assert!(finishing.await.unwrap_err().is_cancelled());
         let mut next = tokio::spawn({
             let log = Arc::clone(&log);
             async move { log.facts_async("late", "late").await }
         });
-        // It cannot end while the batch waits (a connection is free: see
+        // It cannot end while the batch sleeps (a connection is free: see
         // `one_slot_log`); if it did, it would read the Run unfinished.
         let early = tokio::time::timeout(Duration::from_millis(300), &mut next).await;
         assert!(
             early.is_err(),
             "the next operation ran before the dropped one's batch ended: {early:?}"
         );
-        blocker.batch_execute("ROLLBACK").await.expect("let go");
         let read = within("the next operation", next).await.unwrap().unwrap();
         assert_eq!(
             read.finished.map(|finished| finished.outcome),
@@ -396,5 +422,122 @@ fn gc4_an_operation_dropped_in_a_sent_batch_ends_and_the_next_operation_reads_it
             within("the other claim", claiming).await.unwrap(),
             Ok(Claim::Owner(_))
         ));
+    });
+}
+
+/// GC5 (R4 across a batch): the reply to a batch's `COMMIT` lost (a
+/// proxy), every operation of the batch answers `OutcomeUnknown` — never
+/// a success, nor `Unavailable` (which would say nothing was written) —
+/// and the facts, read again on a new connection, show each landed.
+#[test]
+fn gc5_a_batch_whose_commit_reply_is_lost_is_an_unknown_outcome_for_each() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    current_thread().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        drop(open(&url, PostgresOptions::new().migrate(true)).await); // the schema
+        let (proxy, via) = through_a_proxy(cluster, &url);
+        let log = one_slot_log_via(&via).await;
+        let admin = cluster.connect(&dbname).await;
+        let runs = roots(4);
+        let holder = hold_the_slot(&log, &admin, "hold").await;
+        let claims = spawn_claims(&log, &runs);
+        tokio::task::yield_now().await;
+        // The holder's flight, its COMMIT with it, went through already:
+        // the next commit forwarded is the batch's.
+        proxy.lose_next_commit_reply();
+        admin.batch_execute("ROLLBACK").await.expect("let go");
+        assert_eq!(
+            within("the holder", holder).await.unwrap().unwrap(),
+            Receipt::Written
+        );
+        for claim in claims {
+            let answer = within("a batched claim", claim).await.unwrap();
+            assert!(
+                matches!(answer, Err(baton::durable::LogError::OutcomeUnknown(_))),
+                "R4: a claim of a batch whose commit reply was lost: {answer:?}"
+            );
+        }
+        assert_eq!(proxy.lost_replies(), 1, "the batch's reply was lost");
+        let direct = open(&url, PostgresOptions::new()).await.expect("connect");
+        for run in &runs {
+            let read = direct.facts_async(run, run).await.expect("facts");
+            assert_eq!(read.epoch, Epoch::new(1), "{run}: it landed");
+        }
+        assert_eq!(writers(&admin, &runs).await, 1, "in one transaction");
+    });
+}
+
+/// GC6 (issue 34's promise kept under group commit): a batch whose write
+/// of one Run waits for that Run's row lock, held by another session for
+/// as long as the test likes, rolls back after `BATCH_LOCK_WAIT` (20 ms),
+/// and the other operations of it run alone: they are answered while the
+/// lock is still held, far within the log's timeout (30 s); the stuck
+/// Run's finish waits alone, and lands once the lock is let go.
+#[test]
+fn gc6_one_runs_held_lock_does_not_hold_up_the_rest_of_its_batch() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    current_thread().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        let log = one_slot_log(&url).await;
+        let admin = cluster.connect(&dbname).await;
+        let blocker = cluster.connect(&dbname).await;
+        let Ok(Claim::Owner(epoch)) = log.claim_async("stuck", "stuck").await else {
+            panic!("a claim")
+        };
+        blocker
+            .batch_execute(
+                "BEGIN; SELECT epoch FROM baton_run \
+                 WHERE root_run_id = 'stuck' AND run_id = 'stuck' FOR UPDATE",
+            )
+            .await
+            .expect("another session holds the stuck Run's row lock");
+        let holder = hold_the_slot(&log, &admin, "hold").await;
+        let stuck = spawn_write(&log, "stuck", epoch, false);
+        let runs = roots(4);
+        let claims = spawn_claims(&log, &runs);
+        tokio::task::yield_now().await;
+        admin
+            .batch_execute("ROLLBACK")
+            .await
+            .expect("let the holder go");
+        assert_eq!(
+            within("the holder", holder).await.unwrap().unwrap(),
+            Receipt::Written
+        );
+        let started = std::time::Instant::now();
+        for claim in claims {
+            assert!(matches!(
+                within("a claim batched with the stuck Run", claim)
+                    .await
+                    .unwrap(),
+                Ok(Claim::Owner(_))
+            ));
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the claims waited {:?} behind the stuck Run",
+            started.elapsed()
+        );
+        assert!(
+            !stuck.is_finished(),
+            "the stuck Run's finish waits for its lock"
+        );
+        assert_eq!(
+            writers(&admin, &runs).await,
+            4,
+            "after the rollback each ran alone"
+        );
+        blocker.batch_execute("ROLLBACK").await.expect("let go");
+        assert_eq!(
+            within("the stuck Run's finish", stuck)
+                .await
+                .unwrap()
+                .unwrap(),
+            Receipt::Written
+        );
     });
 }

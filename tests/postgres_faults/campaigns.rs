@@ -54,6 +54,12 @@ fn r1_to_r10_hold_under_partitions_pauses_kills_server_crashes_lost_replies_and_
             figures.outcomes
         );
     }
+    // Group commit ran under the faults: batches of several writes.
+    let [batches, writes, ..] = figures.grouped;
+    assert!(
+        batches > 0 && writes > batches,
+        "the workers' group commit sent {batches} batches of {writes} writes"
+    );
     // The sweeps' cursor walk went round at least once.
     assert!(
         figures.passes > 0,

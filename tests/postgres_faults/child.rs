@@ -52,6 +52,12 @@
 //! Run the log holds is final, successors ignored), and workers do not
 //! follow their handoffs, so a retired root's successor is still unclaimed
 //! (the owner's sweeps, the real store's rule, run as in the campaign).
+//!
+//! Under `BATON_FAULT_GROUP=1` (the parent sets it for every other
+//! worker) the process's log has group commit of one slot, and a worker
+//! drives [`GROUP_LANES`] chains at once on it, so that its claims,
+//! appends and finishes of different roots wait for each other and are
+//! sent in batches, under every fault of the campaign.
 
 use std::cell::{Cell, RefCell};
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -77,6 +83,9 @@ pub const MAX_CHAIN: u64 = 3;
 
 /// The owner decides the roots in this many lanes at once.
 const DECIDE_LANES: u64 = 4;
+
+/// A worker under group commit drives this many chains at once.
+const GROUP_LANES: u64 = 3;
 
 /// The wall clock in µs since the epoch: every process's history shares it.
 pub fn now_us() -> u64 {
@@ -280,25 +289,28 @@ pub fn main(role: &str) {
         let window = || (now_us().saturating_sub(t0)) / WINDOW.as_micros() as u64;
         match role {
             "worker" => {
-                while !stop.load(Ordering::SeqCst) {
-                    let root = run_name(window() * WINDOW_RUNS + rng.below(WINDOW_RUNS));
-                    if modes.unfenced {
-                        if let Claimed::Owner(epoch) = p.claim(&root).await {
-                            let work = 20 + rng.below(180);
-                            tokio::time::sleep(Duration::from_millis(work)).await;
-                            let pause_id = format!("{}-{root}-e{epoch}", p.name);
-                            let pause = pause_for(intent(&root, &pause_id, &p.name));
-                            p.unfenced_hand_off(&root, epoch, &pause).await;
-                        }
-                    } else {
-                        // A worker under the broken retention hands off
-                        // and moves on (as the campaign did before issue
-                        // 43), leaving the successor to the owner.
-                        let follow = !modes.broken;
-                        p.drive(&mut rng, &root, follow, false).await;
+                let lanes = if grouped() { GROUP_LANES } else { 1 };
+                let (p, stop) = (&p, &stop);
+                let lane = |lane: u64| async move {
+                    if lane < lanes {
+                        let rng = Rng(rng.0 ^ lane.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                        work(p, stop, rng, window).await;
                     }
-                    tokio::time::sleep(Duration::from_millis(5 + rng.below(30))).await;
-                }
+                };
+                // What the group commit sent so far, every second (the
+                // parent sums each process's last record).
+                let counts = async {
+                    while !stop.load(Ordering::SeqCst) {
+                        if let Some(sent) = p.log.group_commits() {
+                            say(&format!(
+                                "- grouped {} {} {} {}",
+                                sent.batches, sent.writes, sent.rolled_back, sent.unknown
+                            ));
+                        }
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                };
+                tokio::join!(lane(0), lane(1), lane(2), counts);
             }
             "owner" => {
                 let mut sweep = 0;
@@ -411,6 +423,35 @@ pub fn main(role: &str) {
     say_end();
 }
 
+/// A worker's lane, until told to stop: a root of the current window
+/// each time, its chain driven from the head.
+async fn work(p: &Proc, stop: &AtomicBool, mut rng: Rng, window: impl Fn() -> u64) {
+    while !stop.load(Ordering::SeqCst) {
+        let root = run_name(window() * WINDOW_RUNS + rng.below(WINDOW_RUNS));
+        if p.modes.unfenced {
+            if let Claimed::Owner(epoch) = p.claim(&root).await {
+                let work = 20 + rng.below(180);
+                tokio::time::sleep(Duration::from_millis(work)).await;
+                let pause_id = format!("{}-{root}-e{epoch}", p.name);
+                let pause = pause_for(intent(&root, &pause_id, &p.name));
+                p.unfenced_hand_off(&root, epoch, &pause).await;
+            }
+        } else {
+            // A worker under the broken retention hands off and moves on
+            // (as the campaign did before issue 43), leaving the successor
+            // to the owner.
+            let follow = !p.modes.broken;
+            p.drive(&mut rng, &root, follow, false).await;
+        }
+        tokio::time::sleep(Duration::from_millis(5 + rng.below(30))).await;
+    }
+}
+
+/// Whether this process's log has group commit (`BATON_FAULT_GROUP=1`).
+fn grouped() -> bool {
+    env("BATON_FAULT_GROUP").is_some_and(|v| v == "1")
+}
+
 async fn connect(url: &str) -> Log {
     loop {
         let config = url.parse().expect("a connection string");
@@ -420,7 +461,8 @@ async fn connect(url: &str) -> Log {
         let required = env("BATON_FAULT_REQUIRE_STANDBY").is_some_and(|v| v == "1");
         let options = PostgresOptions::new()
             .timeout(Duration::from_secs(2))
-            .require_synchronous_standby(required);
+            .require_synchronous_standby(required)
+            .group_commit(usize::from(grouped()));
         match PostgresLog::connect_with(config, NoTls, options).await {
             Ok(log) => return log,
             Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,

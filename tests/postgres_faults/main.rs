@@ -277,6 +277,10 @@ struct Figures {
     /// changed, and the longest stretch (s) from its start to its heal
     /// without a write acknowledged to any process.
     manager: Vec<(&'static str, bool, f64)>,
+    /// The group commit of the workers that have it (`child.rs`), summed
+    /// over each process's last count: batches, the writes in them, those
+    /// rolled back, those of an unknown outcome.
+    grouped: [u64; 4],
 }
 
 impl Figures {
@@ -520,11 +524,19 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
         ),
     ];
     let spawn = |role: &str, slot: usize, incarnation: usize| {
+        // Every other worker's log has group commit, and drives several
+        // chains at once (`child.rs`).
+        let grouped = role == "worker" && slot % 2 == 1;
+        let mut env = shared_env.clone();
+        env.push((
+            "BATON_FAULT_GROUP",
+            if grouped { "1" } else { "0" }.to_owned(),
+        ));
         let process = Process::spawn(
             role,
             &format!("{role}{slot}.{incarnation}"),
             &via(&proxies[slot], &dbname),
-            &shared_env,
+            &env,
             &histories,
         );
         let path = process.history.clone();
@@ -978,7 +990,24 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
             (fault.kind, fault.failed_over, longest as f64 / 1e6)
         })
         .collect();
+    let mut last_counts: BTreeMap<&str, [u64; 4]> = BTreeMap::new();
+    for line in &lines {
+        if line.op == "-" && line.words.first().is_some_and(|word| word == "grouped") {
+            let mut counts = [0; 4];
+            for (count, word) in counts.iter_mut().zip(&line.words[1..]) {
+                *count = word.parse().unwrap_or(0);
+            }
+            last_counts.insert(&line.process, counts);
+        }
+    }
+    let grouped = last_counts.values().fold([0; 4], |mut sum, counts| {
+        for (sum, count) in sum.iter_mut().zip(counts) {
+            *sum += count;
+        }
+        sum
+    });
     let figures = Figures {
+        grouped,
         manager,
         // The operations the processes made (a sweep's batch is one; the
         // retirements read from its answer are not others).
@@ -1012,7 +1041,8 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
          (refused: RunOpen {}, NothingToRetire {}); sweeps {} (unknown or unavailable {}), \
          {} roots retired by them, {} passes completed; {} roots retired at the end; \
          {} of {} roots decided, {:.1} s after the faults stopped (the longest wait for one \
-         {:.2} s); {} anomalies",
+         {:.2} s); group commit: {} batches of {} writes ({} rolled back, {} unknown); \
+         {} anomalies",
         figures.ops,
         figures.outcomes,
         seals.len(),
@@ -1048,6 +1078,10 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
         figures.runs,
         figures.decide_time.as_secs_f64(),
         figures.longest_wait.as_secs_f64(),
+        figures.grouped[0],
+        figures.grouped[1],
+        figures.grouped[2],
+        figures.grouped[3],
         figures.anomalies.len()
     ));
     report(&format!(

@@ -33,7 +33,10 @@
 //! rows, and no other write of the batch is of that root, so it finds
 //! and writes what it would alone; the batch commits all of them or none.
 //! A batch's row locks are taken in the order of their root Runs, so two
-//! batches never take them crosswise.
+//! batches never take them crosswise; and a batch waits at most
+//! [`BATCH_LOCK_WAIT`](super::sql::BATCH_LOCK_WAIT) for a lock another transaction holds (then it
+//! rolls back, and its operations run alone), so no Run's write waits
+//! behind another Run's lock.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::panic::AssertUnwindSafe;
@@ -67,6 +70,23 @@ pub(super) struct Group {
     prepared: bool,
     timeout: Duration,
     state: Mutex<State>,
+    counts: Mutex<GroupCommits>,
+}
+
+/// What a log's group commit has sent so far
+/// ([`PostgresLog::group_commits`](super::PostgresLog::group_commits)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroupCommits {
+    /// Batches sent, each one transaction (a batch may hold one write:
+    /// the only one waiting when a slot was given back).
+    pub batches: u64,
+    /// The writes sent in them.
+    pub writes: u64,
+    /// The batches that rolled back, their operations run alone.
+    pub rolled_back: u64,
+    /// The batches whose outcome is unknown (their commit reply lost, or
+    /// their time up once sent).
+    pub unknown: u64,
 }
 
 #[derive(Default)]
@@ -130,7 +150,16 @@ impl Group {
                 free: slots.max(1),
                 ..State::default()
             }),
+            counts: Mutex::new(GroupCommits::default()),
         })
+    }
+
+    /// What the group commit has sent so far.
+    pub(super) fn counts(&self) -> GroupCommits {
+        *self
+            .counts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -285,6 +314,19 @@ impl Group {
                 batch.iter().map(|_| reply.again()).collect()
             }
         };
+        {
+            let mut counts = self
+                .counts
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            counts.batches += 1;
+            counts.writes += batch.len() as u64;
+            match replies.first() {
+                Some(Reply::RolledBack) => counts.rolled_back += 1,
+                Some(Reply::Unknown(_)) => counts.unknown += 1,
+                _ => {}
+            }
+        }
         let tickets: Vec<u64> = batch.iter().map(|waiting| waiting.ticket).collect();
         for (waiting, reply) in batch.into_iter().zip(replies) {
             let _ = waiting.reply.send(reply);
@@ -308,7 +350,8 @@ impl Reply {
 }
 
 /// One batch's transaction, in one flight: `BEGIN` (with its `SET LOCAL`
-/// timeouts), each write's statements, `COMMIT`. The count of rows each
+/// timeouts, a lock waited for at most [`BATCH_LOCK_WAIT`](super::sql::BATCH_LOCK_WAIT)), each write's
+/// statements, `COMMIT`. The count of rows each
 /// write's deciding statement affected, if it committed.
 async fn transaction(conn: &Conn<'_>, writes: &[&Write]) -> Result<Vec<u64>, Failure> {
     let client = conn.client;
@@ -326,7 +369,7 @@ async fn transaction(conn: &Conn<'_>, writes: &[&Write]) -> Result<Vec<u64>, Fai
         Vec::with_capacity(writes.len() * 2 + 2);
     requests.push(Box::pin(async {
         client
-            .batch_execute(&conn.sql.begin_write)
+            .batch_execute(&conn.sql.begin_batch)
             .await
             .map(|()| None)
     }));

@@ -56,6 +56,7 @@ use crate::durable::contract::{
 };
 use crate::facts::{HandoffPause, Invocation};
 
+pub use group::GroupCommits;
 pub use options::PostgresOptions;
 pub use replication::{NoSynchronousStandby, PostgresReplication};
 pub use schema::{InvalidSchemaName, POSTGRES_SCHEMA_VERSION, PostgresSchema};
@@ -484,6 +485,12 @@ impl<P> PostgresLog<P> {
     /// ```
     pub fn statements(&self) -> Vec<PostgresStatement> {
         self.sql.sent()
+    }
+
+    /// What the log's group commit has sent so far, for metrics; `None`
+    /// if the log has none ([`PostgresOptions::group_commit`]).
+    pub fn group_commits(&self) -> Option<GroupCommits> {
+        self.group.as_ref().map(|group| group.counts())
     }
 
     /// The log's pool: its [`status`](deadpool_postgres::Pool::status)

@@ -137,7 +137,11 @@ impl PostgresOptions {
     /// would without group commit; if the commit's reply was lost, or the
     /// time ran out once it was sent,
     /// [`LogError::OutcomeUnknown`](crate::durable::LogError::OutcomeUnknown)
-    /// for each, as for one operation. Not used on tables distributed by
+    /// for each, as for one operation. A batch waits at most 20 ms for a
+    /// lock another transaction holds (a Run's row lock held by a slow
+    /// transaction); then it rolls back, and its operations run alone, so
+    /// no Run's write waits behind another Run's lock for longer. Not used
+    /// on tables distributed by
     /// root Run (a batch would span shards), nor by a log that requires a
     /// synchronous standby on them.
     pub fn group_commit(mut self, slots: usize) -> Self {

@@ -121,9 +121,19 @@ impl Which {
 pub(super) const TIMELINE: &str =
     "('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint";
 
+/// The longest a group commit's batch waits for a lock (its `SET LOCAL
+/// lock_timeout`): a write of the batch whose Run's lock another
+/// transaction holds longer fails it, the batch rolls back, and each of
+/// its operations runs alone, so no Run's write waits behind another
+/// Run's lock for longer than this.
+pub(super) const BATCH_LOCK_WAIT: Duration = Duration::from_millis(20);
+
 /// The texts of a log's statements, for its schema and timeout.
 pub(super) struct Sql {
     pub(super) begin_write: String,
+    /// A group commit's batch's `BEGIN`: as [`begin_write`](Self::begin_write),
+    /// but waiting at most [`BATCH_LOCK_WAIT`] for a lock.
+    pub(super) begin_batch: String,
     pub(super) begin_read: String,
     /// The guard of a log that requires a synchronous standby
     /// ([`GUARD`]), sent before every write;
@@ -154,10 +164,14 @@ impl Sql {
         let millis = u32::try_from(timeout.as_millis())
             .unwrap_or(u32::MAX)
             .clamp(1, i32::MAX as u32);
-        let timeouts = format!(
-            "SET LOCAL statement_timeout = {millis}; SET LOCAL lock_timeout = {millis}; \
-             SET LOCAL idle_in_transaction_session_timeout = {millis}"
-        );
+        let timeouts_waiting = |lock: u32| {
+            format!(
+                "SET LOCAL statement_timeout = {millis}; SET LOCAL lock_timeout = {lock}; \
+                 SET LOCAL idle_in_transaction_session_timeout = {millis}"
+            )
+        };
+        let timeouts = timeouts_waiting(millis);
+        let batch_lock = millis.min(BATCH_LOCK_WAIT.as_millis() as u32);
         let pause_columns = "root_run_id, run_id, session_id, turn_id, invocation_id, \
                              handoff_id, successor_run_id, successor_invocation_id, pause, epoch";
         // A Run's epoch and its finish, as `run_facts` reads them.
@@ -229,6 +243,10 @@ impl Sql {
         };
         Self {
             begin_write: format!("BEGIN ISOLATION LEVEL READ COMMITTED; {timeouts}"),
+            begin_batch: format!(
+                "BEGIN ISOLATION LEVEL READ COMMITTED; {}",
+                timeouts_waiting(batch_lock)
+            ),
             begin_read: format!("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; {timeouts}"),
             guard: standby_required.then_some(GUARD),
             guard_inline: !guarded.is_empty(),
