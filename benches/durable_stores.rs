@@ -47,7 +47,9 @@
 //! (a measurement past 5 minutes panics). Run it with
 //! `cargo bench --features sqlite,postgres --bench durable_stores`; it
 //! prints Markdown. `BATON_BENCH_OPS` sets the operations per cell of the
-//! table (default 800), `BATON_BENCH_RUNS` the fleet's N (default 1000);
+//! table (default 800), `BATON_BENCH_RUNS` the fleet's N (default 1000),
+//! `BATON_BENCH_GROUP` the PostgreSQL logs' group commit slots (default 0:
+//! off) in the table and the fleet;
 //! `BATON_BENCH_SECTIONS` (`sqlite,postgres,fleet,synchronous,citus`) and
 //! `BATON_BENCH_OPERATIONS` (`append,claim,handoff`) pick what runs
 //! (default: all).
@@ -175,6 +177,10 @@ fn main() {
         &["sqlite", "postgres", "fleet", "synchronous", "citus"],
     );
     let operations = chosen("BATON_BENCH_OPERATIONS", &OPERATIONS);
+    println!(
+        "PostgreSQL logs' group commit (`BATON_BENCH_GROUP`): {}.\n",
+        fleet::group_commit()
+    );
     println!(
         "| store | operation | workers | baton median / p99 (ms) | bare median / p99 (ms) | \
          ratio (medians) | baton ops/s | bare ops/s |"

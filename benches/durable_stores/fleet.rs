@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use baton::durable::deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use baton::durable::{AsyncHandoffLog, Claim, PostgresOptions};
+use baton::durable::{AsyncHandoffLog, Claim};
 use tokio_postgres::NoTls;
 
 use super::common::postgres::Cluster;
-use super::postgres::{bounded, open_all, open_log};
+use super::postgres::{bounded, open_all, open_log, options};
 use super::{Log, ROOT, Sample, ms, pause, source};
 
 /// The pool sizes of the fleet section.
@@ -154,7 +154,7 @@ async fn fleet_baton(
     let db = cluster.database().await;
     let log = open_log(
         &cluster.url(&db),
-        PostgresOptions::new().pool_size(k).timeout(FLEET_TIMEOUT),
+        options().pool_size(k).timeout(FLEET_TIMEOUT),
     )
     .await;
     drop(open_all(log.pool(), k).await);
@@ -256,10 +256,21 @@ async fn fleet_bare(cluster: &Cluster, k: usize, runs: usize) -> Sample {
     .await
 }
 
+/// `BATON_BENCH_GROUP`, as the headings say it.
+pub(super) fn group_commit() -> String {
+    match super::setting("BATON_BENCH_GROUP", 0) {
+        0 => "off".into(),
+        slots => format!("{slots} slots"),
+    }
+}
+
 /// The fleet section: its table, then the same with one Run's row lock held.
 pub(super) async fn fleet_host(cluster: &Cluster, runs: usize, rounds: usize) {
     println!();
-    println!("### A fleet host: {runs} concurrent Runs on one log");
+    println!(
+        "### A fleet host: {runs} concurrent Runs on one log (group commit: {})",
+        group_commit()
+    );
     println!();
     println!(
         "Each Run a task: its claim, then its pause's append (bare: an autocommit INSERT of \

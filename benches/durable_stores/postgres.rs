@@ -64,7 +64,14 @@ pub(super) async fn baton(
     ops: usize,
     round: usize,
 ) -> Sample {
-    baton_with(url, PostgresOptions::new(), op, workers, ops, round).await
+    baton_with(url, options(), op, workers, ops, round).await
+}
+
+/// The options the logs of the table and of the fleet open with: the
+/// defaults, with `BATON_BENCH_GROUP` slots of group commit (default 0:
+/// off; `PostgresOptions::group_commit`).
+pub(super) fn options() -> PostgresOptions {
+    PostgresOptions::new().group_commit(super::setting("BATON_BENCH_GROUP", 0))
 }
 
 /// [`baton`] on a log opened with `options` (its pool sized to the
@@ -202,7 +209,7 @@ pub(super) struct Side {
 impl Side {
     /// A side whose logs open with the default options.
     pub(super) fn new(name: &'static str, url: Arc<String>) -> Self {
-        let options = PostgresOptions::new();
+        let options = options();
         Side { name, url, options }
     }
 }
