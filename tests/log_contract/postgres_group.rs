@@ -541,3 +541,79 @@ fn gc6_one_runs_held_lock_does_not_hold_up_the_rest_of_its_batch() {
         );
     });
 }
+
+/// GC7: writes of Runs of one root Run share a batch: the first claims of
+/// four Runs of a root the log has never seen (the first makes the root's
+/// row; the others find it in the batch, as after its commit) are one
+/// transaction, each answered its first epoch; then each Run's finish,
+/// one transaction again, and the root retires (G5: its work ended).
+#[test]
+fn gc7_runs_of_one_root_share_a_batch() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    current_thread().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        let log = one_slot_log(&url).await;
+        let admin = cluster.connect(&dbname).await;
+        let runs = roots(4);
+        let holder = hold_the_slot(&log, &admin, "hold").await;
+        let claims: Vec<_> = runs
+            .iter()
+            .map(|run| {
+                let (log, run) = (Arc::clone(&log), run.clone());
+                tokio::spawn(async move { log.claim_async("shared", &run).await })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        admin.batch_execute("ROLLBACK").await.expect("let go");
+        assert_eq!(
+            within("the holder", holder).await.unwrap().unwrap(),
+            Receipt::Written
+        );
+        let mut epochs = Vec::new();
+        for claim in claims {
+            match within("a batched claim", claim).await.unwrap() {
+                Ok(Claim::Owner(epoch)) => epochs.push(epoch),
+                other => panic!("R1: a first claim answers its epoch, got {other:?}"),
+            }
+        }
+        assert_eq!(writers(&admin, &runs).await, 1, "one transaction");
+
+        let holder = hold_the_slot(&log, &admin, "hold2").await;
+        let finishes: Vec<_> = runs
+            .iter()
+            .zip(&epochs)
+            .map(|(run, &epoch)| {
+                let (log, run) = (Arc::clone(&log), run.clone());
+                tokio::spawn(async move {
+                    let outcome = common::execution();
+                    log.finish_async("shared", &source_of(&run), epoch, &outcome)
+                        .await
+                })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        admin.batch_execute("ROLLBACK").await.expect("let go");
+        assert_eq!(
+            within("the holder", holder).await.unwrap().unwrap(),
+            Receipt::Written
+        );
+        for finish in finishes {
+            assert_eq!(
+                within("a batched finish", finish).await.unwrap().unwrap(),
+                Receipt::Written
+            );
+        }
+        assert_eq!(writers(&admin, &runs).await, 1, "one transaction");
+        for run in &runs {
+            let read = log.facts_async("shared", run).await.expect("facts");
+            let outcome = read.finished.map(|finished| finished.outcome);
+            assert_eq!(outcome, Some(common::execution()), "{run} reads back");
+        }
+        assert!(
+            log.retire_async("shared").await.is_ok(),
+            "G5: the root's work ended, it retires"
+        );
+    });
+}

@@ -44,8 +44,7 @@ pub(super) struct Assumed<P> {
 /// nothing was written).
 pub(super) struct Write {
     pub(super) kind: Kind,
-    /// The root Run's id: a group commit holds at most one write of each.
-    pub(super) root_run_id: String,
+    root_run_id: String,
     run_id: String,
     params: Vec<Owned>,
 }
@@ -187,6 +186,12 @@ impl Write {
     /// The Run the write is of.
     pub(super) fn run_id(&self) -> &str {
         &self.run_id
+    }
+
+    /// The Run's key: a group commit holds at most one write of each, and
+    /// takes their locks in this order.
+    pub(super) fn key(&self) -> (&str, &str) {
+        (&self.root_run_id, &self.run_id)
     }
 
     /// The parameters, as the statements bind them.

@@ -1,13 +1,13 @@
 //! Group commit: the assumed writes ([`Assumed`]) of operations of
-//! different root Runs, sent together in one transaction when the log's
-//! slots are all busy, each answered from its own statement's count.
+//! different Runs, sent together in one transaction when the log's slots
+//! are all busy, each answered from its own statement's count.
 //!
 //! A log with group commit lets at most `slots` claims, appends and
 //! finishes run at once on their own (a batch of one: exactly the path
 //! without group commit). Any more wait in a queue; when a slot is given
 //! back, a task takes up to [`MAX_BATCH`] of the waiting writes, at most
-//! one of each root Run, and sends them in one flight: `BEGIN`, each
-//! write's statements in the order of their root Runs, `COMMIT`. What
+//! one of each Run, and sends them in one flight: `BEGIN`, each write's
+//! statements in the order of their Runs, `COMMIT`. What
 //! each operation is answered:
 //!
 //! - **committed, its row written:** the rule's answer on the assumed
@@ -28,11 +28,16 @@
 //!   ([`LogError::Unavailable`]).
 //!
 //! Each statement is the one its operation sends alone, run in the
-//! batch's transaction after the ones before it, with a snapshot of its
-//! own (`READ COMMITTED`): it reads and writes only its own root Run's
-//! rows, and no other write of the batch is of that root, so it finds
-//! and writes what it would alone; the batch commits all of them or none.
-//! A batch's row locks are taken in the order of their root Runs, so two
+//! batch's transaction after the ones before it, to its end before the
+//! next, with a snapshot of its own taken then (`READ COMMITTED`) that
+//! holds the batch's earlier writes: the batch is its writes run one after
+//! another, in its order, with nothing of another transaction landing
+//! between them (one of the orders they may run in alone), and committed
+//! together. Each answer is its statement's, as alone. Two writes of one
+//! root Run may share a batch (a Run's first claim makes its root's row,
+//! which the next one's statement then finds, as after a commit); two of
+//! one Run never do. A batch's row locks are taken in the order of its
+//! Runs, so two
 //! batches never take them crosswise; and a batch waits at most
 //! [`BATCH_LOCK_WAIT`](super::sql::BATCH_LOCK_WAIT) for a lock another transaction holds (then it
 //! rolls back, and its operations run alone), so no Run's write waits
@@ -232,14 +237,14 @@ impl Group {
     }
 
     /// Takes the next batch: up to [`MAX_BATCH`] waiting writes, the
-    /// first of each root Run, in the order of their root Runs.
+    /// first of each Run, in the order of their Runs.
     fn take(&self) -> Vec<Waiting> {
         let mut state = self.state();
-        let mut roots = HashSet::new();
+        let mut runs = HashSet::new();
         let mut batch = Vec::new();
         let mut left = VecDeque::new();
         while let Some(waiting) = state.waiting.pop_front() {
-            if batch.len() < MAX_BATCH && roots.insert(waiting.write.root_run_id.clone()) {
+            if batch.len() < MAX_BATCH && runs.insert(owned(waiting.write.key())) {
                 batch.push(waiting);
             } else {
                 left.push_back(waiting);
@@ -249,7 +254,7 @@ impl Group {
         for waiting in &batch {
             state.sent.insert(waiting.ticket, None);
         }
-        batch.sort_by(|a, b| a.write.root_run_id.cmp(&b.write.root_run_id));
+        batch.sort_by(|a, b| a.write.key().cmp(&b.write.key()));
         batch
     }
 
@@ -336,6 +341,11 @@ impl Group {
             state.sent.remove(&ticket);
         }
     }
+}
+
+/// A Run's key, owned.
+fn owned((root_run_id, run_id): (&str, &str)) -> (String, String) {
+    (root_run_id.to_owned(), run_id.to_owned())
 }
 
 impl Reply {

@@ -123,7 +123,7 @@ impl PostgresOptions {
     /// claims, appends and finishes run at once as without it, each its
     /// own transaction; when all are busy, the writes of the others wait,
     /// and each slot given back sends up to 64 of them, at most one of
-    /// each root Run, in one transaction, so that under load many units of
+    /// each Run, in one transaction, so that under load many units of
     /// work share one commit. A lone operation never waits (a batch of
     /// one). Only a write on the facts an operation usually finds — a
     /// Run's first claim, an append or a finish at the Run's current epoch
