@@ -617,3 +617,27 @@ fn gc7_runs_of_one_root_share_a_batch() {
         );
     });
 }
+
+/// GC0: group commit is on by default (`DEFAULT_GROUP_COMMIT` slots, at
+/// most the pool's size), and `group_commit(0)` turns it off.
+#[test]
+fn gc0_group_commit_is_on_by_default_and_zero_turns_it_off() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    current_thread().block_on(async {
+        let (_, url) = fresh(cluster).await;
+        assert_eq!(PostgresOptions::new().get_group_commit(), 4);
+        let on = open(&url, PostgresOptions::new().migrate(true))
+            .await
+            .expect("connect");
+        assert_eq!(
+            on.group_commits(),
+            Some(baton::durable::GroupCommits::default())
+        );
+        let off = open(&url, PostgresOptions::new().group_commit(0))
+            .await
+            .expect("connect");
+        assert_eq!(off.group_commits(), None);
+    });
+}

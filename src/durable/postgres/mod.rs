@@ -409,9 +409,10 @@ impl<P> PostgresLog<P> {
         // and where a write needs a guard of its own before it.
         let groups = layout == layout::Layout::OneServer
             && (log.sql.guard.is_none() || log.sql.guard_inline);
-        if options.group_commit > 0 && groups {
+        let slots = options.group_commit.min(log.pool.status().max_size);
+        if slots > 0 && groups {
             log.group = Some(group::Group::new(
-                options.group_commit,
+                slots,
                 log.pool.0.clone(),
                 Arc::clone(&log.sql),
                 Arc::clone(&log.settling),
