@@ -101,6 +101,24 @@ async fn hold_the_slot(
     holder
 }
 
+/// Each of `claims` answers `Owner`, all within 5 s, far below the log's
+/// timeout (30 s): none waited behind `behind`.
+async fn owners_promptly(
+    claims: Vec<tokio::task::JoinHandle<Result<Claim<crate::Payload>, baton::durable::LogError>>>,
+    behind: &str,
+) {
+    let started = std::time::Instant::now();
+    for claim in claims {
+        let answer = within("a claim", claim).await.unwrap();
+        assert!(matches!(answer, Ok(Claim::Owner(_))), "{answer:?}");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the claims waited {:?} behind {behind}",
+        started.elapsed()
+    );
+}
+
 /// Spawns the first claim of each of `runs` (each its own root).
 fn spawn_claims(
     log: &Arc<Log>,
@@ -508,20 +526,7 @@ fn gc6_one_runs_held_lock_does_not_hold_up_the_rest_of_its_batch() {
             within("the holder", holder).await.unwrap().unwrap(),
             Receipt::Written
         );
-        let started = std::time::Instant::now();
-        for claim in claims {
-            assert!(matches!(
-                within("a claim batched with the stuck Run", claim)
-                    .await
-                    .unwrap(),
-                Ok(Claim::Owner(_))
-            ));
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "the claims waited {:?} behind the stuck Run",
-            started.elapsed()
-        );
+        owners_promptly(claims, "the stuck Run").await;
         assert!(
             !stuck.is_finished(),
             "the stuck Run's finish waits for its lock"
@@ -639,5 +644,37 @@ fn gc0_group_commit_is_on_by_default_and_zero_turns_it_off() {
             .await
             .expect("connect");
         assert_eq!(off.group_commits(), None);
+    });
+}
+
+/// GC8 (issue 34's promise kept under group commit): the log's one slot
+/// held by a finish that waits for its Run's row lock, which another
+/// session holds for as long as the test likes, holds up no other Run's
+/// write for long: a write that has waited 20 ms (`SLOT_WAIT`) for the
+/// slot goes without one, and the claims of four other Runs answer while
+/// the lock is still held, far within the log's timeout (30 s).
+#[test]
+fn gc8_a_slot_held_long_holds_up_no_other_runs_write() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    current_thread().block_on(async {
+        let (dbname, url) = fresh(cluster).await;
+        let log = one_slot_log(&url).await;
+        let admin = cluster.connect(&dbname).await;
+        let holder = hold_the_slot(&log, &admin, "hold").await;
+        let runs = roots(4);
+        owners_promptly(spawn_claims(&log, &runs), "the held slot").await;
+        assert!(!holder.is_finished(), "the holder still waits for its lock");
+        assert_eq!(
+            writers(&admin, &runs).await,
+            1,
+            "sent together, without a slot"
+        );
+        admin.batch_execute("ROLLBACK").await.expect("let go");
+        assert_eq!(
+            within("the holder", holder).await.unwrap().unwrap(),
+            Receipt::Written
+        );
     });
 }

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use deadpool_postgres::ClientWrapper;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
@@ -20,25 +19,13 @@ use super::failure::{Failure, unavailable};
 use super::group::{Group, Grouped};
 use super::lease::Lease;
 use super::op::{Answer, Op};
-use super::sql::{Conn, Sql};
+use super::sql::Conn;
 use super::transaction::transaction;
 
 /// How many times one operation runs its transaction when the server
 /// answers a serialization failure (SQLSTATE 40001), a deadlock (40P01),
 /// or the connection is lost before the commit was sent.
 pub(super) const ATTEMPTS: u32 = 8;
-
-/// The connection `lease` holds, as an operation's statements use it.
-pub(super) fn conn<'a>(lease: &'a Lease, sql: &'a Sql, prepared: bool) -> Option<Conn<'a>> {
-    lease.object().map(|object| {
-        let wrapper: &ClientWrapper = object;
-        Conn {
-            client: wrapper,
-            cache: prepared.then_some(wrapper),
-            sql,
-        }
-    })
-}
 
 /// The operations: each one transaction on a connection of the pool.
 impl<P> PostgresLog<P>
@@ -153,7 +140,7 @@ where
             })?;
             *tried = attempt;
             let lease = held.insert(Lease::new(object, &self.settling, self.timeout));
-            let outcome = match conn(lease, &self.sql, self.prepared) {
+            let outcome = match Conn::leased(lease, &self.sql, self.prepared) {
                 // Boxed: the transaction's future is large (its flights of
                 // statements), and the caller's stack need not hold it.
                 Some(conn) => Box::pin(transaction(&conn, op, assume)).await,

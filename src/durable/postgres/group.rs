@@ -7,7 +7,10 @@
 //! without group commit). Any more wait in a queue; when a slot is given
 //! back, a task takes up to [`MAX_BATCH`] of the waiting writes, at most
 //! one of each Run, and sends them in one flight: `BEGIN`, each write's
-//! statements in the order of their Runs, `COMMIT`. What
+//! statements in the order of their Runs, `COMMIT`. A write that has
+//! waited [`SLOT_WAIT`] for a slot is sent without one (with whatever
+//! waits beside it), so operations that hold the slots long — a lock
+//! another transaction holds, a slow server — hold up no other Run. What
 //! each operation is answered:
 //!
 //! - **committed, its row written:** the rule's answer on the assumed
@@ -43,6 +46,8 @@
 //! rolls back, and its operations run alone), so no Run's write waits
 //! behind another Run's lock.
 
+mod batch;
+
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -56,15 +61,19 @@ use crate::durable::contract::LogError;
 use crate::durable::row::corrupt;
 
 use super::assumed::{Assumed, Write};
-use super::attempts::conn;
-use super::failure::{Failure, unavailable};
-use super::flight::{Request, flight_all};
-use super::lease::{Lease, Pending, Settling};
+use super::failure::unavailable;
+use super::lease::{Pending, Settling};
 use super::op::Answer;
-use super::sql::{Conn, Sql};
+use super::sql::Sql;
 
 /// The most writes one batch sends.
 pub(super) const MAX_BATCH: usize = 64;
+
+/// The longest a write waits for a slot: then a task sends it (with the
+/// others waiting) without one, so operations that hold the slots long —
+/// a lock another transaction holds, a slow server — hold up no other
+/// Run's write for longer.
+pub(super) const SLOT_WAIT: Duration = Duration::from_millis(20);
 
 /// A log's group commit.
 pub(super) struct Group {
@@ -232,8 +241,35 @@ impl Group {
             return;
         };
         drop(state);
-        let slot = Slot(Some(self));
-        drop(runtime.spawn(slot.send_batches()));
+        // The slot is taken up only once the task runs: a runtime shutting
+        // down drops the task unpolled, and with it nothing that gives a
+        // slot back (which would spawn again, and again).
+        drop(runtime.spawn(async move {
+            let slot = Slot(Some(Arc::clone(&self)));
+            self.send_batches(Some(slot)).await;
+        }));
+    }
+
+    /// A write has waited [`SLOT_WAIT`] for a slot: the slots are held by
+    /// operations that take long (a lock another transaction holds, a slow
+    /// server), so a task sends what waits without one.
+    fn overflow(self: Arc<Self>) {
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            drop(runtime.spawn(self.send_batches(None)));
+        }
+    }
+
+    /// Sends batches while writes are waiting; then gives back `slot`, if
+    /// the task holds one.
+    async fn send_batches(self: Arc<Self>, slot: Option<Slot>) {
+        loop {
+            let batch = self.take();
+            if batch.is_empty() {
+                drop(slot);
+                return;
+            }
+            self.send(batch).await;
+        }
     }
 
     /// Takes the next batch: up to [`MAX_BATCH`] waiting writes, the
@@ -257,90 +293,6 @@ impl Group {
         batch.sort_by(|a, b| a.write.key().cmp(&b.write.key()));
         batch
     }
-
-    /// Sends `batch` and answers each of its operations.
-    async fn send(&self, batch: Vec<Waiting>) {
-        let deadline = batch.iter().map(|waiting| waiting.deadline).min();
-        let deadline = deadline.unwrap_or_else(Instant::now);
-        let writes: Vec<&Write> = batch.iter().map(|waiting| &waiting.write).collect();
-        let mut held: Option<Lease> = None;
-        let sent = tokio::time::timeout_at(deadline, async {
-            let object = self.pool.get().await.map_err(|error| {
-                store_event!(warn, error = %error, "no connection for a group commit");
-                Failure::Answer(unavailable(error))
-            })?;
-            let lease = held.insert(Lease::new(object, &self.settling, self.timeout));
-            match conn(lease, &self.sql, self.prepared) {
-                Some(conn) => Box::pin(transaction(&conn, &writes)).await,
-                None => Err(Failure::Raced), // not reached: the lease was just made
-            }
-        })
-        .await;
-        let replies: Vec<Reply> = match sent {
-            Ok(Ok(written)) => {
-                if let Some(lease) = held.take() {
-                    lease.release();
-                }
-                written.into_iter().map(Reply::Committed).collect()
-            }
-            Ok(Err(failure)) => {
-                let (reply, clean) = match failure {
-                    Failure::Unknown(error) => {
-                        store_event!(warn, error = %error, "group commit: outcome unknown");
-                        let why = format!("the group commit's outcome is unknown: {error}");
-                        (Reply::Unknown(why), false)
-                    }
-                    Failure::Lost(_) => (Reply::RolledBack, false),
-                    Failure::Server { .. } | Failure::Raced | Failure::Answer(_) => {
-                        (Reply::RolledBack, true)
-                    }
-                };
-                match held.take() {
-                    Some(lease) if clean => lease.release(),
-                    Some(lease) => lease.discard(),
-                    None => {}
-                }
-                batch.iter().map(|_| reply.again()).collect()
-            }
-            Err(_) => {
-                let reply = match held.take() {
-                    Some(lease) => {
-                        // Settled (cancelled, rolled back) before the
-                        // log's next operation runs.
-                        lease.time_out();
-                        Reply::Unknown(format!(
-                            "the operation did not finish within {:?} (in a group commit); \
-                             its outcome is unknown",
-                            self.timeout
-                        ))
-                    }
-                    None => Reply::NotSent,
-                };
-                batch.iter().map(|_| reply.again()).collect()
-            }
-        };
-        {
-            let mut counts = self
-                .counts
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            counts.batches += 1;
-            counts.writes += batch.len() as u64;
-            match replies.first() {
-                Some(Reply::RolledBack) => counts.rolled_back += 1,
-                Some(Reply::Unknown(_)) => counts.unknown += 1,
-                _ => {}
-            }
-        }
-        let tickets: Vec<u64> = batch.iter().map(|waiting| waiting.ticket).collect();
-        for (waiting, reply) in batch.into_iter().zip(replies) {
-            let _ = waiting.reply.send(reply);
-        }
-        let mut state = self.state();
-        for ticket in tickets {
-            state.sent.remove(&ticket);
-        }
-    }
 }
 
 /// A Run's key, owned.
@@ -348,105 +300,9 @@ fn owned((root_run_id, run_id): (&str, &str)) -> (String, String) {
     (root_run_id.to_owned(), run_id.to_owned())
 }
 
-impl Reply {
-    fn again(&self) -> Self {
-        match self {
-            Reply::Committed(count) => Reply::Committed(*count),
-            Reply::RolledBack => Reply::RolledBack,
-            Reply::Unknown(why) => Reply::Unknown(why.clone()),
-            Reply::NotSent => Reply::NotSent,
-        }
-    }
-}
-
-/// One batch's transaction, in one flight: `BEGIN` (with its `SET LOCAL`
-/// timeouts, a lock waited for at most [`BATCH_LOCK_WAIT`](super::sql::BATCH_LOCK_WAIT)), each write's
-/// statements, `COMMIT`. The count of rows each
-/// write's deciding statement affected, if it committed.
-async fn transaction(conn: &Conn<'_>, writes: &[&Write]) -> Result<Vec<u64>, Failure> {
-    let client = conn.client;
-    let mut statements = Vec::with_capacity(writes.len());
-    for write in writes {
-        let (lock, decides) = write.statements();
-        let lock = match lock {
-            Some(lock) => Some(conn.statement(lock).await?),
-            None => None,
-        };
-        statements.push((lock, conn.statement(decides).await?));
-    }
-    let params: Vec<_> = writes.iter().map(|write| write.params()).collect();
-    let mut requests: Vec<Request<'_, Result<Option<u64>, tokio_postgres::Error>>> =
-        Vec::with_capacity(writes.len() * 2 + 2);
-    requests.push(Box::pin(async {
-        client
-            .batch_execute(&conn.sql.begin_batch)
-            .await
-            .map(|()| None)
-    }));
-    for ((lock, decides), params) in statements.iter().zip(&params) {
-        if let Some(lock) = lock {
-            requests.push(Box::pin(async move {
-                lock.query_opt(client, &params[..2]).await.map(|_| None)
-            }));
-        }
-        requests.push(Box::pin(async move {
-            decides.execute(client, params).await.map(Some)
-        }));
-    }
-    requests.push(Box::pin(async {
-        client.batch_execute("COMMIT").await.map(|()| None)
-    }));
-    let mut answers = flight_all(requests).await;
-    let committed = answers.pop().unwrap_or(Ok(None));
-    let mut counts = Vec::with_capacity(writes.len());
-    let mut failed = None;
-    for answer in answers {
-        match answer {
-            Ok(Some(count)) => counts.push(count),
-            Ok(None) => {}
-            Err(error) => {
-                failed.get_or_insert(error);
-            }
-        }
-    }
-    match (failed, committed) {
-        (None, Ok(_)) => Ok(counts),
-        // A statement failed on the server: the transaction was aborted,
-        // and the COMMIT sent after it rolled back.
-        (Some(error), Ok(_)) if error.code().is_some() => Err(error.into()),
-        (Some(error), Ok(_)) | (_, Err(error)) => Err(match Failure::from(error) {
-            // A serialization failure or a deadlock at the commit: nothing
-            // committed.
-            retry @ Failure::Server { retry: true, .. } => retry,
-            // Anything else once the commit was sent: it may have
-            // committed.
-            Failure::Server { error, .. } | Failure::Lost(error) | Failure::Unknown(error) => {
-                Failure::Unknown(error)
-            }
-            other @ (Failure::Answer(_) | Failure::Raced) => other,
-        }),
-    }
-}
-
 /// A slot held by an operation running alone, or by a batch's task: given
 /// back when dropped.
 pub(super) struct Slot(Option<Arc<Group>>);
-
-impl Slot {
-    /// Sends batches while writes are waiting, then gives the slot back.
-    async fn send_batches(self) {
-        let Some(group) = self.0.as_ref() else {
-            return;
-        };
-        loop {
-            let batch = group.take();
-            if batch.is_empty() {
-                return; // the slot goes back when `self` drops
-            }
-            group.send(batch).await;
-        }
-    }
-}
 
 impl Drop for Slot {
     fn drop(&mut self) {
@@ -471,7 +327,17 @@ impl Ticket {
     /// write still waits. Once its batch is being sent, the batch's own
     /// deadline (the earliest of its operations') bounds the wait.
     async fn wait(&mut self, mut reply: oneshot::Receiver<Reply>, deadline: Instant) -> Reply {
-        let answer = match tokio::time::timeout_at(deadline, &mut reply).await {
+        let patience = deadline.min(Instant::now() + SLOT_WAIT);
+        let answer = match tokio::time::timeout_at(patience, &mut reply).await {
+            Ok(answer) => Ok(answer),
+            Err(_) => {
+                if patience < deadline && self.waiting() {
+                    Arc::clone(&self.group).overflow();
+                }
+                tokio::time::timeout_at(deadline, &mut reply).await
+            }
+        };
+        let answer = match answer {
             Ok(answer) => answer,
             Err(_) => {
                 if self.leave() {
@@ -489,6 +355,12 @@ impl Ticket {
 }
 
 impl Ticket {
+    /// Whether the write still waits in the queue.
+    fn waiting(&self) -> bool {
+        let state = self.group.state();
+        state.waiting.iter().any(|w| w.ticket == self.number)
+    }
+
     /// Takes the write out of the queue, if it is still waiting there.
     fn leave(&self) -> bool {
         let mut state = self.group.state();
@@ -513,3 +385,6 @@ impl Drop for Ticket {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

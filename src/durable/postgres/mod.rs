@@ -149,7 +149,16 @@ pub use tokio_postgres;
 /// every store. A finish at the Run's current epoch is one round trip
 /// too, though not one statement: its whole transaction goes in one flight
 /// (`BEGIN`, the row lock, the finish only on the facts for which the rule
-/// writes, `COMMIT`; see `finish_in_one_flight`).
+/// writes, `COMMIT`; see `Write::alone`).
+///
+/// **Group commit.** Under load those writes share transactions: while
+/// more than [`PostgresOptions::group_commit`] of them are in flight
+/// (4 by default), the others wait and go together, up to 64 of different
+/// Runs in one transaction, each answered from its own statement's count
+/// as it would be alone; a batch that rolls back runs each of its
+/// operations alone, and a lost commit reply is
+/// [`LogError::OutcomeUnknown`] for each (docs/SPEC.md §6, "Group
+/// commit"). [`group_commits`](Self::group_commits) counts what was sent.
 ///
 /// **Errors say what to do.** A refusal ([`LogError::Fenced`],
 /// [`LogError::AlreadyHandedOff`], …) is the log's answer and is never

@@ -147,7 +147,10 @@ impl PostgresOptions {
     /// for each, as for one operation. A batch waits at most 20 ms for a
     /// lock another transaction holds (a Run's row lock held by a slow
     /// transaction); then it rolls back, and its operations run alone, so
-    /// no Run's write waits behind another Run's lock for longer. Not used
+    /// no Run's write waits behind another Run's lock for longer; and a
+    /// write that has waited 20 ms for a slot is sent without one, so
+    /// operations holding every slot (each waiting for a lock) hold up no
+    /// other Run's write for longer either. Not used
     /// on tables distributed by
     /// root Run (a batch would span shards), nor by a log that requires a
     /// synchronous standby on them.

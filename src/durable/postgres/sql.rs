@@ -10,6 +10,7 @@ use tokio_postgres::{Client, Row, Statement};
 
 use super::failure::Failure;
 pub(super) use super::layout::Layout;
+use super::lease::Lease;
 use super::replication::{GUARD, GUARD_CONDITION};
 use super::schema::PostgresSchema;
 
@@ -476,6 +477,19 @@ pub(super) struct Conn<'a> {
 }
 
 impl<'a> Conn<'a> {
+    /// The connection `lease` holds, as an operation's statements use it
+    /// (`None` once the lease has ended).
+    pub(super) fn leased(lease: &'a Lease, sql: &'a Sql, prepared: bool) -> Option<Self> {
+        lease.object().map(|object| {
+            let wrapper: &ClientWrapper = object;
+            Conn {
+                client: wrapper,
+                cache: prepared.then_some(wrapper),
+                sql,
+            }
+        })
+    }
+
     /// The guard of a log that requires a synchronous standby, prepared on
     /// this connection once (or sent by its text); `None` without the
     /// requirement.
