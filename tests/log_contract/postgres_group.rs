@@ -1,12 +1,13 @@
 //! Group commit (`PostgresOptions::group_commit`): the writes of
-//! operations of different root Runs that wait for the log's one slot are
-//! sent together, in one transaction, and each operation is answered as it
+//! operations of different Runs that wait for the log's one slot are sent
+//! together, in one transaction, and each operation is answered as it
 //! would be alone. Each batch is made by construction: the slot is held by
-//! a finish waiting for a Run's row lock another session holds, the other
-//! operations are spawned on a current-thread runtime and reach the queue
-//! before the test's task runs again (`yield_now`), and only then is the
-//! lock let go. That they shared one transaction is read from their rows'
-//! `xmin`.
+//! a finish waiting for a Run's row lock another session holds, and the
+//! other operations are spawned on a current-thread runtime and all reach
+//! the queue in one pass of its scheduler, before the test's task runs
+//! again (`yield_now`); they go together when the slot comes back, or 20
+//! ms later (`SLOT_WAIT`), whichever is first. That they shared one
+//! transaction is read from their rows' `xmin`.
 
 use std::sync::Arc;
 use std::time::Duration;

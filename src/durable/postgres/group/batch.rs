@@ -109,7 +109,7 @@ impl Reply {
 }
 
 /// One batch's transaction, in one flight: `BEGIN` (with its `SET LOCAL`
-/// timeouts, a lock waited for at most [`BATCH_LOCK_WAIT`](super::sql::BATCH_LOCK_WAIT)), each write's
+/// timeouts, a lock waited for at most [`BATCH_LOCK_WAIT`](crate::durable::postgres::sql::BATCH_LOCK_WAIT)), each write's
 /// statements, `COMMIT`. The count of rows each
 /// write's deciding statement affected, if it committed.
 async fn transaction(conn: &Conn<'_>, writes: &[&Write]) -> Result<Vec<u64>, Failure> {
