@@ -48,8 +48,8 @@
 //! `cargo bench --features sqlite,postgres --bench durable_stores`; it
 //! prints Markdown. `BATON_BENCH_OPS` sets the operations per cell of the
 //! table (default 800), `BATON_BENCH_RUNS` the fleet's N (default 1000),
-//! `BATON_BENCH_GROUP` the PostgreSQL logs' group commit slots (default 0:
-//! off) in the table and the fleet;
+//! `BATON_BENCH_GROUP` the PostgreSQL logs' group commit slots (default:
+//! the library's; 0 turns it off) in the table and the fleet;
 //! `BATON_BENCH_SECTIONS` (`sqlite,postgres,fleet,synchronous,citus`) and
 //! `BATON_BENCH_OPERATIONS` (`append,claim,handoff`) pick what runs
 //! (default: all).

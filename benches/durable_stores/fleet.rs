@@ -258,7 +258,10 @@ async fn fleet_bare(cluster: &Cluster, k: usize, runs: usize) -> Sample {
 
 /// `BATON_BENCH_GROUP`, as the headings say it.
 pub(super) fn group_commit() -> String {
-    match super::setting("BATON_BENCH_GROUP", 0) {
+    match super::setting(
+        "BATON_BENCH_GROUP",
+        baton::durable::PostgresOptions::DEFAULT_GROUP_COMMIT,
+    ) {
         0 => "off".into(),
         slots => format!("{slots} slots"),
     }

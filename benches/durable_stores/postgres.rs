@@ -68,10 +68,13 @@ pub(super) async fn baton(
 }
 
 /// The options the logs of the table and of the fleet open with: the
-/// defaults, with `BATON_BENCH_GROUP` slots of group commit (default 0:
-/// off; `PostgresOptions::group_commit`).
+/// defaults, with `BATON_BENCH_GROUP` slots of group commit (default: the
+/// library's, 4; 0 turns it off; `PostgresOptions::group_commit`).
 pub(super) fn options() -> PostgresOptions {
-    PostgresOptions::new().group_commit(super::setting("BATON_BENCH_GROUP", 0))
+    PostgresOptions::new().group_commit(super::setting(
+        "BATON_BENCH_GROUP",
+        PostgresOptions::DEFAULT_GROUP_COMMIT,
+    ))
 }
 
 /// [`baton`] on a log opened with `options` (its pool sized to the
