@@ -49,6 +49,8 @@ mod postgres_finish;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_group;
 #[cfg(all(unix, feature = "postgres"))]
+mod postgres_group_faults;
+#[cfg(all(unix, feature = "postgres"))]
 mod postgres_in_tx;
 #[cfg(all(unix, feature = "postgres"))]
 mod postgres_migration;

@@ -18,18 +18,18 @@ use baton::{HandoffIntent, Invocation};
 
 use crate::common::postgres::Cluster;
 use crate::common::{self, within};
-use crate::postgres_only::{Log, fresh, open, through_a_proxy};
+use crate::postgres_only::{Log, fresh, open};
 use crate::postgres_store::until_a_backend_waits_for_a_lock;
 
 /// A log of one slot (a second operation waits for a batch), its four
 /// connections open.
-async fn one_slot_log(url: &str) -> Arc<Log> {
+pub(crate) async fn one_slot_log(url: &str) -> Arc<Log> {
     drop(open(url, PostgresOptions::new().migrate(true)).await); // the schema
     one_slot_log_via(url).await
 }
 
 /// [`one_slot_log`] on a schema already there (through a proxy).
-async fn one_slot_log_via(url: &str) -> Arc<Log> {
+pub(crate) async fn one_slot_log_via(url: &str) -> Arc<Log> {
     let options = PostgresOptions::new()
         .migrate(true)
         .pool_size(4)
@@ -45,7 +45,7 @@ async fn one_slot_log_via(url: &str) -> Arc<Log> {
     Arc::new(log)
 }
 
-fn current_thread() -> tokio::runtime::Runtime {
+pub(crate) fn current_thread() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -53,7 +53,7 @@ fn current_thread() -> tokio::runtime::Runtime {
 }
 
 /// The invocation of Run `run` (its own root Run).
-fn source_of(run: &str) -> Invocation {
+pub(crate) fn source_of(run: &str) -> Invocation {
     Invocation {
         run_id: run.into(),
         ..common::source()
@@ -69,14 +69,14 @@ fn pause_of(run: &str) -> common::Pause {
 }
 
 /// The roots of a batch.
-fn roots(n: usize) -> Vec<String> {
+pub(crate) fn roots(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("g{i}")).collect()
 }
 
 /// Holds the slot of `log`: the Run `hold` (its own root) claimed, its row locked by
 /// `admin` (in a transaction), and its finish spawned, waiting for the
 /// lock. `ROLLBACK` on `admin` lets it go.
-async fn hold_the_slot(
+pub(crate) async fn hold_the_slot(
     log: &Arc<Log>,
     admin: &Client,
     hold: &'static str,
@@ -104,7 +104,7 @@ async fn hold_the_slot(
 
 /// Each of `claims` answers `Owner`, all within 5 s, far below the log's
 /// timeout (30 s): none waited behind `behind`.
-async fn owners_promptly(
+pub(crate) async fn owners_promptly(
     claims: Vec<tokio::task::JoinHandle<Result<Claim<crate::Payload>, baton::durable::LogError>>>,
     behind: &str,
 ) {
@@ -121,7 +121,7 @@ async fn owners_promptly(
 }
 
 /// Spawns the first claim of each of `runs` (each its own root).
-fn spawn_claims(
+pub(crate) fn spawn_claims(
     log: &Arc<Log>,
     runs: &[String],
 ) -> Vec<tokio::task::JoinHandle<Result<Claim<crate::Payload>, baton::durable::LogError>>> {
@@ -134,7 +134,7 @@ fn spawn_claims(
 }
 
 /// Spawns the append of `run`'s pause (`append`) or its finish, at `epoch`.
-fn spawn_write(
+pub(crate) fn spawn_write(
     log: &Arc<Log>,
     run: &str,
     epoch: Epoch,
@@ -153,8 +153,34 @@ fn spawn_write(
     })
 }
 
+/// Lets the holder of [`hold_the_slot`] go: its finish is written.
+pub(crate) async fn let_the_holder_go(
+    admin: &Client,
+    holder: tokio::task::JoinHandle<Result<Receipt, baton::durable::LogError>>,
+) {
+    admin.batch_execute("ROLLBACK").await.expect("let go");
+    assert_eq!(
+        within("the holder", holder).await.unwrap().unwrap(),
+        Receipt::Written
+    );
+}
+
+/// The epochs `claims` answered, each a first claim's (R1).
+async fn owners(
+    claims: Vec<tokio::task::JoinHandle<Result<Claim<crate::Payload>, baton::durable::LogError>>>,
+) -> Vec<Epoch> {
+    let mut epochs = Vec::new();
+    for claim in claims {
+        match within("a batched claim", claim).await.unwrap() {
+            Ok(Claim::Owner(epoch)) => epochs.push(epoch),
+            other => panic!("R1: a first claim answers its epoch, got {other:?}"),
+        }
+    }
+    epochs
+}
+
 /// How many transactions wrote the Runs `runs`' rows (their `xmin`s).
-async fn writers(admin: &Client, runs: &[String]) -> i64 {
+pub(crate) async fn writers(admin: &Client, runs: &[String]) -> i64 {
     admin
         .query_one(
             "SELECT count(DISTINCT xmin::text) FROM baton_run WHERE run_id = ANY($1)",
@@ -165,7 +191,7 @@ async fn writers(admin: &Client, runs: &[String]) -> i64 {
         .get(0)
 }
 
-async fn facts(log: &Log, run: &str) -> RunFacts<crate::Payload> {
+pub(crate) async fn facts(log: &Log, run: &str) -> RunFacts<crate::Payload> {
     log.facts_async(run, run).await.expect("facts")
 }
 
@@ -187,18 +213,8 @@ fn gc1_a_batch_is_one_transaction_and_each_operation_reads_back_as_answered() {
         let holder = hold_the_slot(&log, &admin, "hold").await;
         let claims = spawn_claims(&log, &runs);
         tokio::task::yield_now().await;
-        admin.batch_execute("ROLLBACK").await.expect("let go");
-        assert_eq!(
-            within("the holder", holder).await.unwrap().unwrap(),
-            Receipt::Written
-        );
-        let mut epochs = Vec::new();
-        for claim in claims {
-            match within("a batched claim", claim).await.unwrap() {
-                Ok(Claim::Owner(epoch)) => epochs.push(epoch),
-                other => panic!("R1: a first claim answers its epoch, got {other:?}"),
-            }
-        }
+        let_the_holder_go(&admin, holder).await;
+        let epochs = owners(claims).await;
         assert_eq!(
             writers(&admin, &runs).await,
             1,
@@ -214,11 +230,7 @@ fn gc1_a_batch_is_one_transaction_and_each_operation_reads_back_as_answered() {
             .map(|(i, (run, &epoch))| spawn_write(&log, run, epoch, i % 2 == 0))
             .collect();
         tokio::task::yield_now().await;
-        admin.batch_execute("ROLLBACK").await.expect("let go");
-        assert_eq!(
-            within("the holder", holder).await.unwrap().unwrap(),
-            Receipt::Written
-        );
+        let_the_holder_go(&admin, holder).await;
         for write in writes {
             assert_eq!(
                 within("a batched write", write).await.unwrap().unwrap(),
@@ -286,11 +298,7 @@ fn gc2_a_failed_write_rolls_its_batch_back_and_each_operation_runs_alone() {
             .map(|(run, &epoch)| spawn_write(&log, run, epoch, run == "g0"))
             .collect();
         tokio::task::yield_now().await;
-        admin.batch_execute("ROLLBACK").await.expect("let go");
-        assert_eq!(
-            within("the holder", holder).await.unwrap().unwrap(),
-            Receipt::Written
-        );
+        let_the_holder_go(&admin, holder).await;
         let answers: Vec<Receipt> = {
             let mut answers = Vec::new();
             for finish in finishes {
@@ -320,234 +328,6 @@ fn gc2_a_failed_write_rolls_its_batch_back_and_each_operation_runs_alone() {
     });
 }
 
-/// GC3: an operation dropped while its write waits for a batch leaves the
-/// queue: nothing of it is ever written, and the rest of the batch is.
-#[test]
-fn gc3_an_operation_dropped_while_it_waits_is_never_sent() {
-    let Some(cluster) = Cluster::shared() else {
-        return;
-    };
-    current_thread().block_on(async {
-        let (dbname, url) = fresh(cluster).await;
-        let log = one_slot_log(&url).await;
-        let admin = cluster.connect(&dbname).await;
-        let holder = hold_the_slot(&log, &admin, "hold").await;
-        let spawn = |run: &'static str| {
-            let log = Arc::clone(&log);
-            tokio::spawn(async move { log.claim_async(run, run).await })
-        };
-        let (dropped, kept) = (spawn("dropped"), spawn("kept"));
-        tokio::task::yield_now().await;
-        dropped.abort();
-        assert!(dropped.await.unwrap_err().is_cancelled());
-        admin.batch_execute("ROLLBACK").await.expect("let go");
-        assert_eq!(
-            within("the holder", holder).await.unwrap().unwrap(),
-            Receipt::Written
-        );
-        assert!(matches!(
-            within("the kept claim", kept).await.unwrap(),
-            Ok(Claim::Owner(_))
-        ));
-        assert_eq!(
-            facts(&log, "dropped").await.epoch,
-            Epoch::NONE,
-            "the dropped claim was never sent"
-        );
-    });
-}
-
-/// GC4: an operation dropped once its batch was sent ends as sent: the
-/// log's next operation waits until the batch has ended and reads its
-/// outcome. The batch is kept on the server by a trigger that sleeps 1.5 s
-/// in the dropped finish's update (a lock would not keep it: a batch waits
-/// 20 ms at most for one), seen sleeping in `pg_stat_activity` before the
-/// drop.
-#[test]
-fn gc4_an_operation_dropped_in_a_sent_batch_ends_and_the_next_operation_reads_it() {
-    let Some(cluster) = Cluster::shared() else {
-        return;
-    };
-    current_thread().block_on(async {
-        let (dbname, url) = fresh(cluster).await;
-        let log = one_slot_log(&url).await;
-        let admin = cluster.connect(&dbname).await;
-        let Ok(Claim::Owner(epoch)) = log.claim_async("late", "late").await else {
-            panic!("a claim")
-        };
-        admin
-            .batch_execute(
-                "CREATE FUNCTION slow_late() RETURNS trigger LANGUAGE plpgsql AS \
-                 $$ BEGIN PERFORM pg_sleep(1.5); RETURN NEW; END $$; \
-                 CREATE TRIGGER slow_late BEFORE UPDATE ON baton_run FOR EACH ROW \
-                 WHEN (NEW.run_id = 'late') EXECUTE FUNCTION slow_late()",
-            )
-            .await
-            .expect("the slow trigger");
-        let holder = hold_the_slot(&log, &admin, "hold").await;
-        let finishing = spawn_write(&log, "late", epoch, false);
-        let claiming = tokio::spawn({
-            let log = Arc::clone(&log);
-            async move { log.claim_async("other", "other").await }
-        });
-        tokio::task::yield_now().await;
-        admin
-            .batch_execute("ROLLBACK")
-            .await
-            .expect("let the holder go");
-        assert_eq!(
-            within("the holder", holder).await.unwrap().unwrap(),
-            Receipt::Written
-        );
-        // The batch (the late finish, the other claim) is sent, and sleeps.
-        within("the batch reaches the trigger's sleep", async {
-            loop {
-                let sleeping: i64 = admin
-                    .query_one(
-                        "SELECT count(*) FROM pg_stat_activity \
-                         WHERE datname = current_database() AND wait_event = 'PgSleep'",
-                        &[],
-                    )
-                    .await
-                    .expect("pg_stat_activity")
-                    .get(0);
-                if sleeping > 0 {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        })
-        .await;
-        finishing.abort();
-        assert!(finishing.await.unwrap_err().is_cancelled());
-        let mut next = tokio::spawn({
-            let log = Arc::clone(&log);
-            async move { log.facts_async("late", "late").await }
-        });
-        // It cannot end while the batch sleeps (a connection is free: see
-        // `one_slot_log`); if it did, it would read the Run unfinished.
-        let early = tokio::time::timeout(Duration::from_millis(300), &mut next).await;
-        assert!(
-            early.is_err(),
-            "the next operation ran before the dropped one's batch ended: {early:?}"
-        );
-        let read = within("the next operation", next).await.unwrap().unwrap();
-        assert_eq!(
-            read.finished.map(|finished| finished.outcome),
-            Some(common::execution()),
-            "the next operation reads the dropped finish, ended"
-        );
-        assert!(matches!(
-            within("the other claim", claiming).await.unwrap(),
-            Ok(Claim::Owner(_))
-        ));
-    });
-}
-
-/// GC5 (R4 across a batch): the reply to a batch's `COMMIT` lost (a
-/// proxy), every operation of the batch answers `OutcomeUnknown` — never
-/// a success, nor `Unavailable` (which would say nothing was written) —
-/// and the facts, read again on a new connection, show each landed.
-#[test]
-fn gc5_a_batch_whose_commit_reply_is_lost_is_an_unknown_outcome_for_each() {
-    let Some(cluster) = Cluster::shared() else {
-        return;
-    };
-    current_thread().block_on(async {
-        let (dbname, url) = fresh(cluster).await;
-        drop(open(&url, PostgresOptions::new().migrate(true)).await); // the schema
-        let (proxy, via) = through_a_proxy(cluster, &url);
-        let log = one_slot_log_via(&via).await;
-        let admin = cluster.connect(&dbname).await;
-        let runs = roots(4);
-        let holder = hold_the_slot(&log, &admin, "hold").await;
-        let claims = spawn_claims(&log, &runs);
-        tokio::task::yield_now().await;
-        // The holder's flight, its COMMIT with it, went through already:
-        // the next commit forwarded is the batch's.
-        proxy.lose_next_commit_reply();
-        admin.batch_execute("ROLLBACK").await.expect("let go");
-        assert_eq!(
-            within("the holder", holder).await.unwrap().unwrap(),
-            Receipt::Written
-        );
-        for claim in claims {
-            let answer = within("a batched claim", claim).await.unwrap();
-            assert!(
-                matches!(answer, Err(baton::durable::LogError::OutcomeUnknown(_))),
-                "R4: a claim of a batch whose commit reply was lost: {answer:?}"
-            );
-        }
-        assert_eq!(proxy.lost_replies(), 1, "the batch's reply was lost");
-        let direct = open(&url, PostgresOptions::new()).await.expect("connect");
-        for run in &runs {
-            let read = direct.facts_async(run, run).await.expect("facts");
-            assert_eq!(read.epoch, Epoch::new(1), "{run}: it landed");
-        }
-        assert_eq!(writers(&admin, &runs).await, 1, "in one transaction");
-    });
-}
-
-/// GC6 (issue 34's promise kept under group commit): a batch whose write
-/// of one Run waits for that Run's row lock, held by another session for
-/// as long as the test likes, rolls back after `BATCH_LOCK_WAIT` (20 ms),
-/// and the other operations of it run alone: they are answered while the
-/// lock is still held, far within the log's timeout (30 s); the stuck
-/// Run's finish waits alone, and lands once the lock is let go.
-#[test]
-fn gc6_one_runs_held_lock_does_not_hold_up_the_rest_of_its_batch() {
-    let Some(cluster) = Cluster::shared() else {
-        return;
-    };
-    current_thread().block_on(async {
-        let (dbname, url) = fresh(cluster).await;
-        let log = one_slot_log(&url).await;
-        let admin = cluster.connect(&dbname).await;
-        let blocker = cluster.connect(&dbname).await;
-        let Ok(Claim::Owner(epoch)) = log.claim_async("stuck", "stuck").await else {
-            panic!("a claim")
-        };
-        blocker
-            .batch_execute(
-                "BEGIN; SELECT epoch FROM baton_run \
-                 WHERE root_run_id = 'stuck' AND run_id = 'stuck' FOR UPDATE",
-            )
-            .await
-            .expect("another session holds the stuck Run's row lock");
-        let holder = hold_the_slot(&log, &admin, "hold").await;
-        let stuck = spawn_write(&log, "stuck", epoch, false);
-        let runs = roots(4);
-        let claims = spawn_claims(&log, &runs);
-        tokio::task::yield_now().await;
-        admin
-            .batch_execute("ROLLBACK")
-            .await
-            .expect("let the holder go");
-        assert_eq!(
-            within("the holder", holder).await.unwrap().unwrap(),
-            Receipt::Written
-        );
-        owners_promptly(claims, "the stuck Run").await;
-        assert!(
-            !stuck.is_finished(),
-            "the stuck Run's finish waits for its lock"
-        );
-        assert_eq!(
-            writers(&admin, &runs).await,
-            4,
-            "after the rollback each ran alone"
-        );
-        blocker.batch_execute("ROLLBACK").await.expect("let go");
-        assert_eq!(
-            within("the stuck Run's finish", stuck)
-                .await
-                .unwrap()
-                .unwrap(),
-            Receipt::Written
-        );
-    });
-}
-
 /// GC7: writes of Runs of one root Run share a batch: the first claims of
 /// four Runs of a root the log has never seen (the first makes the root's
 /// row; the others find it in the batch, as after its commit) are one
@@ -572,18 +352,8 @@ fn gc7_runs_of_one_root_share_a_batch() {
             })
             .collect();
         tokio::task::yield_now().await;
-        admin.batch_execute("ROLLBACK").await.expect("let go");
-        assert_eq!(
-            within("the holder", holder).await.unwrap().unwrap(),
-            Receipt::Written
-        );
-        let mut epochs = Vec::new();
-        for claim in claims {
-            match within("a batched claim", claim).await.unwrap() {
-                Ok(Claim::Owner(epoch)) => epochs.push(epoch),
-                other => panic!("R1: a first claim answers its epoch, got {other:?}"),
-            }
-        }
+        let_the_holder_go(&admin, holder).await;
+        let epochs = owners(claims).await;
         assert_eq!(writers(&admin, &runs).await, 1, "one transaction");
 
         let holder = hold_the_slot(&log, &admin, "hold2").await;
@@ -600,11 +370,7 @@ fn gc7_runs_of_one_root_share_a_batch() {
             })
             .collect();
         tokio::task::yield_now().await;
-        admin.batch_execute("ROLLBACK").await.expect("let go");
-        assert_eq!(
-            within("the holder", holder).await.unwrap().unwrap(),
-            Receipt::Written
-        );
+        let_the_holder_go(&admin, holder).await;
         for finish in finishes {
             assert_eq!(
                 within("a batched finish", finish).await.unwrap().unwrap(),
@@ -645,37 +411,5 @@ fn gc0_group_commit_is_on_by_default_and_zero_turns_it_off() {
             .await
             .expect("connect");
         assert_eq!(off.group_commits(), None);
-    });
-}
-
-/// GC8 (issue 34's promise kept under group commit): the log's one slot
-/// held by a finish that waits for its Run's row lock, which another
-/// session holds for as long as the test likes, holds up no other Run's
-/// write for long: a write that has waited 20 ms (`SLOT_WAIT`) for the
-/// slot goes without one, and the claims of four other Runs answer while
-/// the lock is still held, far within the log's timeout (30 s).
-#[test]
-fn gc8_a_slot_held_long_holds_up_no_other_runs_write() {
-    let Some(cluster) = Cluster::shared() else {
-        return;
-    };
-    current_thread().block_on(async {
-        let (dbname, url) = fresh(cluster).await;
-        let log = one_slot_log(&url).await;
-        let admin = cluster.connect(&dbname).await;
-        let holder = hold_the_slot(&log, &admin, "hold").await;
-        let runs = roots(4);
-        owners_promptly(spawn_claims(&log, &runs), "the held slot").await;
-        assert!(!holder.is_finished(), "the holder still waits for its lock");
-        assert_eq!(
-            writers(&admin, &runs).await,
-            1,
-            "sent together, without a slot"
-        );
-        admin.batch_execute("ROLLBACK").await.expect("let go");
-        assert_eq!(
-            within("the holder", holder).await.unwrap().unwrap(),
-            Receipt::Written
-        );
     });
 }

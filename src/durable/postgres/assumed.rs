@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
-use crate::durable::contract::RunFacts;
+use crate::durable::contract::{Epoch, RunFacts};
 use crate::durable::fence::{AppendStep, Fate, append_step, claim_step_above, finish_step};
 use crate::durable::row::corrupt;
 use crate::facts::Invocation;
@@ -106,32 +106,18 @@ where
                 pause,
                 ref json,
             } => {
-                let step =
-                    append_step(root_run_id, epoch, Fate::Open, epoch, (source, pause)).ok()?;
-                if step != AppendStep::Write {
-                    return None;
-                }
-                let at = stored(epoch).ok()?;
+                let step = append_step(root_run_id, epoch, Fate::Open, epoch, (source, pause));
                 let intent = &pause.intent;
-                Some(Self {
-                    answer: Answer::Receipt(step.receipt()),
-                    write: Write {
-                        kind: Kind::Append,
-                        root_run_id: root_run_id.to_owned(),
-                        run_id: source.run_id.clone(),
-                        // `baton_handoff_pause`'s column order, as
-                        // `pause_params` binds them.
-                        params: invocation(root_run_id, source)
-                            .into_iter()
-                            .chain([
-                                text(&intent.handoff_id),
-                                text(&intent.successor_run_id),
-                                text(&intent.successor_invocation_id),
-                                text(json),
-                                Box::new(at),
-                            ])
-                            .collect(),
-                    },
+                // `baton_handoff_pause`'s column order, as `pause_params`
+                // binds them.
+                fenced(Kind::Append, step, root_run_id, source, epoch, |at| {
+                    vec![
+                        text(&intent.handoff_id),
+                        text(&intent.successor_run_id),
+                        text(&intent.successor_invocation_id),
+                        text(json),
+                        Box::new(at),
+                    ]
                 })
             }
             Op::Finish {
@@ -141,29 +127,45 @@ where
                 outcome,
                 ref json,
             } => {
-                let step =
-                    finish_step(root_run_id, epoch, Fate::Open, epoch, (source, outcome)).ok()?;
-                if step != AppendStep::Write {
-                    return None;
-                }
-                let at = stored(epoch).ok()?;
-                Some(Self {
-                    answer: Answer::Receipt(step.receipt()),
-                    write: Write {
-                        kind: Kind::Finish,
-                        root_run_id: root_run_id.to_owned(),
-                        run_id: source.run_id.clone(),
-                        // As `finish_params` binds them; the lock's key is
-                        // the first two.
-                        params: invocation(root_run_id, source)
-                            .into_iter()
-                            .chain([text(json), Box::new(at) as Owned])
-                            .collect(),
-                    },
+                let step = finish_step(root_run_id, epoch, Fate::Open, epoch, (source, outcome));
+                // As `finish_params` binds them; the lock's key is the
+                // first two.
+                fenced(Kind::Finish, step, root_run_id, source, epoch, |at| {
+                    vec![text(json), Box::new(at)]
                 })
             }
         }
     }
+}
+
+/// An append's or a finish's assumed write, if `step` (the rule's answer
+/// on the assumed facts) writes and `epoch` is stored: its parameters the
+/// Run's key, the source's ids, then `rest` of the stored epoch.
+fn fenced<P, E>(
+    kind: Kind,
+    step: Result<AppendStep, E>,
+    root_run_id: &str,
+    source: &Invocation,
+    epoch: Epoch,
+    rest: impl FnOnce(i64) -> Vec<Owned>,
+) -> Option<Assumed<P>> {
+    let step = step.ok()?;
+    if step != AppendStep::Write {
+        return None;
+    }
+    let at = stored(epoch).ok()?;
+    Some(Assumed {
+        answer: Answer::Receipt(step.receipt()),
+        write: Write {
+            kind,
+            root_run_id: root_run_id.to_owned(),
+            run_id: source.run_id.clone(),
+            params: invocation(root_run_id, source)
+                .into_iter()
+                .chain(rest(at))
+                .collect(),
+        },
+    })
 }
 
 fn text(text: &str) -> Owned {
