@@ -82,9 +82,9 @@ pub use memory::MemoryLog;
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::{
-    GroupCommits, InvalidSchemaName, NoSynchronousStandby, POSTGRES_SCHEMA_VERSION, PostgresConfig,
-    PostgresLog, PostgresOptions, PostgresReplication, PostgresSchema, PostgresStatement,
-    deadpool_postgres, tokio_postgres,
+    GroupCommits, InvalidSchemaName, NoSynchronousStandby, PAUSED_TRIGGER, POSTGRES_SCHEMA_VERSION,
+    PostgresConfig, PostgresLog, PostgresOptions, PostgresReplication, PostgresSchema,
+    PostgresStatement, deadpool_postgres, tokio_postgres,
 };
 pub use reconcile::{Decision, reconcile};
 #[cfg(feature = "sqlite")]

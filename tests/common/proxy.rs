@@ -301,7 +301,7 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 
 /// What commits, in the client's messages of one connection: a `COMMIT`
 /// simple query, or the execution (`Bind`) of a prepared statement that
-/// writes (its `Parse` began with `INSERT` or `WITH`) outside an explicit
+/// writes (its `Parse` began with `INSERT`, `WITH` or `UPDATE`) outside an explicit
 /// transaction (`BEGIN` … `COMMIT`/`ROLLBACK`), which is then its own.
 /// Read from whole messages in a chunk, as the client's writes come here.
 #[derive(Default)]
@@ -344,7 +344,10 @@ impl Commits {
                     // parsed anew for each statement sent by its text)
                     // is what it was parsed as last.
                     self.writes.retain(|w| w != name);
-                    if query.starts_with(b"INSERT") || query.starts_with(b"WITH") {
+                    if [&b"INSERT"[..], b"WITH", b"UPDATE"]
+                        .iter()
+                        .any(|verb| query.starts_with(verb))
+                    {
                         self.writes.push(name.to_vec());
                     }
                 }

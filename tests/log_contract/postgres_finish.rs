@@ -1,13 +1,14 @@
-//! A finish's one-flight form (`BEGIN`, the Run's row lock, the finish only
-//! on the facts for which the rule writes, `COMMIT`, sent together) against
-//! the writers it races, decided by construction: another session holds
-//! the Run's row lock, as an append or a claim does, and writes what that
-//! writer would (a pause; a new epoch) before it commits, while the log's
-//! finish is seen waiting for the lock (`pg_stat_activity`). The finish must
-//! then see what the holder committed (R8: one final fate; R6/R7: a fenced
-//! epoch writes nothing) — a finish that read the pause table with a
-//! snapshot taken before its wait would write a finish beside the pause.
-//! And the common case costs one transaction and no retry.
+//! A finish's one-statement form (the update of the Run's row only on the
+//! facts for which the rule writes: its epoch, no finish, not `paused`)
+//! against the writers it races, decided by construction: another session
+//! holds the Run's row lock, as an append or a claim does, and writes what
+//! that writer would (a pause, by the plain insert an older baton sends,
+//! which the schema's trigger flags; a new epoch) before it commits, while
+//! the log's finish is seen waiting for the lock (`pg_stat_activity`). The
+//! finish must then see what the holder committed (R8: one final fate;
+//! R6/R7: a fenced epoch writes nothing) — a finish that read the pause
+//! table with a snapshot taken before its wait would write a finish beside
+//! the pause. And the common case costs one statement and no retry.
 
 use baton::durable::{AsyncHandoffLog, Claim, Epoch, LogError, PostgresLog, Receipt};
 
@@ -111,11 +112,11 @@ fn r7_a_finish_that_waited_for_a_takeovers_lock_is_fenced_and_writes_nothing() {
 }
 
 /// The common case: a finish at the current epoch of an open Run is one
-/// transaction (its `BEGIN`, and no one-statement write), answered
-/// `Written`; the identical finish again takes the transaction's path
-/// (the one-flight form wrote nothing) and is `AlreadyDurable`.
+/// statement, its own transaction (no `BEGIN`), answered `Written`; the
+/// identical finish again takes the transaction's path (the one
+/// statement wrote nothing) and is `AlreadyDurable`.
 #[test]
-fn a_finish_at_the_current_epoch_is_one_transaction() {
+fn a_finish_at_the_current_epoch_is_one_statement() {
     let Some(cluster) = Cluster::shared() else {
         return;
     };
@@ -130,15 +131,15 @@ fn a_finish_at_the_current_epoch_is_one_transaction() {
         assert_eq!(finish.unwrap(), Receipt::Written);
         assert_eq!(
             (proxy.transactions() - begun, proxy.own_commits() - own),
-            (1, 0),
-            "a finish at the current epoch: one transaction"
+            (0, 1),
+            "a finish at the current epoch: one statement, its own transaction"
         );
         let again = within("R5", log.finish_async(ROOT, &source, epoch, &outcome)).await;
         assert_eq!(again.unwrap(), Receipt::AlreadyDurable);
         assert_eq!(
             (proxy.transactions() - begun, proxy.own_commits() - own),
-            (3, 0),
-            "the identical finish again: the one-flight try, then the transaction"
+            (1, 2),
+            "the identical finish again: the one statement's try, then the transaction"
         );
     });
 }

@@ -1,11 +1,11 @@
 //! A migration is one transaction, by construction (issue 63): all of it
 //! or nothing, and nothing of it visible to another session before it
-//! commits — from every version a database may be at (none, 1, 2, 3).
-//! Nothing here races: a conflicting object made beforehand fails the
-//! migration's last statement; one made in another session's open
-//! transaction holds the migration at its last statement, where the test
-//! looks at the database from a third session and starts a second
-//! migration that must wait for the first.
+//! commits — from every version a database may be at (none, 1, 2, 3, 4).
+//! Nothing here races: a conflicting object made beforehand fails one of
+//! the migration's last statements (version 5's function); one made in
+//! another session's open transaction holds the migration there, where
+//! the test looks at the database from a third session and starts a
+//! second migration that must wait for the first.
 
 use baton::durable::tokio_postgres::Client;
 use baton::durable::{LogError, POSTGRES_SCHEMA_VERSION, PostgresSchema};
@@ -13,15 +13,24 @@ use baton::durable::{LogError, POSTGRES_SCHEMA_VERSION, PostgresSchema};
 use crate::common::postgres::Cluster;
 use crate::postgres_only::{fresh, runtime};
 
-/// The name of the last object the migrations make (version 4's index).
-const LAST: &str = "baton_run_by_end";
+/// The name of the last object but one the migrations make (version 5's
+/// function; its trigger is the last).
+const LAST: &str = "baton_run_paused";
 
-/// Every relation of baton's in the database, and its version (0: none).
+/// A function named [`LAST`], as the test makes it to take the name.
+const TAKEN: &str = "CREATE FUNCTION baton_run_paused() RETURNS trigger LANGUAGE plpgsql \
+                     AS $$ BEGIN RETURN NULL; END $$";
+
+/// Every relation, function and trigger of baton's in the database, and
+/// its version (0: none).
 async fn what_is_there(client: &Client) -> (Vec<String>, i64) {
     let relations = client
         .query(
             "SELECT relname::text FROM pg_class \
              WHERE relname LIKE 'baton%' AND relnamespace = 'public'::regnamespace \
+             UNION ALL SELECT proname::text FROM pg_proc \
+             WHERE proname LIKE 'baton%' AND pronamespace = 'public'::regnamespace \
+             UNION ALL SELECT tgname::text FROM pg_trigger WHERE tgname LIKE 'baton%' \
              ORDER BY 1",
             &[],
         )
@@ -52,8 +61,8 @@ async fn at_version(cluster: &Cluster, version: usize) -> (String, Client) {
     (dbname, admin)
 }
 
-/// The migration's last statement fails (an object already holds its
-/// name): the migration answers `Unavailable`, and the database is as it
+/// One of the migration's last statements fails (an object already holds
+/// its name): the migration answers `Unavailable`, and the database is as it
 /// was — the same relations, the same version — from every version; once
 /// the name is free it migrates whole.
 #[test]
@@ -64,10 +73,7 @@ fn g3_a_migration_whose_last_statement_fails_leaves_the_database_as_it_was() {
     runtime().block_on(async {
         for from in 0..POSTGRES_SCHEMA_VERSION as usize {
             let (dbname, admin) = at_version(cluster, from).await;
-            admin
-                .batch_execute(&format!("CREATE TABLE {LAST} (taken int)"))
-                .await
-                .unwrap();
+            admin.batch_execute(TAKEN).await.unwrap();
             let before = what_is_there(&admin).await;
             let migrating = cluster.connect(&dbname).await;
             let failed = PostgresSchema::search_path().migrate(&migrating).await;
@@ -81,7 +87,7 @@ fn g3_a_migration_whose_last_statement_fails_leaves_the_database_as_it_was() {
                 "from version {from}: the failed migration left nothing"
             );
             admin
-                .batch_execute(&format!("DROP TABLE {LAST}"))
+                .batch_execute(&format!("DROP FUNCTION {LAST}"))
                 .await
                 .unwrap();
             PostgresSchema::search_path()
@@ -126,7 +132,7 @@ async fn until_waiting(watch: &Client, pid: i32) -> String {
     }
 }
 
-/// A migration held at its last statement (another session's open
+/// A migration held at one of its last statements (another session's open
 /// transaction made an object of that name, uncommitted): a third session
 /// sees nothing of it — no relation, no version — and a second migration
 /// waits for the first at the advisory lock. Once the other session rolls
@@ -143,7 +149,7 @@ fn g3_a_migration_in_progress_is_invisible_and_a_second_one_waits_for_it() {
             let before = what_is_there(&admin).await;
             let holder = cluster.connect(&dbname).await;
             holder
-                .batch_execute(&format!("BEGIN; CREATE TABLE {LAST} (held int)"))
+                .batch_execute(&format!("BEGIN; {TAKEN}"))
                 .await
                 .unwrap();
             let first = cluster.connect(&dbname).await;
@@ -153,7 +159,7 @@ fn g3_a_migration_in_progress_is_invisible_and_a_second_one_waits_for_it() {
                 tokio::spawn(async move { PostgresSchema::search_path().migrate(&client).await })
             };
             let first = migrate(first);
-            // The first has made everything before its last statement.
+            // The first has made everything before its function.
             assert_eq!(until_waiting(&admin, first_pid).await, "transactionid");
             assert_eq!(
                 what_is_there(&admin).await,

@@ -407,14 +407,26 @@ fn a_version_2_database_is_upgraded_to_the_current_version_in_place_and_keeps_it
             open(&url, PostgresOptions::new()).await,
             Err(LogError::UnknownSchema { found: 2, .. })
         ));
-        let log = connect(&url).await.expect("migrated to version 4");
+        let log = connect(&url).await.expect("migrated to version 5");
         let version: i64 = admin
             .query_one("SELECT version FROM baton_schema", &[])
             .await
             .unwrap()
             .get(0);
-        assert_eq!(version, 4);
-        assert_eq!(POSTGRES_SCHEMA_VERSION, 4);
+        assert_eq!(version, 5);
+        assert_eq!(POSTGRES_SCHEMA_VERSION, 5);
+        let flagged: Vec<(String, bool)> = admin
+            .query("SELECT run_id, paused FROM baton_run ORDER BY run_id", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| (row.get(0), row.get(1)))
+            .collect();
+        assert_eq!(
+            flagged,
+            [("open".to_owned(), false), ("run".to_owned(), true)],
+            "version 5 flags the Runs paused before it"
+        );
         let untimed: i64 = admin
             .query_one(
                 "SELECT count(*) FROM baton_handoff_pause WHERE ended_at IS NULL",
@@ -431,6 +443,13 @@ fn a_version_2_database_is_upgraded_to_the_current_version_in_place_and_keeps_it
             within("R5", log.claim_async(ROOT, "run")).await.unwrap(),
             Claim::HandedOff(pause()),
             "R1: a handed-off Run stays handed off across the upgrade"
+        );
+        assert!(
+            matches!(
+                finish(&log, "run", Epoch::new(1), &common::execution()).await,
+                Err(LogError::AlreadyHandedOff { .. })
+            ),
+            "R8: a Run paused before the upgrade takes no finish after it"
         );
         let epoch = owner_of(&log, "open").await;
         assert_eq!(epoch, Epoch::new(3));

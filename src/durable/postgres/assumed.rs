@@ -1,6 +1,6 @@
 //! The write of an operation on the facts it usually finds ([`Assumed`]):
-//! asked of the pure rule in Rust, then sent as one statement (a claim's,
-//! an append's) or one flight (a finish's) that writes only if the Run's
+//! asked of the pure rule in Rust, then sent as one statement (or, a
+//! finish on tables distributed by root Run, one flight) that writes only if the Run's
 //! facts are those, alone or in a group commit
 //! ([`group`](super::group)).
 
@@ -56,9 +56,13 @@ pub(super) enum Kind {
     Claim,
     /// `AppendIfCurrent`: the pause from the Run's row locked at its epoch.
     Append,
-    /// `LockRun`, then `FinishIfNoPause` (in a statement of its own after
-    /// the lock, so its snapshot sees what the lock's holder committed).
+    /// `FinishUnpaused`: one statement, fenced on the Run's row alone
+    /// (its epoch, its finish and its `paused` flag).
     Finish,
+    /// On tables distributed by root Run, which keep no `paused` flag:
+    /// `LockRun`, then `FinishIfNoPause` (in a statement of its own after
+    /// the lock, so its snapshot sees a pause the lock's holder committed).
+    LockedFinish,
 }
 
 impl<P> Assumed<P>
@@ -128,9 +132,13 @@ where
                 ref json,
             } => {
                 let step = finish_step(root_run_id, epoch, Fate::Open, epoch, (source, outcome));
+                let kind = match sql_layout {
+                    Layout::OneServer => Kind::Finish,
+                    Layout::ByRootRun => Kind::LockedFinish,
+                };
                 // As `finish_params` binds them; the lock's key is the
                 // first two.
-                fenced(Kind::Finish, step, root_run_id, source, epoch, |at| {
+                fenced(kind, step, root_run_id, source, epoch, |at| {
                     vec![text(json), Box::new(at)]
                 })
             }
@@ -210,18 +218,20 @@ impl Write {
         match self.kind {
             Kind::Claim => (None, Which::InsertRun),
             Kind::Append => (None, Which::AppendIfCurrent),
-            Kind::Finish => (Some(Which::LockRun), Which::FinishIfNoPause),
+            Kind::Finish => (None, Which::FinishUnpaused),
+            Kind::LockedFinish => (Some(Which::LockRun), Which::FinishIfNoPause),
         }
     }
 
-    /// Sends the write alone: a claim's or an append's one statement, its
-    /// own transaction (autocommit; by a log that requires a synchronous
-    /// standby on one server, with the guard's test in its `WHERE`; on
-    /// tables distributed by root Run, in a transaction of its own with
-    /// the guard, still one flight), or a finish's one flight: `BEGIN`
-    /// (with its `SET LOCAL` timeouts), the Run's row lock, the finish
-    /// only if the Run's facts are the assumed ones, and `COMMIT`. Whether
-    /// it was written (`false`: the facts are other, nothing was written).
+    /// Sends the write alone: a claim's, an append's or a finish's one
+    /// statement, its own transaction (autocommit; by a log that requires
+    /// a synchronous standby on one server, with the guard's test in its
+    /// `WHERE`; on tables distributed by root Run, in a transaction of its
+    /// own with the guard, still one flight), or, on tables distributed
+    /// by root Run, a finish's one flight: `BEGIN` (with its `SET LOCAL`
+    /// timeouts), the Run's row lock, the finish only if the Run's facts
+    /// are the assumed ones, and `COMMIT`. Whether it was written
+    /// (`false`: the facts are other, nothing was written).
     ///
     /// A failure is read as a commit's: a serialization failure or a
     /// deadlock committed nothing (run again); a connection lost while

@@ -9,7 +9,7 @@ use tokio_postgres::types::Type;
 use crate::durable::contract::LogError;
 
 use super::failure::unavailable;
-use super::schema::{POSTGRES_SCHEMA_VERSION, PostgresSchema};
+use super::schema::{PAUSED_TRIGGER, POSTGRES_SCHEMA_VERSION, PostgresSchema};
 
 /// Where baton's Run tables are, as the log's statements must reach them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,7 +149,10 @@ impl PostgresSchema {
     /// (docs/SCALE.md), run on its coordinator after
     /// [`migrate`](Self::migrate): distributes `baton_root`, `baton_run`
     /// and `baton_handoff_pause` by `root_run_id`, colocated with
-    /// `baton_root` (`create_distributed_table`), and makes the one-row
+    /// `baton_root` (`create_distributed_table`; Citus distributes no
+    /// table with a trigger, so this drops the one schema version 5 puts on
+    /// `baton_handoff_pause`, [`PAUSED_TRIGGER`], which a log on
+    /// distributed tables does not read), and makes the one-row
     /// `baton_schema` a reference table (`create_reference_table`), so that
     /// each operation of a log runs on the shard of its root Run. A table
     /// already distributed is left as it is; the layout found at the end
@@ -194,6 +197,17 @@ impl PostgresSchema {
                 .map_err(unavailable)?;
             if distributed {
                 continue;
+            }
+            if table == "baton_handoff_pause" {
+                // Citus distributes no table with a trigger; on tables
+                // distributed by root Run a finish keeps its lock and reads
+                // no `paused` flag (schema version 5).
+                client
+                    .batch_execute(&format!(
+                        "DROP TRIGGER IF EXISTS {PAUSED_TRIGGER} ON {name}"
+                    ))
+                    .await
+                    .map_err(unavailable)?;
             }
             let made = if reference {
                 client

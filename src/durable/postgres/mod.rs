@@ -53,7 +53,7 @@ use crate::durable::contract::LogError;
 pub use group::GroupCommits;
 pub use options::PostgresOptions;
 pub use replication::{NoSynchronousStandby, PostgresReplication};
-pub use schema::{InvalidSchemaName, POSTGRES_SCHEMA_VERSION, PostgresSchema};
+pub use schema::{InvalidSchemaName, PAUSED_TRIGGER, POSTGRES_SCHEMA_VERSION, PostgresSchema};
 pub use sql::PostgresStatement;
 
 /// How to reach the server: tokio-postgres's connection settings, parsed
@@ -125,14 +125,16 @@ pub use tokio_postgres;
 /// reads the root's row by its primary key, so neither grows slower with
 /// the number of retired roots.
 ///
-/// **One round trip, or three.** A Run's first claim and an append at the
-/// Run's current epoch with no pause yet — what a healthy fleet does —
-/// are one statement each, their own transaction: the pure rule is asked,
-/// in Rust, what it writes for exactly those facts, and the statement
-/// writes it only if the Run's facts are those (the claim's insert `ON
-/// CONFLICT DO NOTHING`; the append's insert from the Run's row locked at
-/// its epoch, refused by the pause's key if a pause is there), decided by
-/// its count of affected rows. When the facts are other (a takeover's claim, a
+/// **One round trip, or three.** A Run's first claim, and an append or a
+/// finish at the Run's current epoch with no pause yet — what a healthy
+/// fleet does — are one statement each, their own transaction: the pure
+/// rule is asked, in Rust, what it writes for exactly those facts, and the
+/// statement writes it only if the Run's facts are those (the claim's
+/// insert `ON CONFLICT DO NOTHING`; the append's insert from the Run's row
+/// locked at its epoch, refused by the pause's key if a pause is there;
+/// the finish's update of the Run's row at its epoch, unfinished and not
+/// `paused`, a flag the server sets on that row in the statement that
+/// inserts its pause), decided by its count of affected rows. When the facts are other (a takeover's claim, a
 /// fenced or repeated append) nothing was written, and the operation runs
 /// its transaction, in two flights (pipelined: tokio-postgres sends
 /// requests in the order their futures are first polled, and the server
@@ -140,10 +142,11 @@ pub use tokio_postgres;
 /// row lock and the pause read together; then the write and `COMMIT`
 /// together (`COMMIT` alone when there is nothing to write, `ROLLBACK`
 /// after a refusal). The pure rule decides in between, in Rust, as in
-/// every store. A finish at the Run's current epoch is one round trip
-/// too, though not one statement: its whole transaction goes in one flight
-/// (`BEGIN`, the row lock, the finish only on the facts for which the rule
-/// writes, `COMMIT`; see `Write::alone`).
+/// every store. On tables distributed by root Run (Citus, which keeps no
+/// trigger, so no `paused` flag) a finish is one round trip too, though
+/// not one statement: its whole transaction goes in one flight (`BEGIN`,
+/// the row lock, the finish only on the facts for which the rule writes,
+/// `COMMIT`; see `Write::alone`).
 ///
 /// **Group commit.** Under load those writes share transactions: while
 /// more than [`PostgresOptions::group_commit`] of them are in flight
@@ -188,8 +191,10 @@ pub use tokio_postgres;
 /// transaction pooling mode.
 ///
 /// **Schema.** Version [`POSTGRES_SCHEMA_VERSION`], tables `baton_schema`,
-/// `baton_run` (with each Run's finish), `baton_handoff_pause` and
-/// `baton_root` (each root Run's lock row, or tombstone) in the
+/// `baton_run` (with each Run's finish, and whether it has a pause),
+/// `baton_handoff_pause` (with the trigger [`PAUSED_TRIGGER`], which flags
+/// the pause's Run) and `baton_root` (each root Run's lock row, or
+/// tombstone) in the
 /// [`PostgresSchema`] the options name. Opening a log runs no DDL: it checks the version and
 /// refuses another ([`LogError::UnknownSchema`]). Migrate as a deploy step
 /// ([`PostgresSchema::migrate`], or the SQL of

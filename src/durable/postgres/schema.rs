@@ -14,7 +14,7 @@ use super::failure::unavailable;
 /// the table `baton_schema` (a database without that table has no schema:
 /// version 0). [`PostgresSchema::migrate`] brings an older database to it
 /// in place; a log refuses to open on any other version.
-pub const POSTGRES_SCHEMA_VERSION: i64 = 4;
+pub const POSTGRES_SCHEMA_VERSION: i64 = 5;
 
 /// Version 1. `baton_run` holds each claimed Run's current epoch (a Run
 /// never claimed has no row: epoch 0); `baton_handoff_pause` at most one
@@ -113,9 +113,49 @@ CREATE INDEX baton_run_by_end ON {s}baton_run (ended_at, root_run_id) WHERE outc
 UPDATE {s}baton_schema SET version = 4;
 ";
 
+/// Version 4 → 5: a Run's row says whether it has a pause (`paused`), so
+/// that a finish is one statement fenced on that row alone. A statement
+/// that waited for the Run's row lock re-reads the row's newest version
+/// against its `WHERE`, but not other tables: a finish that tested for
+/// the pause in `baton_handoff_pause` had to take the lock in a statement
+/// of its own first, and then test (see `FinishIfNoPause`). The flag is
+/// set by the server itself, by a trigger on every insert of a pause, in
+/// the inserting statement, whoever sends it — so a process of an older
+/// version still running against this schema (its appends do not know the
+/// column) cannot leave a Run with both a pause and a finish. A pause is
+/// deleted only with its Run (retirement), so the flag is never cleared.
+/// Adding a column with a constant default rewrites nothing; the Runs
+/// paused already are flagged here. The trigger's function names the table
+/// as the log's statements do: qualified by the schema, or found on the
+/// `search_path`. On tables distributed by root Run (Citus), which keeps
+/// no trigger, the finish keeps its lock: [`distribute`](PostgresSchema::distribute)
+/// drops the trigger.
+const V5: &str = "
+ALTER TABLE {s}baton_run ADD COLUMN paused boolean NOT NULL DEFAULT false;
+UPDATE {s}baton_run AS run SET paused = true FROM {s}baton_handoff_pause AS pause
+    WHERE pause.root_run_id = run.root_run_id AND pause.run_id = run.run_id;
+CREATE FUNCTION {s}baton_run_paused() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE {s}baton_run SET paused = true
+        WHERE root_run_id = NEW.root_run_id AND run_id = NEW.run_id;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER baton_run_paused AFTER INSERT ON {s}baton_handoff_pause
+    FOR EACH ROW EXECUTE FUNCTION {s}baton_run_paused();
+UPDATE {s}baton_schema SET version = 5;
+";
+
+/// The trigger of schema version 5 on `baton_handoff_pause` that flags its
+/// Run's row `paused`. An operator who distributes the tables with Citus by
+/// hand drops it first (Citus distributes no table with a trigger), as
+/// [`PostgresSchema::distribute`] does: a log on distributed tables reads no
+/// flag.
+pub const PAUSED_TRIGGER: &str = "baton_run_paused";
+
 /// The script that brings version `i` to `i + 1`, at index `i`. A later
 /// version appends one; none is ever edited once released.
-const SCRIPTS: [&str; POSTGRES_SCHEMA_VERSION as usize] = [V1, V2, V3, V4];
+const SCRIPTS: [&str; POSTGRES_SCHEMA_VERSION as usize] = [V1, V2, V3, V4, V5];
 
 /// The key of the transaction-scoped advisory lock that orders migrations
 /// among processes migrating at once (`baton` in ASCII).
@@ -356,6 +396,18 @@ impl fmt::Display for PostgresSchema {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Version 5 makes the trigger under the name `distribute` drops, on
+    /// the pause table, qualified as every statement is.
+    #[test]
+    fn version_5_makes_the_trigger_distribute_drops() {
+        let scripts = PostgresSchema::named("baton").unwrap().migrations();
+        let v5 = &scripts[4];
+        assert!(v5.contains(&format!(
+            "CREATE TRIGGER {PAUSED_TRIGGER} AFTER INSERT ON \"baton\".baton_handoff_pause"
+        )));
+        assert!(v5.contains("UPDATE \"baton\".baton_run SET paused = true"));
+    }
 
     /// A schema name is a plain lowercase identifier of 1 to 63 bytes, not
     /// starting with a digit or `pg_`; anything else is refused, naming it.

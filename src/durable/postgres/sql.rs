@@ -37,6 +37,7 @@ pub(super) enum Which {
     FinishIfNoPause,
     Timeline,
     EnsureRoot,
+    FinishUnpaused,
 }
 
 pub(super) const TEXT1: &[Type] = &[Type::TEXT];
@@ -56,7 +57,7 @@ pub(super) const PAUSE_ROW: &[Type] = &[
 
 impl Which {
     /// Every statement, in the order of their texts.
-    pub(super) const ALL: [Which; 20] = [
+    pub(super) const ALL: [Which; 21] = [
         Which::LockRun,
         Which::ReadEpoch,
         Which::ReadPause,
@@ -77,6 +78,7 @@ impl Which {
         Which::FinishIfNoPause,
         Which::Timeline,
         Which::EnsureRoot,
+        Which::FinishUnpaused,
     ];
 
     /// The types of the statement's parameters, as it is prepared or sent.
@@ -101,7 +103,7 @@ impl Which {
             Which::LockRoots | Which::LockRunsOf | Which::ReadPausesOf | Which::RetireRoots => {
                 &[Type::TEXT_ARRAY]
             }
-            Which::FinishRun | Which::FinishIfNoPause => &[
+            Which::FinishRun | Which::FinishIfNoPause | Which::FinishUnpaused => &[
                 Type::TEXT,
                 Type::TEXT,
                 Type::TEXT,
@@ -143,7 +145,7 @@ pub(super) struct Sql {
     /// Whether the one-statement forms carry the guard's test themselves
     /// (one server, a synchronous standby required).
     pub(super) guard_inline: bool,
-    pub(super) statements: [String; 20],
+    pub(super) statements: [String; 21],
     /// How the tables are laid out: the statements that differ on a
     /// database distributed by `root_run_id` (see [`Layout`]).
     pub(super) layout: Layout,
@@ -337,11 +339,12 @@ impl Sql {
                           runs AS (DELETE FROM {s}baton_run WHERE root_run_id = ANY($1)) \
                      UPDATE {s}baton_root SET retired = true WHERE root_run_id = ANY($1)"
                 ),
-                // The finish of the one-flight form, after the Run's row
-                // lock (`LockRun`, the statement before it in the same
-                // transaction): it writes only on the facts for which the
-                // rule writes — the finish's epoch current, no finish, no
-                // pause. Its snapshot is taken when it starts, once the
+                // The finish of the one-flight form on tables distributed
+                // by root Run (which keep no `paused` flag: Citus keeps no
+                // trigger), after the Run's row lock (`LockRun`, the
+                // statement before it in the same transaction): it writes
+                // only on the facts for which the rule writes — the
+                // finish's epoch current, no finish, no pause. Its snapshot is taken when it starts, once the
                 // lock is held, so it sees a pause an append committed
                 // while the lock was awaited (no other writer of the Run
                 // gets past that lock meanwhile).
@@ -356,6 +359,20 @@ impl Sql {
                 format!(
                     "INSERT INTO {s}baton_root (root_run_id) VALUES ($1) \
                      ON CONFLICT (root_run_id) DO NOTHING"
+                ),
+                // The finish as one statement, its own transaction, on one
+                // server: it writes only on the facts for which the rule
+                // writes — the finish's epoch current, no finish, no pause
+                // (`paused`, which the server sets on the Run's row in the
+                // statement that inserts its pause, schema version 5). A
+                // statement that waited for the Run's row lock re-reads
+                // the row's newest version against this `WHERE`, so it
+                // sees an epoch, a finish or a pause committed meanwhile.
+                format!(
+                    "UPDATE {s}baton_run SET finish_session_id = $3, finish_turn_id = $4, \
+                            finish_invocation_id = $5, outcome = CAST($6::text AS json), \
+                            ended_at = now() \
+                     {key} AND epoch = $7 AND outcome IS NULL AND NOT paused{guarded}"
                 ),
             ],
             layout,
@@ -372,10 +389,14 @@ impl Sql {
         Which::ALL
             .into_iter()
             .filter(|which| match self.layout {
-                Layout::OneServer => !matches!(which, Which::EnsureRoot),
+                Layout::OneServer => !matches!(which, Which::EnsureRoot | Which::FinishIfNoPause),
                 Layout::ByRootRun => !matches!(
                     which,
-                    Which::LockRoots | Which::LockRunsOf | Which::ReadPausesOf | Which::RetireRoots
+                    Which::LockRoots
+                        | Which::LockRunsOf
+                        | Which::ReadPausesOf
+                        | Which::RetireRoots
+                        | Which::FinishUnpaused
                 ),
             })
             .map(|which| PostgresStatement {
