@@ -158,6 +158,7 @@ fn r6_every_statement_of_a_distributed_log_runs_on_its_root_runs_worker_alone() 
             caught,
             [
                 "InsertRun is refused by Citus's planner:",
+                "AppendIfCurrent is refused by Citus's planner:",
                 "LockRoots is not planned by Citus:",
                 "LockRunsOf is refused by Citus's planner:",
                 "ReadPausesOf is not one task:",

@@ -341,8 +341,20 @@ mod postgres_store {
     /// Waits (bounded) until a backend of `admin`'s database waits for a
     /// lock: an operation another session holds up has reached that hold.
     pub async fn until_a_backend_waits_for_a_lock(admin: &tokio_postgres::Client) {
-        within("the operation reaches the held lock", async {
+        until_backends_wait_for_locks(admin, 1).await;
+    }
+
+    /// Waits (bounded) until `n` backends of `admin`'s database wait for a
+    /// lock.
+    pub async fn until_backends_wait_for_locks(admin: &tokio_postgres::Client, n: i64) {
+        within("the operations reach the held lock", async {
             loop {
+                // `admin` may be in a transaction, which keeps its first
+                // view of `pg_stat_activity` to its end unless cleared.
+                admin
+                    .batch_execute("SELECT pg_stat_clear_snapshot()")
+                    .await
+                    .expect("pg_stat_clear_snapshot");
                 let row = admin
                     .query_one(
                         "SELECT count(*) FROM pg_stat_activity \
@@ -351,7 +363,7 @@ mod postgres_store {
                     )
                     .await
                     .expect("pg_stat_activity");
-                if row.get::<_, i64>(0) > 0 {
+                if row.get::<_, i64>(0) >= n {
                     return;
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;

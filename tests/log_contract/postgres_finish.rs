@@ -3,8 +3,9 @@
 //! against the writers it races, decided by construction: another session
 //! holds the Run's row lock, as an append or a claim does, and writes what
 //! that writer would (a pause, by the plain insert an older baton sends,
-//! which the schema's trigger flags; a new epoch) before it commits, while
-//! the log's finish is seen waiting for the lock (`pg_stat_activity`). The
+//! which the schema's trigger flags; a new epoch) before it commits — or
+//! the log's own append waits for it ahead of the finish — while the
+//! log's finish is seen waiting for the lock (`pg_stat_activity`). The
 //! finish must then see what the holder committed (R8: one final fate;
 //! R6/R7: a fenced epoch writes nothing) — a finish that read the pause
 //! table with a snapshot taken before its wait would write a finish beside
@@ -16,7 +17,9 @@ use crate::Payload;
 use crate::common::postgres::Cluster;
 use crate::common::{self, within};
 use crate::postgres_only::{connect, log_through_a_proxy, pause, runtime};
-use crate::postgres_store::{insert_pause_row, until_a_backend_waits_for_a_lock};
+use crate::postgres_store::{
+    insert_pause_row, until_a_backend_waits_for_a_lock, until_backends_wait_for_locks,
+};
 
 type Log = PostgresLog<Payload>;
 
@@ -82,6 +85,58 @@ fn r8_a_finish_that_waited_for_an_appends_lock_sees_its_pause_and_writes_nothing
             within("R5", log.claim_async(ROOT, "run")).await,
             Ok(Claim::HandedOff(_))
         ));
+    });
+}
+
+/// The log's own append (its one statement, which flags the Run's row in
+/// place of locking it, so no trigger runs) and then the log's finish wait
+/// in this order for the Run's row lock another session holds; once it
+/// commits, the append goes first, and the finish that waited behind it
+/// must see its flag (R8): the pause is the Run's one fate.
+#[test]
+fn r8_a_finish_that_waited_behind_the_logs_own_append_sees_its_flag_and_writes_nothing() {
+    let Some(cluster) = Cluster::shared() else {
+        return;
+    };
+    runtime().block_on(async {
+        let dbname = cluster.database().await;
+        let log = connect(&cluster.url(&dbname)).await.unwrap();
+        let Ok(Claim::Owner(epoch)) = within("R5", log.claim_async(ROOT, "run")).await else {
+            panic!("a fresh Run is open");
+        };
+        let admin = cluster.connect(&dbname).await;
+        admin
+            .batch_execute(
+                "BEGIN; SELECT 1 FROM baton_run WHERE root_run_id = 'run' AND run_id = 'run' FOR UPDATE",
+            )
+            .await
+            .unwrap();
+        let (source, pause, outcome) = (common::source(), pause(), common::execution());
+        let mut append = std::pin::pin!(within("R5", log.append_async(ROOT, &source, epoch, &pause)));
+        let mut finish = std::pin::pin!(within("R5", log.finish_async(ROOT, &source, epoch, &outcome)));
+        let in_order = async {
+            // Each is sent at its first poll: the append, then the finish.
+            tokio::select! {
+                biased;
+                _ = &mut append => panic!("the append answered while the lock was held"),
+                () = until_a_backend_waits_for_a_lock(&admin) => {}
+            }
+            tokio::select! {
+                biased;
+                _ = &mut finish => panic!("the finish answered while the lock was held"),
+                () = until_backends_wait_for_locks(&admin, 2) => {}
+            }
+            admin.batch_execute("COMMIT").await.unwrap();
+        };
+        in_order.await;
+        let (appended, finished) = tokio::join!(append, finish);
+        assert_eq!(appended.unwrap(), Receipt::Written, "the append went first");
+        assert!(
+            matches!(finished, Err(LogError::AlreadyHandedOff { .. })),
+            "R8: the pause committed while the finish waited is its final fate: {finished:?}"
+        );
+        let facts = within("R5", log.facts_async(ROOT, "run")).await.unwrap();
+        assert_eq!((facts.pauses.len(), facts.finished), (1, None), "R8");
     });
 }
 

@@ -131,10 +131,10 @@ pub use tokio_postgres;
 /// rule is asked, in Rust, what it writes for exactly those facts, and the
 /// statement writes it only if the Run's facts are those (the claim's
 /// insert `ON CONFLICT DO NOTHING`; the append's insert from the Run's row
-/// locked at its epoch, refused by the pause's key if a pause is there;
-/// the finish's update of the Run's row at its epoch, unfinished and not
-/// `paused`, a flag the server sets on that row in the statement that
-/// inserts its pause), decided by its count of affected rows. When the facts are other (a takeover's claim, a
+/// at its epoch, which it flags `paused` (on Citus: locks), refused by
+/// the pause's key if a pause is there; the finish's update of the Run's
+/// row at its epoch, unfinished and not `paused`), decided by its count
+/// of affected rows. When the facts are other (a takeover's claim, a
 /// fenced or repeated append) nothing was written, and the operation runs
 /// its transaction, in two flights (pipelined: tokio-postgres sends
 /// requests in the order their futures are first polled, and the server

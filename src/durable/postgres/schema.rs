@@ -119,10 +119,12 @@ UPDATE {s}baton_schema SET version = 4;
 /// against its `WHERE`, but not other tables: a finish that tested for
 /// the pause in `baton_handoff_pause` had to take the lock in a statement
 /// of its own first, and then test (see `FinishIfNoPause`). The flag is
-/// set by the server itself, by a trigger on every insert of a pause, in
-/// the inserting statement, whoever sends it — so a process of an older
-/// version still running against this schema (its appends do not know the
-/// column) cannot leave a Run with both a pause and a finish. A pause is
+/// set in the statement that inserts the Run's pause, whoever sends it:
+/// baton's one-statement append updates the Run's row itself, in place
+/// of locking it, and says so in the pause's row (`run_paused`); a trigger
+/// sets it for every other insert — so a process of an older version still
+/// running against this schema (its appends know neither column) cannot
+/// leave a Run with both a pause and a finish. A pause is
 /// deleted only with its Run (retirement), so the flag is never cleared.
 /// Adding a column with a constant default rewrites nothing; the Runs
 /// paused already are flagged here. The trigger's function names the table
@@ -132,6 +134,7 @@ UPDATE {s}baton_schema SET version = 4;
 /// drops the trigger.
 const V5: &str = "
 ALTER TABLE {s}baton_run ADD COLUMN paused boolean NOT NULL DEFAULT false;
+ALTER TABLE {s}baton_handoff_pause ADD COLUMN run_paused boolean NOT NULL DEFAULT false;
 UPDATE {s}baton_run AS run SET paused = true FROM {s}baton_handoff_pause AS pause
     WHERE pause.root_run_id = run.root_run_id AND pause.run_id = run.run_id;
 CREATE FUNCTION {s}baton_run_paused() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -142,12 +145,13 @@ BEGIN
 END
 $$;
 CREATE TRIGGER baton_run_paused AFTER INSERT ON {s}baton_handoff_pause
-    FOR EACH ROW EXECUTE FUNCTION {s}baton_run_paused();
+    FOR EACH ROW WHEN (NOT NEW.run_paused) EXECUTE FUNCTION {s}baton_run_paused();
 UPDATE {s}baton_schema SET version = 5;
 ";
 
 /// The trigger of schema version 5 on `baton_handoff_pause` that flags its
-/// Run's row `paused`. An operator who distributes the tables with Citus by
+/// Run's row `paused` for every insert of a pause that does not do so
+/// itself (baton's one-statement append does). An operator who distributes the tables with Citus by
 /// hand drops it first (Citus distributes no table with a trigger), as
 /// [`PostgresSchema::distribute`] does: a log on distributed tables reads no
 /// flag.

@@ -280,12 +280,33 @@ impl Sql {
                 // insertion costs every append (pgbench here: 0.313-0.330
                 // ms with it, 0.292-0.298 ms without), while the key's
                 // refusal costs only the rare append that finds a pause.
-                format!(
-                    "INSERT INTO {s}baton_handoff_pause ({pause_columns}) \
-                     SELECT root_run_id, run_id, $3, $4, $5, $6, $7, $8, CAST($9::text AS json), \
-                            epoch \
-                     FROM {s}baton_run {key} AND epoch = $10 AND outcome IS NULL{guarded} FOR UPDATE"
-                ),
+                //
+                // On one server (schema version 5) the statement flags the
+                // Run's row `paused` itself, by updating it in place of
+                // the lock (the update holds the same lock, and re-reads
+                // the row the same way), and marks its pause so (`run_paused`):
+                // the trigger that flags a pause's Run for any other
+                // insert (an older baton's, the transaction's form) then
+                // does not run. The key's refusal rolls the flag back
+                // with the rest of the statement.
+                match layout {
+                    Layout::OneServer => format!(
+                        "WITH run AS ( \
+                             UPDATE {s}baton_run SET paused = true \
+                             {key} AND epoch = $10 AND outcome IS NULL{guarded} \
+                             RETURNING root_run_id, run_id, epoch) \
+                         INSERT INTO {s}baton_handoff_pause ({pause_columns}, run_paused) \
+                         SELECT root_run_id, run_id, $3, $4, $5, $6, $7, $8, \
+                                CAST($9::text AS json), epoch, true \
+                         FROM run"
+                    ),
+                    Layout::ByRootRun => format!(
+                        "INSERT INTO {s}baton_handoff_pause ({pause_columns}) \
+                         SELECT root_run_id, run_id, $3, $4, $5, $6, $7, $8, \
+                                CAST($9::text AS json), epoch \
+                         FROM {s}baton_run {key} AND epoch = $10 AND outcome IS NULL FOR UPDATE"
+                    ),
+                },
                 format!("SELECT retired FROM {s}baton_root WHERE root_run_id = $1"),
                 format!(
                     "UPDATE {s}baton_run SET finish_session_id = $3, finish_turn_id = $4, \
