@@ -752,7 +752,7 @@ fn the_postgres_store_traces_connections_migrations_retries_and_unknown_outcomes
         .collect();
     assert_eq!(
         migrated,
-        [Some("1"), Some("2"), Some("3"), Some("4")],
+        [Some("1"), Some("2"), Some("3"), Some("4"), Some("5")],
         "{seen:?}"
     );
     let retry = seen
