@@ -140,10 +140,15 @@ fn the_checker_checks_the_roots_a_sweep_retired() {
     );
 }
 
-/// `printed` judged by both checkers against a server that holds r1 at
-/// epoch 2 with the pause `p2` appended under it.
+/// `printed` judged by both checkers against [`p2_truth`].
 fn judged_on_p2(printed: &[(&str, &str)]) -> super::judge::Judged {
-    let truth = Truth {
+    judge(&numbered(printed), &p2_truth())
+}
+
+/// A server that holds r1 at epoch 2 with the pause `p2` appended under
+/// it.
+fn p2_truth() -> Truth {
+    Truth {
         epochs: HashMap::from([("r1".to_owned(), 2)]),
         pauses: HashMap::from([(
             "r1".to_owned(),
@@ -155,8 +160,23 @@ fn judged_on_p2(printed: &[(&str, &str)]) -> super::judge::Judged {
             },
         )]),
         ..Truth::default()
-    };
-    judge(&numbered(printed), &truth)
+    }
+}
+
+/// Issue 50's example: r1 claimed by worker0 (epoch 1), then by owner3
+/// (epoch 2), which appends `p2`; then worker0's stale append under
+/// epoch 1, answered `answer`.
+fn stale_append(answer: &str) -> [(&str, &str); 8] {
+    [
+        ("worker0.0", "10 1 invoke claim r1"),
+        ("worker0.0", "20 1 ok owner 1"),
+        ("owner3.0", "30 1 invoke claim r1"),
+        ("owner3.0", "40 1 ok owner 2"),
+        ("owner3.0", "50 2 invoke append r1 2 p2 aaaa r1.1"),
+        ("owner3.0", "60 2 ok written"),
+        ("worker0.0", "70 2 invoke append r1 1 p1 bbbb r1.1"),
+        ("worker0.0", answer),
+    ]
 }
 
 /// Issue 50's example, judged by both checkers: a stale append (epoch 1,
@@ -167,19 +187,7 @@ fn judged_on_p2(printed: &[(&str, &str)]) -> super::judge::Judged {
 /// claim answered, by both again.
 #[test]
 fn a_stale_append_refused_as_already_handed_off_is_flagged_by_both_checkers() {
-    let judged = |answer: &str| {
-        let printed = [
-            ("worker0.0", "10 1 invoke claim r1"),
-            ("worker0.0", "20 1 ok owner 1"),
-            ("owner3.0", "30 1 invoke claim r1"),
-            ("owner3.0", "40 1 ok owner 2"),
-            ("owner3.0", "50 2 invoke append r1 2 p2 aaaa r1.1"),
-            ("owner3.0", "60 2 ok written"),
-            ("worker0.0", "70 2 invoke append r1 1 p1 bbbb r1.1"),
-            ("worker0.0", answer),
-        ];
-        judged_on_p2(&printed)
-    };
+    let judged = |answer: &str| judged_on_p2(&stale_append(answer));
     let r1 = BTreeSet::from(["r1".to_owned()]);
     for wrong in ["80 2 refused already-handed-off", "80 2 refused fenced 3"] {
         let judged = judged(wrong);
@@ -193,6 +201,47 @@ fn a_stale_append_refused_as_already_handed_off_is_flagged_by_both_checkers() {
     let right = judged("80 2 refused fenced 2");
     assert!(right.flagged.is_empty(), "{:?}", right.anomalies);
     assert!(right.second.flagged.is_empty());
+}
+
+/// The second checker's search is bounded: out of steps, it ends and
+/// leaves its root undecided. That agrees with ours where ours flags the
+/// root (the stale append refused as handed off, above), and is a
+/// disagreement where ours passes it (the same append refused as fenced
+/// by epoch 2), which the bound of every campaign decides.
+#[test]
+fn a_search_out_of_steps_leaves_its_root_undecided() {
+    use super::judge::judge_within;
+    use super::linearizable::STEPS;
+    use super::spec::Slip;
+    let judged = |answer: &str, steps: u64| {
+        judge_within(
+            &numbered(&stale_append(answer)),
+            &p2_truth(),
+            Slip::None,
+            steps,
+        )
+    };
+    let r1 = BTreeSet::from(["r1".to_owned()]);
+    let wrong = judged("80 2 refused already-handed-off", 3);
+    assert_eq!(wrong.flagged, r1);
+    assert!(wrong.second.flagged.is_empty());
+    assert_eq!(wrong.second.undecided, r1);
+    assert_eq!(
+        wrong.second.most_steps, 4,
+        "the step past the bound ends it"
+    );
+    assert_eq!(wrong.disagreement, Vec::<String>::new());
+    let right = judged("80 2 refused fenced 2", 3);
+    assert!(right.flagged.is_empty());
+    assert_eq!(right.second.undecided, r1);
+    assert_eq!(
+        right.disagreement,
+        ["r1: passed by ours, left undecided by the linearizability checker (3 steps)"]
+    );
+    let right = judged("80 2 refused fenced 2", STEPS);
+    assert!(right.second.undecided.is_empty() && right.second.flagged.is_empty());
+    assert!(right.second.most_steps < 100, "{}", right.second.most_steps);
+    assert_eq!(right.disagreement, Vec::<String>::new());
 }
 
 /// Issue 60's class, seen in CI's unfenced control (seed

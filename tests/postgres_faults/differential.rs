@@ -628,11 +628,15 @@ fn ours_and_the_linearizability_checker_agree_on_every_single_answer_mutation() 
         ops_total += generated.ops.len();
         let lines = records(&generated, None);
         let judged = judge(&lines, &generated.truth);
-        if !judged.flagged.is_empty() || !judged.second.flagged.is_empty() {
+        if !judged.flagged.is_empty()
+            || !judged.second.flagged.is_empty()
+            || !judged.second.undecided.is_empty()
+        {
             legal_flagged.push(format!(
-                "ours {:?}, linearizability {:?}, anomalies {:?}\n{}",
+                "ours {:?}, linearizability {:?} (undecided {:?}), anomalies {:?}\n{}",
                 judged.flagged,
                 judged.second.flagged,
+                judged.second.undecided,
                 judged.anomalies.iter().map(|a| &a.what).collect::<Vec<_>>(),
                 printed(&lines)
             ));

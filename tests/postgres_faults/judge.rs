@@ -58,18 +58,27 @@ pub fn judge(lines: &[Line], truth: &Truth) -> Judged {
 
 /// [`judge`], the second checker's specification carrying `slip`.
 pub fn judge_with(lines: &[Line], truth: &Truth, slip: Slip) -> Judged {
+    judge_within(lines, truth, slip, linearizable::STEPS)
+}
+
+/// [`judge_with`], each root's search by the second checker taking at
+/// most `steps` steps.
+pub fn judge_within(lines: &[Line], truth: &Truth, slip: Slip, steps: u64) -> Judged {
     let (ops, seals) = replay(lines);
     let checked = Instant::now();
     let anomalies = check(&ops, &seals, truth);
     let ours = checked.elapsed();
-    let second = linearizable::check_with(lines, truth, slip);
+    let second = linearizable::check_within(lines, truth, slip, steps);
     let flagged: BTreeSet<String> = anomalies
         .iter()
         .filter(|a| a.about_the_log())
         .map(|a| a.root.clone())
         .collect();
+    // A root the second checker left undecided agrees with ours only if
+    // ours flags it: a history ours passes must be one it can order.
     let mut disagreement: Vec<String> = flagged
         .difference(&second.flagged)
+        .filter(|root| !second.undecided.contains(*root))
         .map(|root| {
             let why: Vec<&str> = anomalies
                 .iter()
@@ -85,6 +94,12 @@ pub fn judge_with(lines: &[Line], truth: &Truth, slip: Slip) -> Judged {
             .difference(&flagged)
             .map(|root| format!("{root}: flagged by the linearizability checker only")),
     );
+    disagreement.extend(second.undecided.difference(&flagged).map(|root| {
+        format!(
+            "{root}: passed by ours, left undecided by the linearizability checker \
+             ({steps} steps)"
+        )
+    }));
     Judged {
         anomalies,
         ours,
@@ -246,14 +261,17 @@ fn replay_a_kept_campaign() {
     let (lines, wrong, judged) = judge_kept(dir);
     report(&format!(
         "replay: {} records; ours {} anomalies, {} roots flagged ({:.3} s); linearizability {} \
-         roots flagged of {} ({} operations, {:.3} s); history {wrong:?}",
+         roots flagged and {} undecided of {} ({} operations, at most {} steps a root, {:.3} \
+         s); history {wrong:?}",
         lines.len(),
         judged.anomalies.len(),
         judged.flagged.len(),
         judged.ours.as_secs_f64(),
         judged.second.flagged.len(),
+        judged.second.undecided.len(),
         judged.second.roots,
         judged.second.ops,
+        judged.second.most_steps,
         judged.second.time.as_secs_f64(),
     ));
     for anomaly in &judged.anomalies {
@@ -294,10 +312,13 @@ fn replay_every_kept_campaign(dir: &Path) {
         dir.display()
     );
     // Per campaign: campaigns, operations, our anomalies, our roots,
-    // stateright's roots, roots flagged by one only, wrong verdicts.
-    let mut totals: BTreeMap<String, [usize; 7]> = BTreeMap::new();
+    // stateright's roots (flagged, undecided), roots flagged by one only,
+    // wrong verdicts.
+    let mut totals: BTreeMap<String, [usize; 8]> = BTreeMap::new();
     let mut wrong_ones = Vec::new();
-    report("replay: campaign                          records  ours roots sr.rt 1only verdict");
+    report(
+        "replay: campaign                          records  ours roots sr.rt undec 1only verdict",
+    );
     for path in &campaigns {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("?");
         let campaign = name
@@ -310,6 +331,7 @@ fn replay_every_kept_campaign(dir: &Path) {
             .filter(|a| a.about_the_log())
             .count();
         let second = judged.second.flagged.len();
+        let undecided = judged.second.undecided.len();
         let caught = ours > 0 && second > 0;
         let control = CONTROLS.contains(&campaign);
         let verdict = match (!control, ours + second == 0, caught) {
@@ -319,7 +341,8 @@ fn replay_every_kept_campaign(dir: &Path) {
         };
         let one = judged.disagreement.len();
         report(&format!(
-            "replay: {name:<34} {:>7} {ours:>5} {:>5} {second:>5} {one:>5} {verdict}{}{}",
+            "replay: {name:<34} {:>7} {ours:>5} {:>5} {second:>5} {undecided:>5} {one:>5} \
+             {verdict}{}{}",
             lines.len(),
             judged.flagged.len(),
             if one > 0 { " DISAGREE" } else { "" },
@@ -342,16 +365,18 @@ fn replay_every_kept_campaign(dir: &Path) {
             ours,
             judged.flagged.len(),
             second,
+            undecided,
             one,
             usize::from(verdict == "WRONG"),
         ]) {
             *slot += add;
         }
     }
-    for (campaign, [n, ops, ours, roots, second, one, wrong]) in &totals {
+    for (campaign, [n, ops, ours, roots, second, undecided, one, wrong]) in &totals {
         report(&format!(
             "replay: {campaign}: {n} campaigns, {ops} operations (seals included); ours {ours} anomalies in \
-             {roots} roots, stateright {second} roots; flagged by one only {one}; wrong \
+             {roots} roots, stateright {second} roots ({undecided} undecided); flagged by one \
+             only {one}; wrong \
              verdicts {wrong}"
         ));
     }

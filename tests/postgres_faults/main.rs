@@ -269,8 +269,9 @@ struct Figures {
     /// What is wrong with the histories as read (issue 50: must be
     /// nothing, in every campaign).
     history_wrong: Vec<String>,
-    /// The roots the two checkers flag, and where they differ (must be
-    /// nowhere, in every campaign).
+    /// The roots both checkers flag, and where they differ (must be
+    /// nowhere, in every campaign; a root the second leaves undecided
+    /// differs unless ours flags it).
     flagged: BTreeSet<String>,
     disagreement: Vec<String>,
     /// Under a manager, each of its faults: its kind, whether the leader
@@ -1032,7 +1033,11 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
         anomalies,
         abandoned,
         history_wrong,
-        flagged: judged.flagged.clone(),
+        flagged: judged
+            .flagged
+            .intersection(&judged.second.flagged)
+            .cloned()
+            .collect(),
         disagreement: judged.disagreement.clone(),
     };
     report(&format!(
@@ -1087,7 +1092,8 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
     report(&format!(
         "{name}: the two checkers: ours {} anomalies ({} about the log) on {} operations, {} roots \
          flagged, in {:.3} s; linearizability (stateright) on {} operations in {} roots, {} \
-         roots flagged, in {:.3} s; flagged by one only: {}",
+         roots flagged, {} undecided (at most {} steps a root), in {:.3} s; flagged by one \
+         only: {}",
         judged.anomalies.len(),
         judged
             .anomalies
@@ -1100,6 +1106,8 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
         judged.second.ops,
         judged.second.roots,
         judged.second.flagged.len(),
+        judged.second.undecided.len(),
+        judged.second.most_steps,
         judged.second.time.as_secs_f64(),
         judged.disagreement.len()
     ));
@@ -1134,6 +1142,7 @@ fn campaign_over(name: &str, control: Control, seconds: u64, servers: Servers) -
     for root in judged
         .flagged
         .symmetric_difference(&judged.second.flagged)
+        .filter(|root| !judged.second.undecided.contains(*root))
         .take(3)
     {
         for line in judge::minimised(&lines, &truth, root) {
