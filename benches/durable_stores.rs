@@ -52,7 +52,8 @@
 //! the library's; 0 turns it off) in the table and the fleet;
 //! `BATON_BENCH_SECTIONS` (`sqlite,postgres,fleet,synchronous,citus`) and
 //! `BATON_BENCH_OPERATIONS` (`append,claim,handoff`) pick what runs
-//! (default: all).
+//! (default: all); `BATON_BENCH_ROOT_EACH=1` runs each PostgreSQL handoff
+//! unit under a root Run of its own (default: all under one).
 //!
 //! The table's cells are in `durable_stores/sqlite.rs` and
 //! `durable_stores/postgres.rs`, the fleet section in

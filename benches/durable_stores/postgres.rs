@@ -130,22 +130,29 @@ async fn baton_with(
 }
 
 /// The handoff unit, four transactions: `run`'s first claim, its pause's
-/// append, its successor's first claim, and the successor's finish.
+/// append, its successor's first claim, and the successor's finish; under
+/// the one root Run every unit shares, or with `BATON_BENCH_ROOT_EACH=1`
+/// with `run` as its own root (as `scripts/peers` runs them).
 async fn handoff(log: &Log, run: &str) {
-    let pause = pause(run);
-    let Ok(Claim::Owner(epoch)) = log.claim_async(ROOT, run).await else {
+    let root = if crate::durable_common::setting("BATON_BENCH_ROOT_EACH", 0) == 1 {
+        run
+    } else {
+        ROOT
+    };
+    let pause = crate::durable_common::pause(root, run, &format!("{run}-next"));
+    let Ok(Claim::Owner(epoch)) = log.claim_async(root, run).await else {
         panic!("{run} is not open");
     };
     let _ = log
-        .append_async(ROOT, &source(run), epoch, &pause)
+        .append_async(root, &source(run), epoch, &pause)
         .await
         .unwrap();
     let next = &pause.intent.successor_run_id;
-    let Ok(Claim::Owner(epoch)) = log.claim_async(ROOT, next).await else {
+    let Ok(Claim::Owner(epoch)) = log.claim_async(root, next).await else {
         panic!("{next} is not open");
     };
     let _ = log
-        .finish_async(ROOT, &source(next), epoch, &pause.execution)
+        .finish_async(root, &source(next), epoch, &pause.execution)
         .await
         .unwrap();
 }
