@@ -119,10 +119,7 @@ async fn open(server: &Server, db: &str, pool: usize) -> Arc<Log> {
         .timeout(Duration::from_secs(120))
         .migrate(true);
     // `PEERS_GROUP`: the log's group commit slots (unset: the default).
-    if let Some(slots) = std::env::var("PEERS_GROUP")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
+    if let Some(slots) = group_slots() {
         options = options.group_commit(slots);
     }
     let config = url.parse().expect("a connection string");

@@ -5,7 +5,7 @@
 //! copy of its rules): each operation has an invocation, a linearization
 //! point inside its interval and a completion, and its answer is the one
 //! the specification accepts at its linearization point. It is written as
-//! the processes write their records (`child.rs`), read back whole, and
+//! the processes write their records (`child/transcript.rs`), read back whole, and
 //! judged with the final read-back the specification leaves (checked
 //! against the specification's own `Read`). Then one answer at a time is
 //! changed into another kind, the read-back kept, and both checkers must
@@ -430,7 +430,7 @@ fn snapshot(truth: &Truth) -> Snapshot {
 
 /// The records of `generated`, each operation's answer replaced by
 /// `changed` where it names one (`index` into `generated.ops`), written
-/// per process as `child.rs` writes them and read back whole.
+/// per process as `child/transcript.rs` writes them and read back whole.
 fn records(generated: &Generated, changed: Option<(usize, &str)>) -> Vec<Line> {
     let mut files: BTreeMap<usize, Vec<(u64, String)>> = BTreeMap::new();
     for (index, op) in generated.ops.iter().enumerate() {
