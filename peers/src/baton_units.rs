@@ -98,7 +98,9 @@ async fn run_units(log: &Arc<Log>, kind: Unit, tag: &str, workers: usize, units:
 /// `PEERS_GROUP`: the log's group commit slots (unset: the library's
 /// default).
 fn group_slots() -> Option<usize> {
-    std::env::var("PEERS_GROUP").ok().and_then(|v| v.parse().ok())
+    std::env::var("PEERS_GROUP")
+        .ok()
+        .and_then(|v| v.parse().ok())
 }
 
 /// The group commit the logs are opened with, for the header.
