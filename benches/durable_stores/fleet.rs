@@ -258,12 +258,10 @@ async fn fleet_bare(cluster: &Cluster, k: usize, runs: usize) -> Sample {
 
 /// `BATON_BENCH_GROUP`, as the headings say it.
 pub(super) fn group_commit() -> String {
-    match super::setting(
-        "BATON_BENCH_GROUP",
-        baton::durable::PostgresOptions::DEFAULT_GROUP_COMMIT,
-    ) {
-        0 => "off".into(),
-        slots => format!("{slots} slots"),
+    match super::postgres::group_slots() {
+        Some(0) => "off".into(),
+        Some(slots) => format!("{slots} slots"),
+        None => "as many slots as the pool".into(),
     }
 }
 

@@ -67,14 +67,20 @@ pub(super) async fn baton(
     baton_with(url, options(), op, workers, ops, round).await
 }
 
+/// `BATON_BENCH_GROUP`: the group commit slots the logs open with, if set
+/// (0 turns it off; `PostgresOptions::group_commit`); unset, the
+/// library's default, as many as the pool has connections.
+pub(super) fn group_slots() -> Option<usize> {
+    std::env::var_os("BATON_BENCH_GROUP").map(|_| super::setting("BATON_BENCH_GROUP", 0))
+}
+
 /// The options the logs of the table and of the fleet open with: the
-/// defaults, with `BATON_BENCH_GROUP` slots of group commit (default: the
-/// library's, 4; 0 turns it off; `PostgresOptions::group_commit`).
+/// defaults, with [`group_slots`] if set.
 pub(super) fn options() -> PostgresOptions {
-    PostgresOptions::new().group_commit(super::setting(
-        "BATON_BENCH_GROUP",
-        PostgresOptions::DEFAULT_GROUP_COMMIT,
-    ))
+    match group_slots() {
+        Some(slots) => PostgresOptions::new().group_commit(slots),
+        None => PostgresOptions::new(),
+    }
 }
 
 /// [`baton`] on a log opened with `options` (its pool sized to the
@@ -102,6 +108,7 @@ async fn baton_with(
             .await
             .unwrap();
     }
+    let root_each = crate::durable_common::setting("BATON_BENCH_ROOT_EACH", 0) == 1;
     let work = on_tasks(workers, |w| {
         let (log, runs) = (Arc::clone(&log), share(&tag, w, workers, ops));
         async move {
@@ -119,7 +126,7 @@ async fn baton_with(
                         log.claim_async(ROOT, run).await.unwrap(),
                         Claim::Owner(_)
                     )),
-                    _ => handoff(&log, run).await,
+                    _ => handoff(&log, run, root_each).await,
                 }
                 latencies.push(started.elapsed());
             }
@@ -131,14 +138,11 @@ async fn baton_with(
 
 /// The handoff unit, four transactions: `run`'s first claim, its pause's
 /// append, its successor's first claim, and the successor's finish; under
-/// the one root Run every unit shares, or with `BATON_BENCH_ROOT_EACH=1`
-/// with `run` as its own root (as `scripts/peers` runs them).
-async fn handoff(log: &Log, run: &str) {
-    let root = if crate::durable_common::setting("BATON_BENCH_ROOT_EACH", 0) == 1 {
-        run
-    } else {
-        ROOT
-    };
+/// the one root Run every unit shares, or with `root_each`
+/// (`BATON_BENCH_ROOT_EACH=1`) with `run` as its own root (as
+/// `scripts/peers` runs them).
+async fn handoff(log: &Log, run: &str, root_each: bool) {
+    let root = if root_each { run } else { ROOT };
     let pause = crate::durable_common::pause(root, run, &format!("{run}-next"));
     let Ok(Claim::Owner(epoch)) = log.claim_async(root, run).await else {
         panic!("{run} is not open");

@@ -108,7 +108,7 @@ pub fn group_commit_setting() -> String {
     match group_slots() {
         Some(0) => "off".into(),
         Some(slots) => format!("{slots} slots"),
-        None => "the default".into(),
+        None => "the default: as many slots as the pool".into(),
     }
 }
 

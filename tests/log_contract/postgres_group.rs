@@ -390,26 +390,34 @@ fn gc7_runs_of_one_root_share_a_batch() {
     });
 }
 
-/// GC0: group commit is on by default (`DEFAULT_GROUP_COMMIT` slots, at
-/// most the pool's size), and `group_commit(0)` turns it off.
+/// GC0: group commit is on by default, with as many slots as the pool
+/// has connections; never more than that; `group_commit(0)` turns it off.
 #[test]
-fn gc0_group_commit_is_on_by_default_and_zero_turns_it_off() {
+fn gc0_group_commit_is_on_by_default_with_the_pools_size_and_zero_turns_it_off() {
     let Some(cluster) = Cluster::shared() else {
         return;
     };
     current_thread().block_on(async {
         let (_, url) = fresh(cluster).await;
-        assert_eq!(PostgresOptions::new().get_group_commit(), 4);
-        let on = open(&url, PostgresOptions::new().migrate(true))
+        assert_eq!(PostgresOptions::new().get_group_commit(), None);
+        let on = open(&url, PostgresOptions::new().pool_size(6).migrate(true))
             .await
             .expect("connect");
         assert_eq!(
             on.group_commits(),
             Some(baton::durable::GroupCommits::default())
         );
+        assert_eq!(on.group_commit_slots(), Some(6), "the pool's size");
+        for (set, slots) in [(4, 4), (6, 6), (9, 6)] {
+            let options = PostgresOptions::new().pool_size(6).group_commit(set);
+            assert_eq!(options.get_group_commit(), Some(set));
+            let log = open(&url, options).await.expect("connect");
+            assert_eq!(log.group_commit_slots(), Some(slots), "{set} slots set");
+        }
         let off = open(&url, PostgresOptions::new().group_commit(0))
             .await
             .expect("connect");
         assert_eq!(off.group_commits(), None);
+        assert_eq!(off.group_commit_slots(), None);
     });
 }

@@ -83,6 +83,8 @@ pub(super) struct Group {
     settling: Arc<Settling>,
     prepared: bool,
     timeout: Duration,
+    /// Its slots, as opened.
+    slots: usize,
     state: Mutex<State>,
     counts: Mutex<GroupCommits>,
 }
@@ -160,12 +162,18 @@ impl Group {
             settling,
             prepared,
             timeout,
+            slots: slots.max(1),
             state: Mutex::new(State {
                 free: slots.max(1),
                 ..State::default()
             }),
             counts: Mutex::new(GroupCommits::default()),
         })
+    }
+
+    /// How many slots it has.
+    pub(super) fn slots(&self) -> usize {
+        self.slots
     }
 
     /// What the group commit has sent so far.

@@ -150,8 +150,9 @@ pub use tokio_postgres;
 ///
 /// **Group commit.** Under load those writes share transactions: while
 /// more than [`PostgresOptions::group_commit`] of them are in flight
-/// (4 by default), the others wait and go together, up to 64 of different
-/// Runs in one transaction, each answered from its own statement's count
+/// (by default, as many as the pool has connections), the others wait
+/// and go together, up to 64 of different Runs in one transaction, each
+/// answered from its own statement's count
 /// as it would be alone; a batch that rolls back runs each of its
 /// operations alone, and a lost commit reply is
 /// [`LogError::OutcomeUnknown`] for each (docs/SPEC.md §6, "Group
@@ -417,7 +418,8 @@ impl<P> PostgresLog<P> {
         // and where a write needs a guard of its own before it.
         let groups = layout == layout::Layout::OneServer
             && (log.sql.guard.is_none() || log.sql.guard_inline);
-        let slots = options.group_commit.min(log.pool.status().max_size);
+        let connections = log.pool.status().max_size;
+        let slots = options.group_commit.unwrap_or(connections).min(connections);
         if slots > 0 && groups {
             log.group = Some(group::Group::new(
                 slots,
@@ -494,6 +496,13 @@ impl<P> PostgresLog<P> {
     /// ```
     pub fn statements(&self) -> Vec<PostgresStatement> {
         self.sql.sent()
+    }
+
+    /// How many slots the log's group commit has: as set, at most the
+    /// pool's size, and by default the pool's size; `None` if the log has
+    /// none ([`PostgresOptions::group_commit`]).
+    pub fn group_commit_slots(&self) -> Option<usize> {
+        self.group.as_ref().map(|group| group.slots())
     }
 
     /// What the log's group commit has sent so far, for metrics; `None`

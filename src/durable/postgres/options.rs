@@ -29,7 +29,7 @@ pub struct PostgresOptions {
     pub(super) migrate: bool,
     pub(super) prepared_statements: bool,
     pub(super) require_synchronous_standby: bool,
-    pub(super) group_commit: usize,
+    pub(super) group_commit: Option<usize>,
 }
 
 impl Default for PostgresOptions {
@@ -42,8 +42,8 @@ impl PostgresOptions {
     /// The defaults: a pool of [`DEFAULT_POOL_SIZE`](Self::DEFAULT_POOL_SIZE)
     /// connections, an operation timeout of
     /// [`DEFAULT_TIMEOUT`](Self::DEFAULT_TIMEOUT), the tables found by the
-    /// `search_path`, no migration, prepared statements, group commit of
-    /// [`DEFAULT_GROUP_COMMIT`](Self::DEFAULT_GROUP_COMMIT) slots.
+    /// `search_path`, no migration, prepared statements, group commit with
+    /// as many slots as the pool has connections.
     pub fn new() -> Self {
         Self {
             pool_size: Self::DEFAULT_POOL_SIZE,
@@ -52,7 +52,7 @@ impl PostgresOptions {
             migrate: false,
             prepared_statements: true,
             require_synchronous_standby: false,
-            group_commit: Self::DEFAULT_GROUP_COMMIT,
+            group_commit: None,
         }
     }
 
@@ -120,13 +120,8 @@ impl PostgresOptions {
         self
     }
 
-    /// The default group commit slots: 4. On this project's 2-core server
-    /// 4 slots gained the most at 32 concurrent Runs, and nothing was lost
-    /// at 1 or 8 (benches/README.md, "Group commit").
-    pub const DEFAULT_GROUP_COMMIT: usize = 4;
-
-    /// Group commit (default: [`DEFAULT_GROUP_COMMIT`](Self::DEFAULT_GROUP_COMMIT)
-    /// slots, at most the pool's size; `0` turns it off): at most `slots` of the log's
+    /// Group commit (default: as many slots as the pool has connections;
+    /// never more than that; `0` turns it off): at most `slots` of the log's
     /// claims, appends and finishes run at once as without it, each its
     /// own transaction; when all are busy, the writes of the others wait,
     /// and each slot given back sends up to 64 of them, at most one of
@@ -154,8 +149,17 @@ impl PostgresOptions {
     /// on tables distributed by
     /// root Run (a batch would span shards), nor by a log that requires a
     /// synchronous standby on them.
+    ///
+    /// With the default, writes wait for a slot only when every
+    /// connection of the pool is busy writing, where they would otherwise
+    /// wait for a connection: a log with a connection for each concurrent
+    /// Run batches nothing, and a fleet host of many Runs on a small pool
+    /// shares its commits. Fewer slots batch sooner; on this project's
+    /// 2-core server 4 slots cost 11–26 % at 8 concurrent Runs with a
+    /// connection each, and gained less on a pool of 16 (benches/README.md,
+    /// "Group commit").
     pub fn group_commit(mut self, slots: usize) -> Self {
-        self.group_commit = slots;
+        self.group_commit = Some(slots);
         self
     }
 
@@ -207,8 +211,9 @@ impl PostgresOptions {
         self.timeout
     }
 
-    /// The group commit slots (see [`group_commit`](Self::group_commit)).
-    pub fn get_group_commit(&self) -> usize {
+    /// The group commit slots set, or `None` for the default: as many as
+    /// the pool has connections (see [`group_commit`](Self::group_commit)).
+    pub fn get_group_commit(&self) -> Option<usize> {
         self.group_commit
     }
 }
