@@ -619,6 +619,8 @@ fn ours_and_the_linearizability_checker_agree_on_every_single_answer_mutation() 
     let histories = number("BATON_DIFFERENTIAL_HISTORIES", 2000) as usize;
     let mut rng = Rng(number("BATON_DIFFERENTIAL_SEED", 0x6261_746f_6e60));
     let (mut mutated, mut both, mut neither) = (0usize, 0usize, 0usize);
+    // Flagged by ours, the linearizability checker out of steps.
+    let mut both_undecided = 0usize;
     let mut legal_flagged: Vec<String> = Vec::new();
     // Class -> (count, an example).
     let mut classes: BTreeMap<String, (usize, String)> = BTreeMap::new();
@@ -673,18 +675,23 @@ fn ours_and_the_linearizability_checker_agree_on_every_single_answer_mutation() 
             let judged = judge(&lines, &generated.truth);
             let ours = judged.flagged.contains(ROOT);
             let second = judged.second.flagged.contains(ROOT);
-            match (ours, second) {
-                (true, true) => both += 1,
-                (false, false) => neither += 1,
+            let undecided = judged.second.undecided.contains(ROOT);
+            match (ours, second, undecided) {
+                (true, true, _) => both += 1,
+                // Out of steps where ours flags: agreement (`judge`).
+                (true, false, true) => both_undecided += 1,
+                (false, false, false) => neither += 1,
                 _ => {
                     let verb = op.what.split(' ').next().unwrap_or_default();
                     let class = format!(
-                        "{verb} {} -> {kind}: flagged by {}",
+                        "{verb} {} -> {kind}: {}",
                         kind_of(original),
-                        if ours {
-                            "ours only"
+                        if undecided {
+                            "passed by ours, left undecided by the linearizability checker"
+                        } else if ours {
+                            "flagged by ours only"
                         } else {
-                            "the linearizability checker only"
+                            "flagged by the linearizability checker only"
                         }
                     );
                     let entry = classes.entry(class).or_insert_with(|| {
@@ -709,8 +716,8 @@ fn ours_and_the_linearizability_checker_agree_on_every_single_answer_mutation() 
     let disagreements: usize = classes.values().map(|(n, _)| n).sum();
     println!(
         "differential: {histories} histories ({ops_total} operations), {} legal ones flagged; \
-         {mutated} mutated: flagged by both {both}, by neither {neither}, disagreements \
-         {disagreements} in {} classes",
+         {mutated} mutated: flagged by both {both}, by ours with the other out of steps \
+         {both_undecided}, by neither {neither}, disagreements {disagreements} in {} classes",
         legal_flagged.len(),
         classes.len()
     );

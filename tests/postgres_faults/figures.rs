@@ -100,9 +100,10 @@ pub async fn read_back(
     managed: bool,
 ) -> (Truth, Option<(u64, Option<BTreeSet<u64>>)>) {
     // Under a manager, the timelines the final primary descends from.
-    let timelines = match managed {
-        true => Some(managers::final_timelines(client).await),
-        false => None,
+    let timelines = if managed {
+        Some(managers::final_timelines(client).await)
+    } else {
+        None
     };
     let mut truth = Truth::default();
     for row in client
@@ -411,7 +412,8 @@ fn report_figures(
         report(&format!("{name}: {wrong}"));
     }
     // Each root the checkers disagree on, its history cut down to the
-    // records the disagreement needs.
+    // records the disagreement needs; a root left undecided is skipped
+    // (cutting it down would search it again, once per record).
     for root in judged
         .flagged
         .symmetric_difference(&judged.second.flagged)
@@ -443,6 +445,39 @@ fn report_figures(
     }
 }
 
+/// The labels of a write's outcomes, an append's then a finish's, in the
+/// order of [`write_case`].
+const WRITES: [[&str; 6]; 2] = [
+    [
+        "append ok",
+        "append refused (fenced)",
+        "append refused (retired)",
+        "append unknown",
+        "append unavailable",
+        "append refused (other)",
+    ],
+    [
+        "finish ok",
+        "finish refused (fenced)",
+        "finish refused (retired)",
+        "finish unknown",
+        "finish unavailable",
+        "finish refused (other)",
+    ],
+];
+
+/// Which of a write's outcomes (its label in [`WRITES`]) `outcome` is.
+fn write_case(outcome: &Outcome) -> usize {
+    match outcome {
+        Outcome::Written | Outcome::Already => 0,
+        Outcome::Fenced(_) => 1,
+        Outcome::RefusedRetired => 2,
+        Outcome::Unknown => 3,
+        Outcome::Unavailable => 4,
+        _ => 5,
+    }
+}
+
 /// The kind of `op`'s outcome, as the figures count it.
 fn outcome_of(op: &history::Op) -> &'static str {
     match (&op.kind, &op.outcome) {
@@ -456,18 +491,8 @@ fn outcome_of(op: &history::Op) -> &'static str {
         (history::Kind::Claim { .. }, Outcome::Unknown) => "claim unknown",
         (history::Kind::Claim { .. }, Outcome::Unavailable) => "claim unavailable",
         (history::Kind::Claim { .. }, _) => "claim refused",
-        (history::Kind::Append { .. }, Outcome::Written | Outcome::Already) => "append ok",
-        (history::Kind::Append { .. }, Outcome::Fenced(_)) => "append refused (fenced)",
-        (history::Kind::Append { .. }, Outcome::Unknown) => "append unknown",
-        (history::Kind::Append { .. }, Outcome::Unavailable) => "append unavailable",
-        (history::Kind::Append { .. }, Outcome::RefusedRetired) => "append refused (retired)",
-        (history::Kind::Append { .. }, _) => "append refused (other)",
-        (history::Kind::Finish { .. }, Outcome::Written | Outcome::Already) => "finish ok",
-        (history::Kind::Finish { .. }, Outcome::Fenced(_)) => "finish refused (fenced)",
-        (history::Kind::Finish { .. }, Outcome::RefusedRetired) => "finish refused (retired)",
-        (history::Kind::Finish { .. }, Outcome::Unknown) => "finish unknown",
-        (history::Kind::Finish { .. }, Outcome::Unavailable) => "finish unavailable",
-        (history::Kind::Finish { .. }, _) => "finish refused (other)",
+        (history::Kind::Append { .. }, outcome) => WRITES[0][write_case(outcome)],
+        (history::Kind::Finish { .. }, outcome) => WRITES[1][write_case(outcome)],
         (history::Kind::Retire { .. }, Outcome::RetiredNow(_)) => "retire ok",
         (history::Kind::Retire { .. }, Outcome::RetiredBySweep) => "retire ok (by a sweep)",
         (history::Kind::Retire { .. }, Outcome::AlreadyRetired) => "retire ok (already)",

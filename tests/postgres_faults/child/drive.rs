@@ -80,6 +80,19 @@ enum Wrote {
     Failed,
 }
 
+/// What a write (an append then seal, a finish then close) landed as:
+/// the cases of its error type that the history tells apart.
+enum Landed<'a> {
+    /// The log's receipt.
+    Receipt(Receipt),
+    /// Fenced by a later epoch: the current one.
+    Fenced(Epoch),
+    /// The log's refusal, or no answer.
+    Refused(&'a LogError),
+    /// Any other error, as debugged.
+    Other(String),
+}
+
 fn wrote(error: &LogError) -> Wrote {
     match error {
         LogError::AlreadyHandedOff { .. } => Wrote::HandedOff,
@@ -198,31 +211,13 @@ impl Proc {
             paused.intent.successor_run_id
         ));
         let appended = append_then_seal_async(&gate, &self.log, epoch, &paused).await;
-        let wrote = match &appended {
-            Ok(receipt) => {
-                let how = if *receipt == Receipt::Written {
-                    "written"
-                } else {
-                    "already"
-                };
-                self.history.complete(op, &format!("ok {how}"));
-                Wrote::Ours
-            }
-            Err(SealError::Fenced { current, .. }) => {
-                self.history
-                    .complete(op, &format!("refused fenced {current}"));
-                Wrote::Failed
-            }
-            Err(SealError::Append(error)) => {
-                self.history.complete(op, &refusal(error));
-                wrote(error)
-            }
-            Err(other) => {
-                self.history
-                    .complete(op, &format!("refused other {other:?}").replace(' ', "_"));
-                Wrote::Failed
-            }
+        let landed = match &appended {
+            Ok(receipt) => Landed::Receipt(*receipt),
+            Err(SealError::Fenced { current, .. }) => Landed::Fenced(*current),
+            Err(SealError::Append(error)) => Landed::Refused(error),
+            Err(other) => Landed::Other(format!("{other:?}")),
         };
+        let wrote = self.landed(op, landed);
         // R2, R7: what the requester's wait() says; a seal is printed only
         // if it returned the pause.
         if let Ok(Ok(sealed)) = tokio::time::timeout(Duration::from_secs(1), pending.wait()).await {
@@ -242,27 +237,41 @@ impl Proc {
         let op = self
             .history
             .invoke(&format!("finish {run} {epoch} {id} {}", digest(&outcome)));
-        match finish_then_close_async(&gate, &self.log, epoch, &outcome).await {
-            Ok(Receipt::Written) => {
-                self.history.complete(op, "ok written");
+        let finished = finish_then_close_async(&gate, &self.log, epoch, &outcome).await;
+        let landed = match &finished {
+            Ok(receipt) => Landed::Receipt(*receipt),
+            Err(FinishError::Fenced { current, .. }) => Landed::Fenced(*current),
+            Err(FinishError::Finish(error)) => Landed::Refused(error),
+            Err(other) => Landed::Other(format!("{other:?}")),
+        };
+        self.landed(op, landed)
+    }
+
+    /// Completes the write `op` (an append, a finish) with what it landed
+    /// as, and says what it wrote.
+    fn landed(&self, op: u64, landed: Landed<'_>) -> Wrote {
+        match landed {
+            Landed::Receipt(receipt) => {
+                let how = if receipt == Receipt::Written {
+                    "written"
+                } else {
+                    "already"
+                };
+                self.history.complete(op, &format!("ok {how}"));
                 Wrote::Ours
             }
-            Ok(_) => {
-                self.history.complete(op, "ok already");
-                Wrote::Ours
-            }
-            Err(FinishError::Fenced { current, .. }) => {
+            Landed::Fenced(current) => {
                 self.history
                     .complete(op, &format!("refused fenced {current}"));
                 Wrote::Failed
             }
-            Err(FinishError::Finish(error)) => {
-                self.history.complete(op, &refusal(&error));
-                wrote(&error)
+            Landed::Refused(error) => {
+                self.history.complete(op, &refusal(error));
+                wrote(error)
             }
-            Err(other) => {
+            Landed::Other(debug) => {
                 self.history
-                    .complete(op, &format!("refused other {other:?}").replace(' ', "_"));
+                    .complete(op, &format!("refused other {debug}").replace(' ', "_"));
                 Wrote::Failed
             }
         }
