@@ -154,10 +154,11 @@ impl PostgresOptions {
     /// connection of the pool is busy writing, where they would otherwise
     /// wait for a connection: a log with a connection for each concurrent
     /// Run batches nothing, and a fleet host of many Runs on a small pool
-    /// shares its commits. Fewer slots batch sooner; on this project's
-    /// 2-core server 4 slots cost 11–26 % at 8 concurrent Runs with a
-    /// connection each, and gained less on a pool of 16 (benches/README.md,
-    /// "Group commit").
+    /// shares its commits. Fewer slots batch sooner, which pays only
+    /// where the server's CPU runs out first: on this project's 2-core
+    /// server, with a connection per Run, 4 slots cost 11–26 % at 8
+    /// concurrent Runs and gained 16–27 % (claim and finish) at 32
+    /// (benches/README.md, "Group commit").
     pub fn group_commit(mut self, slots: usize) -> Self {
         self.group_commit = Some(slots);
         self
