@@ -156,15 +156,16 @@ impl Group {
         prepared: bool,
         timeout: Duration,
     ) -> Arc<Self> {
+        let slots = slots.max(1);
         Arc::new(Self {
             pool: AssertUnwindSafe(pool),
             sql,
             settling,
             prepared,
             timeout,
-            slots: slots.max(1),
+            slots,
             state: Mutex::new(State {
-                free: slots.max(1),
+                free: slots,
                 ..State::default()
             }),
             counts: Mutex::new(GroupCommits::default()),

@@ -152,11 +152,11 @@ pub use tokio_postgres;
 /// more than [`PostgresOptions::group_commit`] of them are in flight
 /// (by default, as many as the pool has connections), the others wait
 /// and go together, up to 64 of different Runs in one transaction, each
-/// answered from its own statement's count
-/// as it would be alone; a batch that rolls back runs each of its
-/// operations alone, and a lost commit reply is
-/// [`LogError::OutcomeUnknown`] for each (docs/SPEC.md §6, "Group
-/// commit"). [`group_commits`](Self::group_commits) counts what was sent.
+/// answered from its own statement's count as it would be alone; a batch
+/// that rolls back runs each of its operations alone, and a lost commit
+/// reply is [`LogError::OutcomeUnknown`] for each (docs/SPEC.md §6,
+/// "Group commit"). [`group_commits`](Self::group_commits) counts what
+/// was sent.
 ///
 /// **Errors say what to do.** A refusal ([`LogError::Fenced`],
 /// [`LogError::AlreadyHandedOff`], …) is the log's answer and is never
